@@ -1,0 +1,96 @@
+"""Masked scaled dot-product and additive (Bahdanau) attention.
+
+Both take queries (B, Tq, Dq), keys (B, Tk, Dk), values (B, Tk, Dv) and a key
+mask (B, Tk) that is True on real tokens, and return (context (B, Tq, Dv),
+weights (B, Tq, Tk)). The classifier pools with one query (Tq = 1); the
+benchmark also runs them as self-attention (Tq = Tk).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+ATTENTIONS = ("dot", "additive")
+
+
+def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """Softmax over the last dim with masked keys at weight exactly 0.
+
+    The fill is the dtype's own minimum (the documents' -1e9 overflows in float16);
+    the final masked_fill makes padding exactly 0 and a row with no real key all
+    zeros rather than NaN.
+    """
+    if mask is None:
+        return torch.softmax(scores, dim=-1)
+    keep = mask.unsqueeze(-2)  # (B, 1, Tk), broadcast over queries
+    scores = scores.masked_fill(~keep, torch.finfo(scores.dtype).min)
+    return torch.softmax(scores, dim=-1).masked_fill(~keep, 0.0)
+
+
+class DotAttention(nn.Module):
+    """softmax(Q K^T / sqrt(d)) V with Q = W_q q, K = W_k k.
+
+    Values are used as given: a value projection would commute with the weighted
+    sum and is absorbed by the classifier's linear layer, so it adds parameters
+    and no power. `scale=False` drops the 1/sqrt(d) (for the documents' claim 3).
+    """
+
+    def __init__(self, query_dim: int, key_dim: int, attn_dim: int, scale: bool = True, dropout: float = 0.0):
+        super().__init__()
+        self.q_proj = nn.Linear(query_dim, attn_dim)
+        self.k_proj = nn.Linear(key_dim, attn_dim)
+        self.scale = 1.0 / math.sqrt(attn_dim) if scale else 1.0
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, query, keys, values, mask=None):
+        q = self.q_proj(query)  # (B, Tq, d)
+        k = self.k_proj(keys)  # (B, Tk, d)
+        scores = torch.bmm(q, k.transpose(1, 2)) * self.scale  # (B, Tq, Tk)
+        weights = masked_softmax(scores, mask)
+        return torch.bmm(self.dropout(weights), values), weights  # (B, Tq, Dv), (B, Tq, Tk)
+
+
+class AdditiveAttention(nn.Module):
+    """score(q, k) = v^T tanh(W_q q + W_k k), W_q, W_k and v without bias.
+
+    `hidden_dim=None` takes the mean of the query and key dims (the documents' 2.3).
+    `init="xavier"`: Xavier-uniform W_q, W_k and a near-zero v, so training starts
+    from almost uniform weights (mean pooling); `init="default"`: PyTorch's own.
+    """
+
+    def __init__(
+        self, query_dim: int, key_dim: int, hidden_dim: int | None = None, init: str = "xavier", dropout: float = 0.0
+    ):
+        super().__init__()
+        hidden_dim = hidden_dim or (query_dim + key_dim) // 2
+        self.q_proj = nn.Linear(query_dim, hidden_dim, bias=False)
+        self.k_proj = nn.Linear(key_dim, hidden_dim, bias=False)
+        self.score_proj = nn.Linear(hidden_dim, 1, bias=False)  # v
+        self.dropout = nn.Dropout(dropout)
+        if init == "xavier":
+            nn.init.xavier_uniform_(self.q_proj.weight)
+            nn.init.xavier_uniform_(self.k_proj.weight)
+            nn.init.normal_(self.score_proj.weight, std=1e-2)
+        elif init != "default":
+            raise ValueError(f"attention init={init!r}; allowed: xavier, default")
+
+    def forward(self, query, keys, values, mask=None):
+        q = self.q_proj(query)  # (B, Tq, h)
+        k = self.k_proj(keys)  # (B, Tk, h)
+        # (B, Tq, 1, h) + (B, 1, Tk, h) -> (B, Tq, Tk, h): the cost that grows as Tq * Tk * h
+        scores = self.score_proj(torch.tanh(q.unsqueeze(2) + k.unsqueeze(1))).squeeze(-1)  # (B, Tq, Tk)
+        weights = masked_softmax(scores, mask)
+        return torch.bmm(self.dropout(weights), values), weights  # (B, Tq, Dv), (B, Tq, Tk)
+
+
+def build_attention(
+    name: str, query_dim: int, key_dim: int, attn_dim: int | None, scale: bool = True, init: str = "xavier"
+) -> nn.Module:
+    if name == "dot":
+        return DotAttention(query_dim, key_dim, attn_dim or key_dim, scale=scale)
+    if name == "additive":
+        return AdditiveAttention(query_dim, key_dim, attn_dim, init=init)
+    raise ValueError(f"attention={name!r}; allowed: {', '.join(ATTENTIONS)}")

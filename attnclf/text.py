@@ -1,0 +1,84 @@
+"""Tokenizer and vocabulary.
+
+A plain regex tokenizer: lower-cased words (with inner apostrophes, "don't"),
+numbers, and "!" / "?" as tokens of their own. IMDb's "<br />" tags are removed.
+Measured against HF `tokenizers` (WordLevel + Whitespace) in
+scripts/bench_tokenize.py: the regex one was faster here and gives the same words.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from attnclf.errors import AttnclfError
+
+TOKENIZER_VERSION = "regex-v1"  # part of the cache key: change it when the rules change
+PAD, UNK = "<pad>", "<unk>"
+PAD_ID, UNK_ID = 0, 1
+
+_TAG = re.compile(r"<[^>]{0,20}>")
+_TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)*|[!?]")
+
+
+def tokenize(text: str) -> list[str]:
+    return _TOKEN.findall(_TAG.sub(" ", text.lower()))
+
+
+class Vocab:
+    """Token <-> id map; id 0 is padding, id 1 unknown words."""
+
+    def __init__(self, itos: Sequence[str]):
+        if list(itos[:2]) != [PAD, UNK]:
+            raise AttnclfError(f"vocabulary must start with {PAD!r}, {UNK!r}; got {list(itos[:2])}")
+        self.itos = list(itos)
+        self.stoi = {t: i for i, t in enumerate(self.itos)}
+
+    def __len__(self) -> int:
+        return len(self.itos)
+
+    def encode(self, text: str) -> list[int]:
+        get = self.stoi.get
+        return [get(t, UNK_ID) for t in tokenize(text)]
+
+    def encode_tokens(self, tokens: Iterable[str]) -> list[int]:
+        get = self.stoi.get
+        return [get(t, UNK_ID) for t in tokens]
+
+    def decode(self, ids: Iterable[int]) -> list[str]:
+        return [self.itos[i] for i in ids]
+
+    def save(self, path: str | Path) -> None:
+        payload = {"tokenizer": TOKENIZER_VERSION, "itos": self.itos}
+        Path(path).write_text(json.dumps(payload, ensure_ascii=False))
+
+    @classmethod
+    def load(cls, path: str | Path) -> Vocab:
+        path = Path(path)
+        if not path.is_file():
+            raise AttnclfError(f"vocabulary file not found: {path}")
+        try:
+            payload = json.loads(path.read_text(encoding="utf-8"))
+            itos = payload["itos"]
+        except (ValueError, KeyError, TypeError) as e:
+            raise AttnclfError(f"not a vocabulary file (expected JSON with 'itos'): {path}") from e
+        if payload.get("tokenizer") != TOKENIZER_VERSION:
+            raise AttnclfError(
+                f"vocabulary {path} was made by tokenizer {payload.get('tokenizer')!r}, "
+                f"this version uses {TOKENIZER_VERSION!r}"
+            )
+        return cls(itos)
+
+    @classmethod
+    def from_counts(cls, tokens: Sequence[str], counts: np.ndarray, size: int, min_freq: int) -> Vocab:
+        """The `size - 2` most frequent tokens seen at least `min_freq` times.
+
+        Ties are broken by the token's first appearance, so the result is deterministic.
+        """
+        order = np.argsort(-counts, kind="stable")
+        keep = [tokens[i] for i in order[: max(size - 2, 0)] if counts[i] >= min_freq]
+        return cls([PAD, UNK, *keep])

@@ -1,0 +1,172 @@
+"""`train(cfg)`: the whole run, callable from tests (`train.py` at the root is its Hydra entry point)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import sys
+import time
+from pathlib import Path
+
+import pytorch_lightning as L
+import torch
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from attnclf.attention import ATTENTIONS
+from attnclf.callbacks import Throughput
+from attnclf.data import IMDBDataModule
+from attnclf.errors import AttnclfError
+from attnclf.module import AttnClassifierModule
+
+log = logging.getLogger(__name__)
+
+# the hyperparameters shown in TensorBoard's HParams dashboard
+HPARAMS = (
+    "attention",
+    "seed",
+    "optimizer.lr",
+    "optimizer.weight_decay",
+    "model.embed_dim",
+    "model.hidden_dim",
+    "model.num_layers",
+    "model.dropout",
+    "model.attention_scale",
+    "model.attention_init",
+    "data.max_length",
+    "data.batch_size",
+    "data.vocab_size",
+    "trainer.max_epochs",
+)
+
+
+def validate(cfg: DictConfig) -> None:
+    """One-line errors for values that would otherwise fail deep inside a library."""
+    if cfg.attention not in ATTENTIONS:
+        raise AttnclfError(f"attention={cfg.attention!r}; allowed: {', '.join(ATTENTIONS)}")
+    for key in (
+        "model.embed_dim",
+        "model.hidden_dim",
+        "model.num_layers",
+        "data.batch_size",
+        "data.max_length",
+        "data.vocab_size",
+    ):
+        value = OmegaConf.select(cfg, key)
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise AttnclfError(f"{key}={value!r} must be a positive integer")
+    lr = cfg.optimizer.lr
+    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr < math.inf:
+        raise AttnclfError(f"optimizer.lr={lr!r} must be a number > 0")
+    for key in ("model.dropout", "model.embed_dropout"):
+        value = OmegaConf.select(cfg, key)
+        if not isinstance(value, (int, float)) or not 0 <= value < 1:
+            raise AttnclfError(f"{key}={value!r} must be in [0, 1)")
+
+
+def hparams_of(cfg: DictConfig) -> dict:
+    return {key: OmegaConf.select(cfg, key) for key in HPARAMS}
+
+
+def instantiate_group(group: DictConfig | None) -> list:
+    """Instantiate every `_target_` entry of a config group (callbacks, logger); null entries are off."""
+    return [instantiate(c) for c in (group or {}).values() if c is not None and "_target_" in c]
+
+
+def write_hparams(trainer: L.Trainer, hparams: dict, metrics: dict) -> None:
+    """Fill the HParams dashboard: hyperparameters with their final metrics (tags logged as scalars)."""
+    from torch.utils.tensorboard.summary import hparams as hparams_summary
+
+    for lg in trainer.loggers:
+        if isinstance(lg, L.loggers.TensorBoardLogger):
+            clean = {k: (v if isinstance(v, (int, float, str, bool)) else str(v)) for k, v in hparams.items()}
+            writer = lg.experiment._get_file_writer()
+            for summary in hparams_summary(clean, metrics):
+                writer.add_summary(summary)
+            lg.experiment.flush()
+
+
+def train(cfg: DictConfig) -> float:
+    """Fit, test the best checkpoint, write metrics.json; return the metric `cfg.optimized_metric`."""
+    validate(cfg)
+    if cfg.get("num_threads"):
+        torch.set_num_threads(cfg.num_threads)
+    L.seed_everything(cfg.seed, workers=True)
+    out = Path(cfg.paths.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+
+    datamodule = IMDBDataModule(**cfg.data, seed=cfg.seed, vocab_path=str(out / "vocab.json"))
+    datamodule.setup("fit")
+    model = AttnClassifierModule(
+        vocab_size=len(datamodule.vocab),
+        num_classes=datamodule.num_classes,
+        attention=cfg.attention,
+        **cfg.model,
+        **cfg.optimizer,
+    )
+    callbacks = instantiate_group(cfg.get("callbacks"))
+    throughput = next((c for c in callbacks if isinstance(c, Throughput)), None) or Throughput()
+    if throughput not in callbacks:
+        callbacks.append(throughput)
+    trainer: L.Trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=instantiate_group(cfg.get("logger")))
+
+    start = time.perf_counter()
+    trainer.fit(model, datamodule=datamodule)
+    fit_seconds = time.perf_counter() - start
+    if trainer.interrupted:
+        raise AttnclfError("training was interrupted; checkpoints so far are in " + str(out / "checkpoints"))
+
+    best = trainer.checkpoint_callback.best_model_path if trainer.checkpoint_callback else ""
+    tested = trainer.test(model, datamodule=datamodule, ckpt_path="best" if best else None, verbose=False)[0]
+
+    metrics = {
+        "attention": cfg.attention,
+        "seed": cfg.seed,
+        "val/acc": float(model.val_acc_best.compute()) if model.val_acc_best.update_called else float("nan"),
+        "test/acc": tested["test/acc"],
+        "test/loss": tested["test/loss"],
+        "test/attn_entropy": tested["test/attn_entropy"],
+        "test/attn_top5": tested["test/attn_top5"],
+        "epochs": trainer.current_epoch,
+        "steps": trainer.global_step,
+        "fit_seconds": fit_seconds,
+        "train_seconds": throughput.train_seconds,
+        "train_tokens_per_sec": throughput.tokens_per_sec,
+        "eval_reviews_per_sec": throughput.eval_reviews_per_sec,
+        "best_checkpoint": best,
+        "vocab": str(out / "vocab.json"),
+        "hparams": hparams_of(cfg),
+    }
+    if trainer.is_global_zero:
+        write_hparams(
+            trainer,
+            metrics["hparams"],
+            {
+                "val/acc_best": metrics["val/acc"],
+                "test/acc": metrics["test/acc"],
+                "train/tokens_per_sec": metrics["train_tokens_per_sec"],
+            },
+        )
+        (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+        log.info(
+            "val/acc %.4f  test/acc %.4f  %.0f s  %.0f tokens/s  -> %s",
+            metrics["val/acc"],
+            metrics["test/acc"],
+            fit_seconds,
+            metrics["train_tokens_per_sec"],
+            out / "metrics.json",
+        )
+    name = cfg.get("optimized_metric") or "val/acc"
+    if name not in metrics:
+        raise AttnclfError(f"optimized_metric={name!r}; allowed: val/acc, test/acc, test/loss, train_tokens_per_sec")
+    return metrics[name]
+
+
+def run(fn, cfg: DictConfig):
+    """Call an entry point's logic; a user error becomes one line on stderr and exit status 2."""
+    try:
+        return fn(cfg)
+    except AttnclfError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)

@@ -1,0 +1,65 @@
+"""Shared fixtures: a tiny IMDb-like dataset written to disk, and configs composed through Hydra."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import datasets
+import pytest
+from hydra import compose, initialize_config_dir
+
+CONF = str(Path(__file__).resolve().parents[1] / "conf")
+ROOT = Path(__file__).resolve().parents[1]
+
+POS = ["great", "wonderful", "superb", "loved", "brilliant", "moving"]
+NEG = ["awful", "boring", "terrible", "hated", "dull", "waste"]
+FILLER = ["the", "film", "movie", "plot", "actor", "scene", "was", "and", "a", "story", "it", "this"]
+
+
+def make_reviews(n: int, seed: int) -> dict:
+    """Reviews whose label shows in a few sentiment words among filler, plus the awkward cases."""
+    rng = random.Random(seed)
+    texts, labels = [], []
+    for i in range(n):
+        label = i % 2
+        words = [rng.choice(FILLER) for _ in range(rng.randint(5, 60))]
+        for _ in range(rng.randint(1, 3)):
+            words.insert(rng.randrange(len(words) + 1), rng.choice(POS if label else NEG))
+        texts.append(" ".join(words) + rng.choice([".", "!", " <br /><br /> The end."]))
+        labels.append(label)
+    # empty, whitespace-only, a 100k-character review, non-ASCII text
+    texts[:4] = ["", "   \n\t ", "great " * 20000, "Ein großartiger Film! 素晴らしい映画 — très émouvant ❤"]
+    return {"text": texts, "label": labels}
+
+
+@pytest.fixture(scope="session")
+def tiny_imdb(tmp_path_factory) -> Path:
+    """A folder laid out like stanfordnlp/imdb (train and test parquet files) that load_dataset reads."""
+    root = tmp_path_factory.mktemp("tiny_imdb")
+    for split, n, seed in (("train", 240, 0), ("test", 80, 1)):
+        datasets.Dataset.from_dict(make_reviews(n, seed)).to_parquet(str(root / f"{split}.parquet"))
+    return root
+
+
+def tiny_overrides(data_path: Path, out: Path) -> list[str]:
+    return [
+        f"data.path={data_path}",
+        f"paths.output_dir={out}",
+        f"paths.cache_dir={out / 'cache'}",
+        "data.batch_size=16",
+        "data.eval_batch_size=32",
+        "data.vocab_size=200",
+        "data.max_length=64",
+        "data.val_size=0.25",
+        "model.embed_dim=16",
+        "model.hidden_dim=16",
+        "trainer.accelerator=cpu",
+        "trainer.enable_model_summary=false",
+        "trainer.log_every_n_steps=1",
+    ]
+
+
+def compose_cfg(overrides: list[str]):
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        return compose(config_name="train", overrides=overrides)

@@ -1,0 +1,91 @@
+import math
+
+import pytest
+import torch
+
+from attnclf.attention import AdditiveAttention, DotAttention, build_attention, masked_softmax
+
+
+def inputs(B=3, Tq=1, Tk=9, D=8, lengths=(9, 4, 1), seed=0):
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randn(B, Tq, D, generator=g)
+    k = torch.randn(B, Tk, D, generator=g)
+    mask = torch.arange(Tk) < torch.tensor(lengths).unsqueeze(1)  # (B, Tk)
+    return q, k, mask
+
+
+@pytest.mark.parametrize("name", ["dot", "additive"])
+@pytest.mark.parametrize("Tq", [1, 5])
+def test_weights_sum_to_one_and_are_zero_on_padding(name, Tq):
+    torch.manual_seed(0)
+    att = build_attention(name, 8, 8, 6)
+    q, k, mask = inputs(Tq=Tq)
+    v = torch.randn(3, 9, 7)
+    ctx, w = att(q, k, v, mask)
+    assert ctx.shape == (3, Tq, 7) and w.shape == (3, Tq, 9)
+    torch.testing.assert_close(w.sum(-1), torch.ones(3, Tq))
+    assert (w[~mask.unsqueeze(1).expand_as(w)] == 0).all()  # exactly zero, not small
+    assert (w[mask.unsqueeze(1).expand_as(w)] > 0).all()
+
+
+@pytest.mark.parametrize("name", ["dot", "additive"])
+def test_padding_values_have_no_effect(name):
+    torch.manual_seed(0)
+    att = build_attention(name, 8, 8, None)
+    q, k, mask = inputs()
+    v = torch.randn(3, 9, 8)
+    k2, v2 = k.clone(), v.clone()
+    k2[~mask] = 1e4  # garbage at padded positions
+    v2[~mask] = -1e4
+    torch.testing.assert_close(att(q, k, v, mask)[0], att(q, k2, v2, mask)[0])
+
+
+def test_dot_matches_the_formula():
+    torch.manual_seed(0)
+    att = DotAttention(8, 8, 4)
+    q, k, mask = inputs()
+    Q, K = att.q_proj(q), att.k_proj(k)
+    scores = Q @ K.transpose(1, 2) / math.sqrt(4)
+    expected = torch.softmax(scores.masked_fill(~mask.unsqueeze(1), -math.inf), -1)
+    torch.testing.assert_close(att(q, k, k, mask)[1], expected)
+    unscaled = DotAttention(8, 8, 4, scale=False)
+    unscaled.load_state_dict(att.state_dict())
+    expected = torch.softmax((Q @ K.transpose(1, 2)).masked_fill(~mask.unsqueeze(1), -math.inf), -1)
+    torch.testing.assert_close(unscaled(q, k, k, mask)[1], expected)
+
+
+def test_additive_matches_the_formula_and_allows_different_dims():
+    torch.manual_seed(0)
+    att = AdditiveAttention(query_dim=6, key_dim=10, hidden_dim=5)
+    q = torch.randn(2, 1, 6)
+    k = torch.randn(2, 7, 10)
+    w = att(q, k, k, None)[1]
+    v = att.score_proj.weight[0]
+    expected = torch.softmax(torch.tanh(att.q_proj(q) + att.k_proj(k)) @ v, -1).unsqueeze(1)  # (B, 1, Tk)
+    torch.testing.assert_close(w, expected)
+    assert att.q_proj.bias is None and att.k_proj.bias is None and att.score_proj.bias is None
+    assert AdditiveAttention(6, 10).q_proj.out_features == 8  # mean of query and key dims
+
+
+def test_additive_init_starts_near_uniform():
+    torch.manual_seed(0)
+    q, k, mask = inputs(lengths=(9, 9, 9))
+    w = AdditiveAttention(8, 8, init="xavier")(q, k, k, mask)[1]
+    assert (w - 1 / 9).abs().max() < 0.02
+    with pytest.raises(ValueError, match="xavier, default"):
+        AdditiveAttention(8, 8, init="zeros")
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
+def test_masked_softmax_no_overflow_and_fully_masked_rows_are_zero(dtype):
+    scores = torch.randn(2, 1, 5).to(dtype)
+    mask = torch.tensor([[True, True, False, False, False], [False] * 5])
+    w = masked_softmax(scores, mask)
+    assert torch.isfinite(w).all()
+    assert w[0, 0, 2:].eq(0).all() and w[1].eq(0).all()
+    torch.testing.assert_close(w[0, 0].sum().float(), torch.tensor(1.0), atol=1e-2, rtol=0)
+
+
+def test_unknown_attention_names_the_choices():
+    with pytest.raises(ValueError, match="dot, additive"):
+        build_attention("foo", 4, 4, None)

@@ -1,0 +1,141 @@
+import numpy as np
+import pytest
+
+import attnclf.data as data
+from attnclf.data import BucketBatchSampler, IMDBDataModule, Reviews, collate, split_train_val
+from attnclf.errors import AttnclfError
+from attnclf.text import PAD, UNK, UNK_ID, Vocab, tokenize
+
+
+def test_tokenize():
+    assert tokenize("Don't miss it!<br /><br />A 10/10 film... Really?") == [
+        "don't",
+        "miss",
+        "it",
+        "!",
+        "a",
+        "10",
+        "10",
+        "film",
+        "really",
+        "?",
+    ]
+    assert tokenize("") == [] and tokenize("  \n ") == []
+    assert tokenize("Großartig — très émouvant") == ["großartig", "très", "émouvant"]
+
+
+def test_vocab_roundtrip(tmp_path):
+    v = Vocab([PAD, UNK, "good", "bad"])
+    assert v.encode("good and bad") == [2, UNK_ID, 3]
+    v.save(tmp_path / "vocab.json")
+    assert Vocab.load(tmp_path / "vocab.json").itos == v.itos
+    with pytest.raises(AttnclfError, match="not found"):
+        Vocab.load(tmp_path / "missing.json")
+
+
+def test_validation_split_deterministic_and_disjoint():
+    train, val = split_train_val(1000, 0.1, seed=3)
+    assert len(val) == 100 and len(train) == 900
+    assert not set(train) & set(val) and set(train) | set(val) == set(range(1000))
+    again = split_train_val(1000, 0.1, seed=3)
+    assert (again[0] == train).all() and (again[1] == val).all()
+    assert not (split_train_val(1000, 0.1, seed=4)[1] == val).all()
+    assert len(split_train_val(1000, 50, seed=3)[1]) == 50  # a row count
+    with pytest.raises(AttnclfError, match="val_size"):
+        split_train_val(10, 0.01, seed=0)
+
+
+def setup_dm(path, tmp_path, **kw):
+    dm = IMDBDataModule(
+        path=str(path),
+        cache_dir=str(tmp_path / "cache"),
+        vocab_path=str(tmp_path / "vocab.json"),
+        batch_size=8,
+        vocab_size=500,
+        max_length=32,
+        val_size=0.25,
+        seed=1,
+        **kw,
+    )
+    dm.setup("fit")
+    return dm
+
+
+def test_datamodule_vocab_from_train_rows_only_and_saved(tiny_imdb, tmp_path):
+    dm = setup_dm(tiny_imdb, tmp_path)
+    assert len(dm.train_set) == 180 and len(dm.val_set) == 60 and len(dm.test_set) == 80
+    assert not set(dm.train_set.rows) & set(dm.val_set.rows)
+    import datasets
+
+    texts = datasets.load_dataset(str(tiny_imdb))["train"]["text"]
+    train_words = {t for r in dm.train_set.rows for t in tokenize(texts[r])}
+    assert set(dm.vocab.itos[2:]) <= train_words
+    assert Vocab.load(tmp_path / "vocab.json").itos == dm.vocab.itos
+
+
+def test_second_setup_reads_the_cache(tiny_imdb, tmp_path, monkeypatch):
+    first = setup_dm(tiny_imdb, tmp_path)
+    assert len(list((tmp_path / "cache").glob("*.npz"))) == 2  # train and test
+
+    def fail(*a, **k):
+        raise AssertionError("re-tokenised although cached")
+
+    monkeypatch.setattr(data, "encode_texts", fail)
+    second = setup_dm(tiny_imdb, tmp_path)
+    assert second.vocab.itos == first.vocab.itos
+    assert (second.train_set.tokens(5) == first.train_set.tokens(5)).all()
+
+
+def test_awkward_reviews_are_encoded(tiny_imdb, tmp_path):
+    dm = setup_dm(tiny_imdb, tmp_path)
+    test = dm.test_set  # rows 0-3: empty, whitespace, 100k characters, non-ASCII
+    assert test.tokens(0).tolist() == [UNK_ID] and test.tokens(1).tolist() == [UNK_ID]
+    assert len(test.tokens(2)) == 32 and test.lengths[2] == 32
+    assert len(test.tokens(3)) == 7  # ein großartiger film ! 素晴らしい映画 très émouvant
+
+
+@pytest.mark.parametrize("mode,expected", [("head", [0, 1, 2, 3]), ("tail", [6, 7, 8, 9]), ("head_tail", [0, 1, 8, 9])])
+def test_truncation(mode, expected):
+    ids = np.arange(10, dtype=np.int32)
+    r = Reviews(ids, np.array([0, 10]), np.array([1]), np.array([0]), max_length=4, truncation=mode)
+    assert r.tokens(0).tolist() == expected and r.lengths.tolist() == [4]
+
+
+def test_bad_settings_name_the_value():
+    with pytest.raises(AttnclfError, match="data.truncation='middle'; allowed: head, tail, head_tail"):
+        IMDBDataModule(truncation="middle")
+    with pytest.raises(AttnclfError, match="data.batch_size=0"):
+        IMDBDataModule(batch_size=0)
+    with pytest.raises(AttnclfError, match="data.val_size=1.5"):
+        IMDBDataModule(val_size=1.5)
+    with pytest.raises(AttnclfError, match="does not exist"):
+        IMDBDataModule(path="./no/such/folder").setup()
+
+
+def test_collate_pads_to_the_longest():
+    ids, lengths, labels = collate([(np.array([5, 6, 7]), 1), (np.array([8]), 0)])
+    assert ids.tolist() == [[5, 6, 7], [8, 0, 0]] and lengths.tolist() == [3, 1] and labels.tolist() == [1, 0]
+
+
+def test_bucket_sampler_covers_each_row_once_with_similar_lengths():
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(1, 400, size=1000)
+    s = BucketBatchSampler(lengths, batch_size=32, shuffle=True, seed=0, pool=10)
+    epoch0 = list(s)
+    flat = [i for b in epoch0 for i in b]
+    assert sorted(flat) == list(range(1000)) and len(epoch0) == len(s)
+    padding = sum(len(b) * lengths[b].max() - lengths[b].sum() for b in epoch0)
+    random_padding = sum(32 * lengths[i : i + 32].max() - lengths[i : i + 32].sum() for i in range(0, 1000, 32))
+    assert padding < 0.2 * random_padding
+    s.set_epoch(1)
+    assert list(s) != epoch0  # reshuffled each epoch
+    s.set_epoch(0)
+    assert list(s) == epoch0  # deterministic
+
+
+def test_bucket_sampler_shards_across_ranks():
+    lengths = np.arange(1, 101)
+    shards = [list(BucketBatchSampler(lengths, 8, True, seed=0, num_replicas=3, rank=r)) for r in range(3)]
+    assert len({len(x) for x in shards}) == 1  # every rank runs as many batches
+    seen = [i for shard in shards for b in shard for i in b]
+    assert set(seen) == set(range(100))

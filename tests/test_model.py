@@ -1,0 +1,71 @@
+import pytest
+import torch
+
+from attnclf.encoder import ExactBiGRU, reverse_within_length
+from attnclf.model import AttentionClassifier
+
+
+def test_reverse_within_length():
+    x = torch.arange(10.0).view(2, 5, 1)
+    out = reverse_within_length(x, torch.tensor([3, 5]))[..., 0]
+    assert out.tolist() == [[2, 1, 0, 3, 4], [9, 8, 7, 6, 5]]
+
+
+def test_exact_bigru_matches_nn_gru_bidirectional_per_review():
+    """Each review alone through PyTorch's own bidirectional GRU gives the same outputs."""
+    torch.manual_seed(0)
+    enc = ExactBiGRU(6, 5).eval()
+    ref = torch.nn.GRU(6, 5, batch_first=True, bidirectional=True)
+    with torch.no_grad():
+        for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+            getattr(ref, f"{name}_l0").copy_(getattr(enc.fwd[0], f"{name}_l0"))
+            getattr(ref, f"{name}_l0_reverse").copy_(getattr(enc.bwd[0], f"{name}_l0"))
+    lengths = torch.tensor([7, 3, 1])
+    x = torch.randn(3, 7, 6)
+    out, final = enc(x, lengths)
+    for b, n in enumerate(lengths.tolist()):
+        expected, h = ref(x[b : b + 1, :n])
+        torch.testing.assert_close(out[b, :n], expected[0], atol=1e-6, rtol=1e-5)
+        torch.testing.assert_close(final[b], torch.cat([h[0, 0], h[1, 0]]), atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+def test_packed_and_padded_formulations_agree(layers):
+    torch.manual_seed(0)
+    enc = ExactBiGRU(4, 6, num_layers=layers).eval()
+    x, lengths = torch.randn(4, 11, 4), torch.tensor([11, 2, 7, 1])
+    mask = torch.arange(11) < lengths.unsqueeze(1)
+    enc.pack = False
+    out_pad, final_pad = enc(x, lengths)
+    enc.pack = True
+    out_pack, final_pack = enc(x, lengths)
+    torch.testing.assert_close(out_pad[mask], out_pack[mask], atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(final_pad, final_pack, atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("attention", ["dot", "additive"])
+@pytest.mark.parametrize("layers", [1, 2])
+def test_logits_same_alone_and_in_a_padded_batch(attention, layers):
+    torch.manual_seed(0)
+    model = AttentionClassifier(50, embed_dim=8, hidden_dim=8, num_layers=layers, attention=attention).eval()
+    short = torch.randint(2, 50, (6,))
+    batch = torch.zeros(3, 300, dtype=torch.long)
+    batch[0, :6] = short
+    batch[1] = torch.randint(2, 50, (300,))
+    batch[2, :40] = torch.randint(2, 50, (40,))
+    with torch.no_grad():
+        alone, w_alone = model(short.unsqueeze(0), torch.tensor([6]))
+        padded, w_padded = model(batch, torch.tensor([6, 300, 40]))
+    torch.testing.assert_close(alone[0], padded[0], atol=1e-5, rtol=0)
+    torch.testing.assert_close(w_alone[0], w_padded[0, :6], atol=1e-5, rtol=0)
+    assert (w_padded[0, 6:] == 0).all() and (w_padded[2, 40:] == 0).all()
+    torch.testing.assert_close(w_padded.sum(-1), torch.ones(3))
+
+
+def test_model_learns_gradients_flow_to_attention():
+    torch.manual_seed(0)
+    for attention in ("dot", "additive"):
+        model = AttentionClassifier(30, embed_dim=8, hidden_dim=8, attention=attention)
+        logits, _ = model(torch.randint(2, 30, (4, 9)), torch.tensor([9, 5, 3, 1]))
+        logits.sum().backward()
+        assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.attention.parameters())
