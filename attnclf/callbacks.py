@@ -27,6 +27,13 @@ class Throughput(L.Callback):
         self._window = [0.0, 0, 0]  # seconds, samples, tokens since the last log
         self._t = None
 
+    def state_dict(self) -> dict:
+        keys = ("train_seconds", "train_tokens", "train_samples", "eval_seconds", "eval_samples")
+        return {k: getattr(self, k) for k in keys}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.__dict__.update(state)
+
     @property
     def tokens_per_sec(self) -> float:
         return self.train_tokens / self.train_seconds if self.train_seconds else float("nan")
@@ -34,6 +41,9 @@ class Throughput(L.Callback):
     @property
     def eval_reviews_per_sec(self) -> float:
         return self.eval_samples / self.eval_seconds if self.eval_seconds else float("nan")
+
+    def on_train_start(self, trainer, pl_module):
+        self._t = time.perf_counter()  # (a resumed run starts mid-epoch, without on_train_epoch_start)
 
     def on_train_epoch_start(self, trainer, pl_module):
         self._t = time.perf_counter()

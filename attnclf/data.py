@@ -130,6 +130,20 @@ def split_train_val(n: int, val_size: float, seed: int) -> tuple[np.ndarray, np.
 # ---------------------------------------------------------------- batches
 
 
+def truncate(ids: np.ndarray, max_length: int, mode: str) -> np.ndarray:
+    """At most max_length ids (at least 1: an empty review becomes one UNK)."""
+    if len(ids) == 0:
+        return np.array([UNK_ID], dtype=np.int32)
+    if len(ids) <= max_length:
+        return ids
+    if mode == "head":
+        return ids[:max_length]
+    if mode == "tail":
+        return ids[-max_length:]
+    head = max_length // 2  # head_tail: the opening and the verdict at the end
+    return np.concatenate([ids[:head], ids[len(ids) - (max_length - head) :]])
+
+
 class Reviews(Dataset):
     """Rows of an encoded split, truncated to `max_length` tokens (at least 1: an empty review is one UNK)."""
 
@@ -151,18 +165,7 @@ class Reviews(Dataset):
 
     def tokens(self, i: int) -> np.ndarray:
         r = self.rows[i]
-        x = self.ids[self.offsets[r] : self.offsets[r + 1]]
-        m = self.max_length
-        if len(x) == 0:
-            return np.array([UNK_ID], dtype=np.int32)
-        if len(x) <= m:
-            return x
-        if self.truncation == "head":
-            return x[:m]
-        if self.truncation == "tail":
-            return x[-m:]
-        head = m // 2  # head_tail: the opening and the verdict at the end
-        return np.concatenate([x[:head], x[len(x) - (m - head) :]])
+        return truncate(self.ids[self.offsets[r] : self.offsets[r + 1]], self.max_length, self.truncation)
 
     def __getitem__(self, i: int):
         return self.tokens(i), int(self.labels[self.rows[i]])
@@ -178,14 +181,36 @@ def collate(items) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return torch.from_numpy(ids), torch.from_numpy(lengths), labels
 
 
+class EpochShuffle(Sampler[int]):
+    """All rows, in a random order fixed by (seed, epoch); in sorted order when not shuffling."""
+
+    def __init__(self, n: int, shuffle: bool, seed: int = 0):
+        self.n, self.shuffle, self.seed = n, shuffle, seed
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:  # Lightning calls this at every epoch start
+        self.epoch = epoch
+
+    def rng(self, stream: int = 0) -> np.random.Generator:
+        return np.random.default_rng([self.seed, self.epoch, stream])
+
+    def __iter__(self):
+        return iter(self.rng().permutation(self.n).tolist() if self.shuffle else range(self.n))
+
+    def __len__(self) -> int:
+        return self.n
+
+
 class BucketBatchSampler(Sampler[list[int]]):
     """Batches of similar lengths, so little compute goes to padding.
 
-    Shuffled: rows are shuffled, cut into pools of `pool` batches, each pool sorted
-    by length and cut into batches, and the batch order shuffled again.
-    Not shuffled (evaluation): sorted by length.
-    Under DDP each rank takes every `num_replicas`-th batch; the batch list is
-    padded by repeating its first batches so that every rank runs the same number.
+    Shuffled: the epoch's shuffled rows (`self.sampler`, whose `set_epoch` Lightning
+    calls) are cut into pools of `pool` batches, each pool sorted by length and cut
+    into batches, and the batch order shuffled again. Not shuffled (evaluation):
+    sorted by length. Under DDP each rank takes every `num_replicas`-th batch; the
+    batch list is padded by repeating its first batches so that every rank runs the
+    same number. `resume_at = (epoch, k)` skips this rank's first k batches of that
+    epoch: a run resumed mid-epoch sees the rest of the same order.
     """
 
     def __init__(
@@ -199,32 +224,38 @@ class BucketBatchSampler(Sampler[list[int]]):
         rank: int = 0,
     ):
         self.lengths = np.asarray(lengths)
-        self.batch_size, self.shuffle, self.seed, self.pool = batch_size, shuffle, seed, pool
+        self.sampler = EpochShuffle(len(self.lengths), shuffle, seed)
+        self.batch_size, self.shuffle, self.pool = batch_size, shuffle, pool
         self.num_replicas, self.rank = num_replicas, rank
-        self.epoch = 0
+        self.resume_at: tuple[int, int] | None = None
+
+    @property
+    def epoch(self) -> int:
+        return self.sampler.epoch
 
     def set_epoch(self, epoch: int) -> None:
-        self.epoch = epoch
+        self.sampler.set_epoch(epoch)
 
     def _batches(self) -> list[np.ndarray]:
         bs = self.batch_size
         if not self.shuffle:
             order = np.argsort(self.lengths, kind="stable")
             return [order[i : i + bs] for i in range(0, len(order), bs)]
-        rng = np.random.default_rng([self.seed, self.epoch])
-        perm = rng.permutation(len(self.lengths))
+        perm = np.fromiter(self.sampler, dtype=np.int64, count=len(self.sampler))
         batches = []
         for start in range(0, len(perm), bs * self.pool):
             chunk = perm[start : start + bs * self.pool]
             chunk = chunk[np.argsort(self.lengths[chunk], kind="stable")]
             batches += [chunk[i : i + bs] for i in range(0, len(chunk), bs)]
-        return [batches[i] for i in rng.permutation(len(batches))]
+        return [batches[i] for i in self.sampler.rng(stream=1).permutation(len(batches))]
 
     def __iter__(self):
         batches = self._batches()
         if self.num_replicas > 1:
             total = -(-len(batches) // self.num_replicas) * self.num_replicas
             batches = (batches + batches[: total - len(batches)])[self.rank :: self.num_replicas]
+        if self.resume_at is not None and self.resume_at[0] == self.epoch:
+            batches = batches[self.resume_at[1] :]
         for b in batches:
             yield b.tolist()
 
@@ -305,7 +336,7 @@ class IMDBDataModule(L.LightningDataModule):
         self.vocab = Vocab.from_counts(train.table, train.token_counts(train_rows), self.vocab_size, self.min_freq)
         if self.vocab_path and self.trainer_is_rank_zero():
             Path(self.vocab_path).parent.mkdir(parents=True, exist_ok=True)
-            self.vocab.save(self.vocab_path)
+            self.vocab.save(self.vocab_path, max_length=self.max_length, truncation=self.truncation)
         train_ids, test_ids = train.remap(self.vocab), test.remap(self.vocab)
         args = dict(max_length=self.max_length, truncation=self.truncation)
         self.train_set = Reviews(train_ids, train.offsets, train.labels, train_rows, **args)
@@ -337,10 +368,34 @@ class IMDBDataModule(L.LightningDataModule):
             collate_fn=collate,
             num_workers=self.num_workers,
             persistent_workers=self.num_workers > 0,
+            # its own generator: starting an epoch must not draw from the global RNG that dropout uses,
+            # or a resumed run's dropout masks would drift from the uninterrupted run's
+            generator=torch.Generator().manual_seed(self.seed),
         )
 
     def train_dataloader(self) -> DataLoader:
-        return self._loader(self.train_set, self.batch_size, shuffle=True)
+        loader = self._loader(self.train_set, self.batch_size, shuffle=True)
+        self._train_sampler = loader.batch_sampler
+        self._apply_resume()
+        return loader
+
+    # Where training stood, saved in every checkpoint by Lightning (a datamodule's state_dict), so that a
+    # run resumed mid-epoch continues with the same batches in the same order instead of restarting the epoch.
+    def state_dict(self) -> dict:
+        t = self.trainer
+        if t is None:
+            return {}
+        return {"epoch": t.current_epoch, "batches_done": t.fit_loop.epoch_loop.batch_progress.current.processed}
+
+    def load_state_dict(self, state: dict) -> None:
+        if state:
+            self._resume_at = (state["epoch"], state["batches_done"])
+            self._apply_resume()
+
+    def _apply_resume(self) -> None:
+        sampler, at = getattr(self, "_train_sampler", None), getattr(self, "_resume_at", None)
+        if sampler is not None and at is not None and 0 < at[1] < len(sampler):
+            sampler.resume_at = at  # (an end-of-epoch checkpoint skips nothing: the next epoch starts afresh)
 
     def val_dataloader(self) -> DataLoader:
         return self._loader(self.val_set, self.eval_batch_size, shuffle=False)

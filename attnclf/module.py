@@ -65,7 +65,8 @@ class AttnClassifierModule(L.LightningModule):
         self.train_acc = MulticlassAccuracy(num_classes, average="micro")
         self.val_acc = MulticlassAccuracy(num_classes, average="micro")
         self.test_acc = MulticlassAccuracy(num_classes, average="micro")
-        self.val_acc_best = MaxMetric()
+        self.val_acc_best = MaxMetric()  # (the sanity check does not update it: on_validation_epoch_end)
+        self.val_acc_best.persistent(True)  # in the checkpoint, so a resumed run keeps its best
 
     def forward(self, ids: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         return self.model(ids, lengths)
@@ -95,8 +96,13 @@ class AttnClassifierModule(L.LightningModule):
         self.log(f"{stage}/attn_entropy", entropy.mean(), batch_size=n, sync_dist=True)
         self.log(f"{stage}/attn_top5", top5.mean(), batch_size=n, sync_dist=True)
 
-    def on_train_start(self) -> None:
-        self.val_acc_best.reset()  # forget the sanity check
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        # dropout's random stream, so that a resumed run continues exactly where it stopped
+        checkpoint["torch_rng_state"] = torch.get_rng_state()
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        if "torch_rng_state" in checkpoint:
+            torch.set_rng_state(checkpoint["torch_rng_state"].cpu())
 
     def validation_step(self, batch, batch_idx):
         self._eval_step(batch, "val", self.val_acc)

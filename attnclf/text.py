@@ -32,11 +32,12 @@ def tokenize(text: str) -> list[str]:
 class Vocab:
     """Token <-> id map; id 0 is padding, id 1 unknown words."""
 
-    def __init__(self, itos: Sequence[str]):
+    def __init__(self, itos: Sequence[str], meta: dict | None = None):
         if list(itos[:2]) != [PAD, UNK]:
             raise AttnclfError(f"vocabulary must start with {PAD!r}, {UNK!r}; got {list(itos[:2])}")
         self.itos = list(itos)
         self.stoi = {t: i for i, t in enumerate(self.itos)}
+        self.meta = dict(meta or {})  # how the run preprocessed: max_length, truncation
 
     def __len__(self) -> int:
         return len(self.itos)
@@ -52,8 +53,9 @@ class Vocab:
     def decode(self, ids: Iterable[int]) -> list[str]:
         return [self.itos[i] for i in ids]
 
-    def save(self, path: str | Path) -> None:
-        payload = {"tokenizer": TOKENIZER_VERSION, "itos": self.itos}
+    def save(self, path: str | Path, **meta) -> None:
+        self.meta.update(meta)
+        payload = {"tokenizer": TOKENIZER_VERSION, **self.meta, "itos": self.itos}
         Path(path).write_text(json.dumps(payload, ensure_ascii=False))
 
     @classmethod
@@ -71,7 +73,8 @@ class Vocab:
                 f"vocabulary {path} was made by tokenizer {payload.get('tokenizer')!r}, "
                 f"this version uses {TOKENIZER_VERSION!r}"
             )
-        return cls(itos)
+        meta = {k: v for k, v in payload.items() if k not in ("tokenizer", "itos")}
+        return cls(itos, meta)
 
     @classmethod
     def from_counts(cls, tokens: Sequence[str], counts: np.ndarray, size: int, min_freq: int) -> Vocab:

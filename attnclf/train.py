@@ -16,6 +16,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from attnclf.attention import ATTENTIONS
 from attnclf.callbacks import Throughput
+from attnclf.checkpoint import AtomicCheckpointIO, find_resume, load_checkpoint, run_dir_of
 from attnclf.data import IMDBDataModule
 from attnclf.errors import AttnclfError
 from attnclf.module import AttnClassifierModule
@@ -74,6 +75,19 @@ def instantiate_group(group: DictConfig | None) -> list:
     return [instantiate(c) for c in (group or {}).values() if c is not None and "_target_" in c]
 
 
+def instantiate_loggers(group: DictConfig | None, resume: Path | None) -> list:
+    """The loggers; on resume, TensorBoard drops what the interrupted run logged after its checkpoint."""
+    loggers = []
+    for c in (group or {}).values():
+        if c is None or "_target_" not in c:
+            continue
+        extra = {}
+        if resume is not None and c._target_.endswith("TensorBoardLogger"):
+            extra["purge_step"] = load_checkpoint(resume)["global_step"]
+        loggers.append(instantiate(c, **extra))
+    return loggers
+
+
 def write_hparams(trainer: L.Trainer, hparams: dict, metrics: dict) -> None:
     """Fill the HParams dashboard: hyperparameters with their final metrics (tags logged as scalars)."""
     from torch.utils.tensorboard.summary import hparams as hparams_summary
@@ -92,6 +106,10 @@ def train(cfg: DictConfig) -> float:
     validate(cfg)
     if cfg.get("num_threads"):
         torch.set_num_threads(cfg.num_threads)
+    resume = find_resume(cfg.ckpt_path, Path(cfg.paths.runs_dir)) if cfg.get("ckpt_path") else None
+    if resume is not None:  # continue in the interrupted run's folder: checkpoints, TensorBoard curves, vocab
+        cfg.paths.output_dir = str(run_dir_of(resume))
+        log.info("resuming from %s", resume)
     L.seed_everything(cfg.seed, workers=True)
     out = Path(cfg.paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -109,16 +127,19 @@ def train(cfg: DictConfig) -> float:
     throughput = next((c for c in callbacks if isinstance(c, Throughput)), None) or Throughput()
     if throughput not in callbacks:
         callbacks.append(throughput)
-    trainer: L.Trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=instantiate_group(cfg.get("logger")))
+    loggers = instantiate_loggers(cfg.get("logger"), resume)
+    trainer: L.Trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=loggers, plugins=[AtomicCheckpointIO()])
 
     start = time.perf_counter()
-    trainer.fit(model, datamodule=datamodule)
+    trainer.fit(model, datamodule=datamodule, ckpt_path=str(resume) if resume else None, weights_only=True)
     fit_seconds = time.perf_counter() - start
     if trainer.interrupted:
         raise AttnclfError("training was interrupted; checkpoints so far are in " + str(out / "checkpoints"))
 
     best = trainer.checkpoint_callback.best_model_path if trainer.checkpoint_callback else ""
-    tested = trainer.test(model, datamodule=datamodule, ckpt_path="best" if best else None, verbose=False)[0]
+    tested = trainer.test(
+        model, datamodule=datamodule, ckpt_path="best" if best else None, verbose=False, weights_only=True
+    )[0]
 
     metrics = {
         "attention": cfg.attention,

@@ -5,10 +5,12 @@ import subprocess
 import sys
 
 import pytest
+import pytorch_lightning as L
 import torch
 from conftest import ROOT, compose_cfg, tiny_overrides
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from attnclf.data import IMDBDataModule
 from attnclf.module import AttnClassifierModule
 from attnclf.train import train
 
@@ -59,6 +61,35 @@ def test_short_run_writes_tensorboard_metrics_and_checkpoint(attention, tiny_imd
     assert logits.shape == (1, 2) and weights.shape == (1, 3)
 
 
+class FirstBatches(L.Callback):
+    def __init__(self):
+        self.seen = []
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        if batch_idx == 0:
+            self.seen.append(batch[0].tolist())
+
+
+def test_each_epoch_reshuffles_through_lightning(tiny_imdb, tmp_path):
+    """Lightning's set_epoch must reach the bucketing sampler, or every epoch repeats the same batches."""
+    cfg = compose_cfg(["trainer.max_epochs=3", "logger=none", "callbacks=none", *tiny_overrides(tiny_imdb, tmp_path)])
+    datamodule = IMDBDataModule(**cfg.data, seed=cfg.seed)
+    datamodule.setup()
+    model = AttnClassifierModule(vocab_size=len(datamodule.vocab), **cfg.model, **cfg.optimizer)
+    record = FirstBatches()
+    trainer = L.Trainer(
+        max_epochs=3,
+        limit_val_batches=0,
+        callbacks=[record],
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
+    trainer.fit(model, datamodule=datamodule)
+    assert len(record.seen) == 3 and len({str(b) for b in record.seen}) == 3
+
+
 def test_fast_dev_run(tiny_imdb, tmp_path):
     cfg = compose_cfg(["trainer.fast_dev_run=true", *tiny_overrides(tiny_imdb, tmp_path)])
     train(cfg)
@@ -68,7 +99,7 @@ def test_fast_dev_run(tiny_imdb, tmp_path):
 def test_model_learns_the_tiny_task(tiny_imdb, tmp_path):
     cfg = compose_cfg(
         [
-            "trainer.max_epochs=6",
+            "trainer.max_epochs=10",
             "optimizer.lr=1e-2",
             "logger=none",
             "callbacks=none",
