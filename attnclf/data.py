@@ -60,6 +60,12 @@ def load_splits(path: str, text_column: str = "text", label_column: str = "label
     return ds
 
 
+def label_names(split, label_column: str, num_classes: int) -> list[str]:
+    """The dataset's class names (IMDb: neg, pos), or the numbers as strings."""
+    names = getattr(split.features.get(label_column), "names", None)
+    return list(names) if names and len(names) == num_classes else [str(i) for i in range(num_classes)]
+
+
 @dataclass
 class Encoded:
     """A tokenised split: row i is ids[offsets[i]:offsets[i+1]], in ids of `table`."""
@@ -336,7 +342,12 @@ class IMDBDataModule(L.LightningDataModule):
         self.vocab = Vocab.from_counts(train.table, train.token_counts(train_rows), self.vocab_size, self.min_freq)
         if self.vocab_path and self.trainer_is_rank_zero():
             Path(self.vocab_path).parent.mkdir(parents=True, exist_ok=True)
-            self.vocab.save(self.vocab_path, max_length=self.max_length, truncation=self.truncation)
+            self.vocab.save(
+                self.vocab_path,
+                max_length=self.max_length,
+                truncation=self.truncation,
+                labels=label_names(ds[self.train_split], self.label_column, self.num_classes),
+            )
         train_ids, test_ids = train.remap(self.vocab), test.remap(self.vocab)
         args = dict(max_length=self.max_length, truncation=self.truncation)
         self.train_set = Reviews(train_ids, train.offsets, train.labels, train_rows, **args)

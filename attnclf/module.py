@@ -97,6 +97,13 @@ class AttnClassifierModule(L.LightningModule):
         self.log(f"{stage}/attn_top5", top5.mean(), batch_size=n, sync_dist=True)
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
+        # never replace a good checkpoint with a diverged one
+        bad = next((n for n, p in self.named_parameters() if not torch.isfinite(p).all()), None)
+        if bad is not None:
+            raise AttnclfError(
+                f"parameter {bad} became nan/inf by step {self.global_step}; stopping "
+                "(the last good checkpoint is kept; try a smaller optimizer.lr)"
+            )
         # dropout's random stream, so that a resumed run continues exactly where it stopped
         checkpoint["torch_rng_state"] = torch.get_rng_state()
 

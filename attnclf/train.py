@@ -128,6 +128,8 @@ def train(cfg: DictConfig) -> float:
     if throughput not in callbacks:
         callbacks.append(throughput)
     loggers = instantiate_loggers(cfg.get("logger"), resume)
+    if not loggers:  # logger=none: the learning-rate monitor has nowhere to write (Lightning refuses it)
+        callbacks = [c for c in callbacks if not isinstance(c, L.callbacks.LearningRateMonitor)]
     trainer: L.Trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=loggers, plugins=[AtomicCheckpointIO()])
 
     start = time.perf_counter()

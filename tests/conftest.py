@@ -63,3 +63,25 @@ def tiny_overrides(data_path: Path, out: Path) -> list[str]:
 def compose_cfg(overrides: list[str]):
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
         return compose(config_name="train", overrides=overrides)
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tiny_imdb, tmp_path_factory) -> Path:
+    """A finished short training run on the tiny data: its folder (checkpoints/, vocab.json, metrics.json)."""
+    from attnclf.train import train
+
+    out = tmp_path_factory.mktemp("tiny_run")
+    train(
+        compose_cfg(
+            [
+                "experiment=smoke",
+                "trainer.max_epochs=3",
+                "optimizer.lr=1e-2",
+                "logger=none",
+                "callbacks.rich_progress_bar=null",
+                "callbacks.attention_maps=null",
+                *tiny_overrides(tiny_imdb, out),
+            ]
+        )
+    )
+    return out

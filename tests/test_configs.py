@@ -38,3 +38,11 @@ def test_documented_keys_exist():
         assert OmegaConf.select(cfg, key, default="MISSING") != "MISSING", key
     assert cfg.attention == "dot" and cfg.data.path == "stanfordnlp/imdb"
     assert compose_cfg(["attention=additive", "paths.output_dir=/tmp/x"]).attention == "additive"
+
+
+def test_eval_config_composes():
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        cfg = compose(config_name="eval", overrides=["ckpt=x.ckpt", "paths.output_dir=/tmp/x"])
+    assert cfg.data.split == "test" and cfg.data.path == "stanfordnlp/imdb"

@@ -1,0 +1,108 @@
+"""Using a trained model: `Classifier.from_checkpoint(path).predict(texts)`, and evaluation on a split."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch.utils.data import DataLoader
+
+from attnclf.checkpoint import load_checkpoint, run_dir_of
+from attnclf.data import BucketBatchSampler, Reviews, collate, truncate
+from attnclf.errors import AttnclfError
+from attnclf.module import AttnClassifierModule
+from attnclf.text import UNK, Vocab, tokenize
+
+
+@dataclass
+class Prediction:
+    label: int
+    label_name: str
+    prob: float  # of the predicted label
+    probs: list[float]
+    tokens: list[str]  # the words the model read (after truncation), in order
+    weights: list[float]  # attention weight of each of those words
+
+    def top_words(self, k: int = 5) -> list[tuple[str, float]]:
+        order = np.argsort(-np.asarray(self.weights), kind="stable")[:k]
+        return [(self.tokens[i], self.weights[i]) for i in order]
+
+
+@dataclass
+class Classifier:
+    module: AttnClassifierModule
+    vocab: Vocab
+    max_length: int = 400
+    truncation: str = "head_tail"
+    labels: list[str] = field(default_factory=lambda: ["neg", "pos"])
+
+    @classmethod
+    def from_checkpoint(cls, path: str | Path, device: str = "cpu") -> Classifier:
+        """Load a checkpoint (no code is unpickled) and the vocabulary its run saved beside it."""
+        path = Path(path)
+        ckpt = load_checkpoint(path, map_location=device)
+        vocab_path = run_dir_of(path) / "vocab.json"
+        if not vocab_path.is_file():
+            raise AttnclfError(
+                f"vocabulary file missing: {vocab_path} (a run keeps vocab.json in its folder, "
+                "beside checkpoints/; copy it back to use this checkpoint)"
+            )
+        vocab = Vocab.load(vocab_path)
+        try:
+            module = AttnClassifierModule(**ckpt["hyper_parameters"])
+            module.load_state_dict(ckpt["state_dict"])
+        except (TypeError, KeyError, RuntimeError) as e:
+            raise AttnclfError(f"{path} does not match this model: {str(e).splitlines()[0]}") from e
+        if module.hparams.vocab_size != len(vocab):
+            raise AttnclfError(f"{vocab_path} has {len(vocab)} words, the checkpoint {module.hparams.vocab_size}")
+        meta = vocab.meta
+        n = module.hparams.num_classes
+        labels = meta.get("labels") or [str(i) for i in range(n)]
+        return cls(
+            module.to(device).eval(), vocab, meta.get("max_length", 400), meta.get("truncation", "head_tail"), labels
+        )
+
+    @property
+    def device(self) -> torch.device:
+        return self.module.device
+
+    def batches(self, dataset: Reviews, batch_size: int) -> Iterator[tuple[list[int], torch.Tensor, torch.Tensor]]:
+        """(row positions, logits (B, C), weights (B, T)) over a dataset, in batches of similar length."""
+        sampler = BucketBatchSampler(dataset.lengths, batch_size, shuffle=False)
+        loader = DataLoader(dataset, batch_sampler=sampler, collate_fn=collate)
+        with torch.no_grad():
+            for positions, (ids, lengths, _) in zip(sampler, loader, strict=True):
+                logits, weights = self.module(ids.to(self.device), lengths.to(self.device))
+                yield positions, logits.float().cpu(), weights.float().cpu()
+
+    def predict(self, texts: Sequence[str], batch_size: int = 64) -> list[Prediction]:
+        # the words the model reads: tokenised and truncated as in training (an empty review reads as one <unk>)
+        words = [tokenize(t or "") for t in texts]
+        words = [
+            [w[i] for i in truncate(np.arange(len(w)), self.max_length, self.truncation)] if w else [UNK] for w in words
+        ]
+        ids, offsets = [], [0]
+        for w in words:
+            ids.extend(self.vocab.encode_tokens(w))
+            offsets.append(len(ids))
+        dataset = Reviews(
+            np.asarray(ids, dtype=np.int64),
+            np.asarray(offsets),
+            np.zeros(len(texts), dtype=np.int64),
+            np.arange(len(texts)),
+            self.max_length,
+            self.truncation,
+        )
+        out: list[Prediction | None] = [None] * len(texts)
+        for positions, logits, weights in self.batches(dataset, batch_size):
+            probs = torch.softmax(logits, -1)
+            for row, p, w in zip(positions, probs, weights, strict=True):
+                label = int(p.argmax())
+                toks = words[row]
+                out[row] = Prediction(
+                    label, self.labels[label], float(p[label]), p.tolist(), toks, w[: len(toks)].tolist()
+                )
+        return out

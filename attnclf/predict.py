@@ -1,0 +1,151 @@
+"""`predict(args)`: label, probability and top-weighted words for new reviews.
+
+    python predict.py ckpt=<path> text="a wonderful film"
+    python predict.py ckpt=<path> input=reviews.txt|.csv|.jsonl|.parquet [output=out.csv|.jsonl] [html=out.html]
+
+Arguments are key=value, taken literally (a review may hold any character, so
+they are not parsed as Hydra overrides).
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import json
+from pathlib import Path
+
+from attnclf.errors import AttnclfError
+from attnclf.inference import Classifier, Prediction
+
+KEYS = {"ckpt", "text", "input", "output", "html", "batch_size", "top_k", "device", "column"}
+INPUTS = (".txt", ".csv", ".jsonl", ".parquet")
+OUTPUTS = (".csv", ".jsonl")
+
+
+def parse_args(argv: list[str]) -> dict:
+    args: dict = {"batch_size": "64", "top_k": "5", "device": "cpu", "column": "text"}
+    for a in argv:
+        key, eq, value = a.partition("=")
+        if not eq or key not in KEYS:
+            raise AttnclfError(f"unknown argument {a!r}; give key=value with key one of: {', '.join(sorted(KEYS))}")
+        args[key] = value
+    for key in ("batch_size", "top_k"):
+        if not args[key].isdigit() or int(args[key]) <= 0:
+            raise AttnclfError(f"{key}={args[key]!r} must be a positive integer")
+        args[key] = int(args[key])
+    if "ckpt" not in args:
+        raise AttnclfError("give the checkpoint: ckpt=<path to .ckpt>")
+    if ("text" in args) == ("input" in args):
+        raise AttnclfError('give exactly one of text="a review" or input=<file>')
+    return args
+
+
+def decode_utf8(raw: bytes, path: Path) -> str:
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise AttnclfError(
+            f"{path}: line {line} is not valid UTF-8 (byte {raw[e.start]:#04x}); save it as UTF-8"
+        ) from None
+
+
+def read_texts(path: Path, column: str = "text") -> list[str]:
+    """Reviews from a file: .txt one per line, or the `column` of .csv / .jsonl / .parquet."""
+    if not path.is_file():
+        raise AttnclfError(f"input file not found: {path}")
+    suffix = path.suffix.lower()
+    if suffix not in INPUTS:
+        raise AttnclfError(f"input={path}: unknown file type {suffix!r}; allowed: {', '.join(INPUTS)}")
+    if suffix == ".parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            table = pq.read_table(path)
+        except Exception as e:
+            raise AttnclfError(f"{path} is not a readable Parquet file: {e}") from e
+        rows, columns = None, table.column_names
+        if column in columns:
+            rows = [str(x) if x is not None else "" for x in table.column(column).to_pylist()]
+    else:
+        text = decode_utf8(path.read_bytes(), path)
+        if suffix == ".txt":
+            return text.splitlines()
+        if suffix == ".csv":
+            reader = csv.DictReader(io.StringIO(text))
+            columns = reader.fieldnames or []
+            rows = [r[column] or "" for r in reader] if column in columns else None
+        else:  # .jsonl
+            records = []
+            for n, line in enumerate(text.splitlines(), 1):
+                if line.strip():
+                    try:
+                        records.append(json.loads(line))
+                    except json.JSONDecodeError as e:
+                        raise AttnclfError(f"{path}: line {n} is not JSON: {e.msg}") from e
+            columns = sorted({k for r in records if isinstance(r, dict) for k in r})
+            ok = records and all(isinstance(r, dict) and column in r for r in records)
+            rows = [str(r[column] or "") for r in records] if ok else None
+    if rows is None:
+        raise AttnclfError(f"{path} has no {column!r} column; columns found: {columns}")
+    return rows
+
+
+def write_output(path: Path, texts: list[str], preds: list[Prediction], top_k: int) -> None:
+    suffix = path.suffix.lower()
+    if suffix not in OUTPUTS:
+        raise AttnclfError(f"output={path}: unknown file type {suffix!r}; allowed: {', '.join(OUTPUTS)}")
+    rows = [
+        {
+            "text": t,
+            "label": p.label_name,
+            "prob": round(p.prob, 6),
+            "top_words": " ".join(w for w, _ in p.top_words(top_k)),
+        }
+        for t, p in zip(texts, preds, strict=True)
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        if suffix == ".csv":
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["text", "label", "prob", "top_words"])
+            writer.writeheader()
+            writer.writerows(rows)
+        else:
+            f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+
+
+def render_html(preds: list[Prediction]) -> str:
+    """Each review with its words shaded by attention weight (darker = more weight)."""
+    parts = [
+        "<!doctype html><meta charset='utf-8'><title>attention</title>",
+        "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto} "
+        "p{line-height:1.8} span{padding:1px 2px;border-radius:3px}</style>",
+    ]
+    for i, p in enumerate(preds):
+        peak = max(p.weights) or 1.0
+        words = " ".join(
+            f"<span title='{w:.4f}' style='background:rgba(220,40,40,{w / peak:.3f})'>{html.escape(t)}</span>"
+            for t, w in zip(p.tokens, p.weights, strict=True)
+        )
+        parts.append(f"<h3>#{i + 1}: {html.escape(p.label_name)} ({p.prob:.3f})</h3><p>{words}</p>")
+    return "\n".join(parts) + "\n"
+
+
+def predict(argv: list[str]) -> list[Prediction]:
+    args = parse_args(argv)
+    texts = [args["text"]] if "text" in args else read_texts(Path(args["input"]), args["column"])
+    for key in ("output", "html"):  # check before the work, not after
+        if key in args and Path(args[key]).is_dir():
+            raise AttnclfError(f"{key}={args[key]} is a folder; give a file name")
+    clf = Classifier.from_checkpoint(args["ckpt"], args["device"])
+    preds = clf.predict(texts, batch_size=args["batch_size"])
+    for t, p in zip(texts, preds, strict=True):
+        top = ", ".join(f"{w} {v:.2f}" for w, v in p.top_words(args["top_k"]))
+        preview = " ".join(t.split())[:70]
+        print(f"{p.label_name}\t{p.prob:.3f}\t{preview!r}\ttop: {top}")
+    if "output" in args:
+        write_output(Path(args["output"]), texts, preds, args["top_k"])
+    if "html" in args:
+        Path(args["html"]).write_text(render_html(preds), encoding="utf-8")
+    return preds

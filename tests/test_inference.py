@@ -1,0 +1,138 @@
+"""Evaluate and predict from a trained checkpoint, through the Python API and the command lines."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+from conftest import ROOT
+
+from attnclf.errors import AttnclfError
+from attnclf.inference import Classifier
+from attnclf.predict import predict, read_texts
+
+
+def best(run):
+    return json.loads((run / "metrics.json").read_text())["best_checkpoint"]
+
+
+def cli(script, *args):
+    return subprocess.run([sys.executable, script, *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+def test_classifier_api(tiny_run):
+    clf = Classifier.from_checkpoint(best(tiny_run))
+    texts = ["a great wonderful film", "awful boring waste", "", "   ", "great " * 200_000]  # the last: 1.2 MB
+    preds = clf.predict(texts, batch_size=2)
+    assert len(preds) == 5
+    for p in preds:
+        assert p.label in (0, 1) and p.label_name in ("0", "1") and 0.5 <= p.prob <= 1
+        assert len(p.tokens) == len(p.weights) and abs(sum(p.weights) - 1) < 1e-5
+    assert preds[0].tokens == ["a", "great", "wonderful", "film"]
+    assert preds[2].tokens == ["<unk>"]
+    assert len(preds[4].tokens) == 64  # truncated to the run's max_length
+    # the same review alone and in a batch with others: the same answer (padding has no effect)
+    alone = clf.predict(["a great wonderful film"])[0]
+    assert alone.probs == pytest.approx(preds[0].probs, abs=1e-5)
+    assert alone.weights == pytest.approx(preds[0].weights, abs=1e-5)
+
+
+def test_eval_command(tiny_run, tiny_imdb, tmp_path):
+    out = tmp_path / "eval.json"
+    r = cli(
+        "eval.py",
+        f"ckpt={best(tiny_run)}",
+        f"data.path={tiny_imdb}",
+        f"paths.cache_dir={tmp_path}",
+        f"output={out}",
+        f"hydra.run.dir={tmp_path / 'h'}",
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    result = json.loads(out.read_text())
+    assert result["reviews"] == 80 and 0 <= result["accuracy"] <= 1 and 0 <= result["macro_f1"] <= 1
+    assert sum(map(sum, result["confusion_matrix"])) == 80
+    assert "accuracy" in r.stdout and "confusion" in r.stdout
+    # accuracy agrees with the Python API on the same reviews
+    import datasets
+
+    test = datasets.load_dataset(str(tiny_imdb))["test"]
+    preds = Classifier.from_checkpoint(best(tiny_run)).predict(test["text"])
+    expected = sum(p.label == y for p, y in zip(preds, test["label"], strict=True)) / 80
+    assert result["accuracy"] == pytest.approx(expected)
+
+
+def test_predict_command_text_and_files(tiny_run, tmp_path):
+    r = cli("predict.py", f"ckpt={best(tiny_run)}", "text=I don't think it's great, (really) 5/10!")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "top:" in r.stdout
+
+    (tmp_path / "in.txt").write_text("great film\nawful film\n")
+    (tmp_path / "in.csv").write_text('id,text\n1,"great, great film"\n2,boring\n')
+    (tmp_path / "in.jsonl").write_text('{"text": "great"}\n{"text": "dull"}\n')
+    import datasets
+
+    datasets.Dataset.from_dict({"text": ["superb", "waste"]}).to_parquet(str(tmp_path / "in.parquet"))
+    for name in ("in.txt", "in.csv", "in.jsonl", "in.parquet"):
+        assert len(read_texts(tmp_path / name)) == 2, name
+    out, page = tmp_path / "out.jsonl", tmp_path / "out.html"
+    preds = predict([f"ckpt={best(tiny_run)}", f"input={tmp_path / 'in.csv'}", f"output={out}", f"html={page}"])
+    rows = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["text"] for r in rows] == ["great, great film", "boring"] and len(preds) == 2
+    assert "<span" in page.read_text() and "great" in page.read_text()
+    predict([f"ckpt={best(tiny_run)}", f"input={tmp_path / 'in.txt'}", f"output={tmp_path / 'out.csv'}"])
+    assert (tmp_path / "out.csv").read_text().splitlines()[0] == "text,label,prob,top_words"
+
+
+def one_line_error(r, *needles):
+    """A command-line run that failed with one line on stderr, exit status 2."""
+    assert r.returncode == 2, (r.returncode, r.stderr[-2000:])
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: ") and all(n in last for n in needles), last
+
+
+def error_of(argv, *needles):
+    """predict(argv) refused with an AttnclfError (the CLI prints it as one line and exits 2)."""
+    with pytest.raises(AttnclfError) as e:
+        predict(argv)
+    message = str(e.value)
+    assert "\n" not in message and all(n in message for n in needles), message
+
+
+def test_bad_checkpoints(tiny_run, tmp_path):
+    one_line_error(cli("predict.py", f"ckpt={tmp_path / 'none.ckpt'}", "text=x"), "checkpoint not found")
+    torn = tmp_path / "run" / "checkpoints" / "torn.ckpt"
+    torn.parent.mkdir(parents=True)
+    torn.write_bytes(open(best(tiny_run), "rb").read()[:5000])
+    error_of([f"ckpt={torn}", "text=x"], "not a readable checkpoint")
+    other = tmp_path / "run" / "checkpoints" / "other.ckpt"
+    torch.save({"weights": torch.zeros(2)}, other)
+    error_of([f"ckpt={other}", "text=x"], "not a Lightning checkpoint")
+    # a pickle that would run code when unpickled is refused, not run
+    evil = tmp_path / "run" / "checkpoints" / "evil.ckpt"
+    evil.write_bytes(b"cos\nsystem\n(S'touch " + str(tmp_path / "pwned").encode() + b"'\ntR.")
+    error_of([f"ckpt={evil}", "text=x"], "evil.ckpt")
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_missing_vocabulary(tiny_run, tmp_path):
+    lonely = tmp_path / "checkpoints" / "model.ckpt"
+    lonely.parent.mkdir()
+    lonely.write_bytes(open(best(tiny_run), "rb").read())
+    error_of([f"ckpt={lonely}", "text=x"], "vocabulary file missing", "vocab.json")
+
+
+def test_bad_predict_inputs(tiny_run, tmp_path):
+    ckpt = f"ckpt={best(tiny_run)}"
+    bad = tmp_path / "bad.txt"
+    bad.write_bytes(b"fine line\nbad \xff\xfe line\n")
+    one_line_error(cli("predict.py", ckpt, f"input={bad}"), "line 2", "not valid UTF-8")
+    nocol = tmp_path / "nocol.csv"
+    nocol.write_text("review,stars\ngood,5\n")
+    error_of([ckpt, f"input={nocol}"], "no 'text' column", "review", "stars")
+    error_of([ckpt, "text=x", "colour=red"], "unknown argument", "ckpt")
+    error_of([ckpt, f"input={tmp_path / 'x.docx'}"], "input file not found")
+    (tmp_path / "x.docx").write_text("x")
+    error_of([ckpt, f"input={tmp_path / 'x.docx'}"], "unknown file type", ".jsonl")
+    error_of([ckpt, "text=x", "batch_size=0"], "batch_size='0'")
+    error_of([ckpt], "exactly one of")
