@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytorch_lightning as L
 import torch
+from lightning_fabric.utilities.rank_zero import rank_zero_only
 from torch.utils.data import DataLoader, Dataset, Sampler
 
 from attnclf.errors import AttnclfError
@@ -213,10 +214,11 @@ class BucketBatchSampler(Sampler[list[int]]):
     Shuffled: the epoch's shuffled rows (`self.sampler`, whose `set_epoch` Lightning
     calls) are cut into pools of `pool` batches, each pool sorted by length and cut
     into batches, and the batch order shuffled again. Not shuffled (evaluation):
-    sorted by length. Under DDP each rank takes every `num_replicas`-th batch; the
-    batch list is padded by repeating its first batches so that every rank runs the
-    same number. `resume_at = (epoch, k)` skips this rank's first k batches of that
-    epoch: a run resumed mid-epoch sees the rest of the same order.
+    sorted by length. Under DDP each rank takes every `num_replicas`-th batch; for
+    training the batch list is padded by repeating its first batches so that every
+    rank runs the same number of steps; for evaluation nothing is repeated.
+    `resume_at = (epoch, k)` skips this rank's first k batches of that epoch: a
+    run resumed mid-epoch sees the rest of the same order.
     """
 
     def __init__(
@@ -258,8 +260,10 @@ class BucketBatchSampler(Sampler[list[int]]):
     def __iter__(self):
         batches = self._batches()
         if self.num_replicas > 1:
-            total = -(-len(batches) // self.num_replicas) * self.num_replicas
-            batches = (batches + batches[: total - len(batches)])[self.rank :: self.num_replicas]
+            if self.shuffle:  # training: every rank runs as many steps (DDP syncs gradients each step)
+                total = -(-len(batches) // self.num_replicas) * self.num_replicas
+                batches = batches + batches[: total - len(batches)]
+            batches = batches[self.rank :: self.num_replicas]  # evaluation: each review exactly once
         if self.resume_at is not None and self.resume_at[0] == self.epoch:
             batches = batches[self.resume_at[1] :]
         for b in batches:
@@ -267,7 +271,9 @@ class BucketBatchSampler(Sampler[list[int]]):
 
     def __len__(self) -> int:
         n = -(-len(self.lengths) // self.batch_size)
-        return -(-n // self.num_replicas)
+        if self.shuffle:
+            return -(-n // self.num_replicas)
+        return len(range(self.rank, n, self.num_replicas))
 
 
 # ---------------------------------------------------------------- datamodule
@@ -362,7 +368,8 @@ class IMDBDataModule(L.LightningDataModule):
         )
 
     def trainer_is_rank_zero(self) -> bool:
-        return self.trainer is None or self.trainer.is_global_zero
+        # rank_zero_only.rank is read from the launcher's environment, so this holds before the Trainer exists
+        return rank_zero_only.rank == 0
 
     def _world(self) -> tuple[int, int]:
         t = self.trainer

@@ -186,10 +186,23 @@ def train(cfg: DictConfig) -> float:
     return metrics[name]
 
 
-def run(fn, cfg: DictConfig):
-    """Call an entry point's logic; a user error becomes one line on stderr and exit status 2."""
+def run(fn, cfg):
+    """Call an entry point's logic; a user error becomes one line on stderr and exit status 2.
+
+    In a sweep (Hydra multirun) the error is raised on instead, so that the sweeper
+    records the job as failed and goes on with the others.
+    """
     try:
         return fn(cfg)
     except AttnclfError as e:
         print(f"error: {e}", file=sys.stderr)
+        if in_multirun():
+            raise
         sys.exit(2)
+
+
+def in_multirun() -> bool:
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN

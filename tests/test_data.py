@@ -139,3 +139,13 @@ def test_bucket_sampler_shards_across_ranks():
     assert len({len(x) for x in shards}) == 1  # every rank runs as many batches
     seen = [i for shard in shards for b in shard for i in b]
     assert set(seen) == set(range(100))
+
+
+def test_evaluation_shards_each_review_exactly_once():
+    lengths = np.arange(1, 101)
+    shards = [list(BucketBatchSampler(lengths, 8, False, num_replicas=3, rank=r)) for r in range(3)]
+    seen = sorted(i for shard in shards for b in shard for i in b)
+    assert seen == list(range(100))
+    assert [len(s) for s in shards] == [
+        len(BucketBatchSampler(lengths, 8, False, num_replicas=3, rank=r)) for r in range(3)
+    ]

@@ -1,0 +1,210 @@
+"""Summarise a multirun or sweep folder: ranking, and the dot vs additive comparison.
+
+    python scripts/report.py outputs/multirun/<date_time> [--objective val/acc] [--target 0.85]
+
+Reads every run's metrics.json (and its TensorBoard scalars) under the folder,
+prints the runs ranked by the objective and the best overrides, and writes
+report.md and PNG plots into the folder:
+- per attention: test accuracy mean +- sd and a 95% bootstrap interval over runs;
+  the paired difference (same seed) with an exact sign-flip permutation test;
+- seconds per epoch, useful training tokens/s, evaluation reviews/s, and time
+  to reach the target validation accuracy, each mean +- sd;
+- validation accuracy against step and against wall-clock (val_acc.png);
+- attention sharpness: entropy of the weights and the share on the top-5 tokens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import statistics as st
+from collections import defaultdict
+from pathlib import Path
+
+
+def load_runs(root: Path) -> list[dict]:
+    runs = []
+    for path in sorted(root.rglob("metrics.json")):
+        m = json.loads(path.read_text())
+        overrides = path.parent / ".hydra" / "overrides.yaml"
+        m["dir"] = path.parent
+        m["overrides"] = [ln[2:].strip() for ln in overrides.read_text().splitlines()] if overrides.exists() else []
+        runs.append(m)
+    return runs
+
+
+def curve(run_dir: Path, tag: str = "val/acc") -> list[tuple[int, float, float]]:
+    """(step, seconds since the run's first event, value) of a scalar, from TensorBoard's event files."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    tb = run_dir / "tensorboard"
+    if not tb.exists():
+        return []
+    ea = EventAccumulator(str(tb), size_guidance={"scalars": 0})
+    ea.Reload()
+    if tag not in ea.Tags()["scalars"]:
+        return []
+    start = min(ea.Scalars(t)[0].wall_time for t in ea.Tags()["scalars"])
+    return [(e.step, e.wall_time - start, e.value) for e in ea.Scalars(tag)]
+
+
+def mean_sd(xs: list[float]) -> str:
+    xs = [x for x in xs if x is not None and not math.isnan(x)]
+    if not xs:
+        return "-"
+    sd = st.stdev(xs) if len(xs) > 1 else 0.0
+    scale = 100 if all(0 <= x <= 1 for x in xs) else 1
+    fmt = ".2f" if scale == 100 else (",.0f" if st.mean(xs) >= 100 else ".2f")
+    return f"{st.mean(xs) * scale:{fmt}} ± {sd * scale:{fmt}}"
+
+
+def bootstrap_ci(xs: list[float], reps: int = 10000, seed: int = 0) -> tuple[float, float]:
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    means = rng.choice(np.asarray(xs), size=(reps, len(xs)), replace=True).mean(1)
+    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def sign_flip_p(diffs: list[float]) -> float:
+    """Exact two-sided permutation test of mean(diffs) = 0 (paired, by flipping signs)."""
+    observed = abs(sum(diffs))
+    flips = list(itertools.product((1, -1), repeat=len(diffs)))
+    return sum(abs(sum(s * d for s, d in zip(signs, diffs, strict=True))) >= observed - 1e-12 for signs in flips) / len(
+        flips
+    )
+
+
+def time_to_target(run: dict, target: float) -> float | None:
+    for _, seconds, value in curve(run["dir"]):
+        if value >= target:
+            return seconds
+    return None
+
+
+def rank(runs: list[dict], objective: str) -> list[str]:
+    ranked = sorted(runs, key=lambda m: -m.get(objective, float("-inf")))
+    lines = [f"| rank | {objective} | test/acc | attention | seed | overrides |", "|---|---|---|---|---|---|"]
+    for i, m in enumerate(ranked, 1):
+        lines.append(
+            f"| {i} | {m[objective]:.4f} | {m['test/acc']:.4f} | {m['attention']} | {m['seed']} | "
+            f"{' '.join(m['overrides'])} |"
+        )
+    return lines
+
+
+def compare(runs: list[dict], target: float) -> list[str]:
+    by_att = defaultdict(list)
+    for m in runs:
+        by_att[m["attention"]].append(m)
+    lines = [
+        "| attention | runs | test/acc % (mean ± sd) | 95% interval | best val/acc % | s / epoch | "
+        f"train tokens/s | eval reviews/s | s to val/acc ≥ {target} | attention entropy | top-5 share |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for att, ms in sorted(by_att.items()):
+        accs = [m["test/acc"] for m in ms]
+        lo, hi = bootstrap_ci(accs) if len(accs) > 1 else (accs[0], accs[0])
+        reach = [time_to_target(m, target) for m in ms]
+        reached = [x for x in reach if x is not None]
+
+        def col(key: str, ms: list[dict] = ms) -> str:
+            return mean_sd([m.get(key) for m in ms])
+
+        per_epoch = mean_sd([m["fit_seconds"] / max(m["epochs"], 1) for m in ms])
+        cells = [
+            att,
+            str(len(ms)),
+            mean_sd(accs),
+            f"{lo * 100:.2f} – {hi * 100:.2f}",
+            col("val/acc"),
+            per_epoch,
+            col("train_tokens_per_sec"),
+            col("eval_reviews_per_sec"),
+            f"{mean_sd(reached)} ({len(reached)}/{len(ms)} reached)",
+            col("test/attn_entropy"),
+            col("test/attn_top5"),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    if {"dot", "additive"} <= set(by_att):
+        dot = {m["seed"]: m["test/acc"] for m in by_att["dot"]}
+        add = {m["seed"]: m["test/acc"] for m in by_att["additive"]}
+        seeds = sorted(set(dot) & set(add))
+        if seeds:
+            diffs = [add[s] - dot[s] for s in seeds]
+            p = sign_flip_p(diffs)
+            mean = st.mean(diffs) * 100
+            who = "additive" if mean > 0 else "dot"
+            verdict = (
+                f"{who} is {abs(mean):.2f} pt more accurate, p = {p:.3g}"
+                if p < 0.05
+                else f"no significant difference (mean difference additive − dot {mean:+.2f} pt, p = {p:.3g})"
+            )
+            lines += ["", f"Paired by seed ({len(seeds)} pairs, exact sign-flip test): {verdict}."]
+            if len(seeds) < 6:
+                lines.append(f"(With {len(seeds)} pairs the smallest possible p is {2 / 2 ** len(seeds):.3g}.)")
+    return lines
+
+
+def plot(runs: list[dict], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
+    colours = {"dot": "tab:blue", "additive": "tab:orange"}
+    for m in runs:
+        c = curve(m["dir"])
+        if not c:
+            continue
+        steps, secs, vals = zip(*c, strict=True)
+        kw = dict(color=colours.get(m["attention"], "grey"), alpha=0.7, marker="o", ms=3)
+        a.plot(steps, vals, label=f"{m['attention']} s{m['seed']}", **kw)
+        b.plot([s / 60 for s in secs], vals, **kw)
+    a.set(xlabel="optimizer step", ylabel="val/acc", title="validation accuracy by step")
+    b.set(xlabel="minutes", ylabel="val/acc", title="validation accuracy by wall-clock")
+    a.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("folder", type=Path)
+    p.add_argument("--objective", default="val/acc")
+    p.add_argument("--target", type=float, default=0.85, help="validation accuracy for 'time to reach'")
+    args = p.parse_args()
+    runs = load_runs(args.folder)
+    if not runs:
+        raise SystemExit(f"error: no metrics.json under {args.folder}")
+    ranking = rank(runs, args.objective)
+    best = max(runs, key=lambda m: m[args.objective])
+    print("\n".join(ranking))
+    print(f"\nbest: {args.objective} {best[args.objective]:.4f}  {' '.join(best['overrides']) or '(defaults)'}")
+    plot(runs, args.folder / "val_acc.png")
+    report = [
+        f"# Report: {args.folder}",
+        "",
+        f"{len(runs)} runs.",
+        "",
+        "## Dot vs additive",
+        "",
+        *compare(runs, args.target),
+        "",
+        "![validation accuracy](val_acc.png)",
+        "",
+        f"## Runs ranked by {args.objective}",
+        "",
+        *ranking,
+        "",
+    ]
+    (args.folder / "report.md").write_text("\n".join(report))
+    print(f"written {args.folder / 'report.md'} and val_acc.png")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,168 @@
+"""Sweeps through Hydra's own sweepers and launchers, and 2-process DDP on CPU, on tiny data."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+import torch
+from conftest import ROOT, compose_cfg, tiny_overrides
+from omegaconf import OmegaConf
+
+pytest.importorskip("hydra_plugins.hydra_optuna_sweeper", reason='needs pip install -e ".[sweep]"')
+
+QUIET = [
+    "logger=none",
+    "callbacks.rich_progress_bar=null",
+    "callbacks.attention_maps=null",
+    "experiment=smoke",
+    "trainer.limit_train_batches=3",
+]
+
+
+def sweep(tiny_imdb, tmp_path, *args, timeout=600):
+    # a key given on the command line is fixed for the sweep: leave out the ones the search varies
+    fixed = [o for o in tiny_overrides(tiny_imdb, tmp_path)[2:] if not o.startswith("model.hidden_dim=")]
+    common = [
+        f"data.path={tiny_imdb}",
+        f"paths.cache_dir={tmp_path / 'cache'}",
+        *fixed,
+        "model.hidden_dim=16",
+        *QUIET,
+        f"hydra.sweep.dir={tmp_path / 'sweep'}",
+    ]
+    if any(a.startswith(("hparams_search=", "model.hidden_dim=")) for a in args):
+        common.remove("model.hidden_dim=16")
+    return subprocess.run(
+        [sys.executable, "train.py", "-m", *common, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def metrics(tmp_path):
+    return [json.loads(p.read_text()) for p in sorted((tmp_path / "sweep").glob("*/metrics.json"))]
+
+
+def test_grid_sweep_and_report(tiny_imdb, tmp_path):
+    r = sweep(tiny_imdb, tmp_path, "attention=dot,additive", "seed=1,2")
+    assert r.returncode == 0, r.stderr[-3000:]
+    runs = metrics(tmp_path)
+    assert len(runs) == 4
+    assert {(m["attention"], m["seed"]) for m in runs} == {(a, s) for a in ("dot", "additive") for s in (1, 2)}
+
+    ranked = subprocess.run(
+        [sys.executable, "scripts/report.py", str(tmp_path / "sweep")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert ranked.returncode == 0, ranked.stderr[-2000:]
+    best = max(runs, key=lambda m: m["val/acc"])
+    assert f"best: val/acc {best['val/acc']:.4f}" in ranked.stdout
+    report = (tmp_path / "sweep" / "report.md").read_text()
+    assert "| dot | 2 |" in report and "| additive | 2 |" in report  # runs per attention
+    assert "p = " in report  # the paired test over the 2 seeds
+    assert (tmp_path / "sweep" / "val_acc.png").stat().st_size > 0
+
+
+def test_a_failed_job_does_not_stop_the_sweep(tiny_imdb, tmp_path):
+    r = sweep(tiny_imdb, tmp_path, "model.hidden_dim=0,16")
+    assert r.returncode != 0  # the sweep reports the failure...
+    assert "model.hidden_dim=0 must be a positive integer" in r.stderr
+    assert [m["hparams"]["model.hidden_dim"] for m in metrics(tmp_path)] == [16]  # ...after running the rest
+
+
+TINY_SEARCH = """# @package _global_
+defaults:
+  - imdb_optuna
+hydra:
+  sweeper:
+    n_trials: 3
+    params:
+      attention: choice(dot, additive)
+      optimizer.lr: tag(log, interval(1e-3, 1e-2))
+      model.hidden_dim: choice(0, 8, 16)
+"""
+
+
+def test_optuna_sweep_resumes_and_records_failures(tiny_imdb, tmp_path):
+    search = tmp_path / "conf" / "hparams_search"
+    search.mkdir(parents=True)
+    (search / "tiny_optuna.yaml").write_text(TINY_SEARCH)
+    db = tmp_path / "optuna.db"
+    args = [
+        "hparams_search=tiny_optuna",
+        f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
+        f"hydra.sweeper.storage=sqlite:///{db}",
+        "hydra.sweeper.study_name=tiny",
+    ]
+    r = sweep(tiny_imdb, tmp_path, *args)
+    assert r.returncode == 0, r.stderr[-3000:]
+    import optuna
+
+    trials = optuna.load_study(study_name="tiny", storage=f"sqlite:///{db}").trials
+    assert len(trials) == 3
+    done = [t for t in trials if t.state == optuna.trial.TrialState.COMPLETE]
+    failed = [t for t in trials if t.state == optuna.trial.TrialState.FAIL]
+    assert len(done) + len(failed) == 3
+    assert all(t.params["model.hidden_dim"] == 0 for t in failed)  # recorded as failed, not as 0
+    assert all(t.params["model.hidden_dim"] > 0 for t in done)
+    objectives = [m["val/acc"] for m in metrics(tmp_path)]
+    assert sorted(objectives) == sorted(t.value for t in done)
+    if done:
+        best = OmegaConf.load(tmp_path / "sweep" / "optimization_results.yaml")
+        assert best["best_value"] == max(objectives)
+
+    # the same command again continues the stored study
+    r = sweep(tiny_imdb, tmp_path, *args, "hydra.sweeper.n_trials=1")
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert len(optuna.load_study(study_name="tiny", storage=f"sqlite:///{db}").trials) == 4
+
+
+def test_submitit_local_launcher(tiny_imdb, tmp_path):
+    r = sweep(
+        tiny_imdb, tmp_path, "hydra/launcher=submitit_local", "attention=dot,additive", "hydra.launcher.timeout_min=10"
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert sorted(m["attention"] for m in metrics(tmp_path)) == ["additive", "dot"]
+
+
+def test_ddp_two_processes_on_cpu(tiny_imdb, tmp_path):
+    """2-process DDP (gloo): the logged val/acc equals a single-process evaluation of the same checkpoint."""
+    run = tmp_path / "ddp"
+    common = [f"data.path={tiny_imdb}", f"paths.cache_dir={tmp_path / 'cache'}", *tiny_overrides(tiny_imdb, run)[2:]]
+    r = subprocess.run(
+        [
+            sys.executable,
+            "train.py",
+            *common,
+            "trainer=ddp",
+            "trainer.accelerator=cpu",
+            "trainer.devices=2",
+            "trainer.precision=32-true",
+            "trainer.max_epochs=2",
+            "callbacks.rich_progress_bar=null",
+            f"hydra.run.dir={run}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert r.returncode == 0, r.stderr[-3000:]
+    logged = json.loads((run / "metrics.json").read_text())
+    assert len(list(run.glob("metrics.json"))) == 1 and (run / "vocab.json").exists()
+
+    import pytorch_lightning as L
+
+    from attnclf.data import IMDBDataModule
+    from attnclf.module import AttnClassifierModule
+
+    cfg = compose_cfg([*common, f"paths.output_dir={tmp_path / 'single'}"])
+    datamodule = IMDBDataModule(**cfg.data, seed=cfg.seed)
+    model = AttnClassifierModule.load_from_checkpoint(logged["best_checkpoint"], map_location="cpu", weights_only=True)
+    trainer = L.Trainer(accelerator="cpu", devices=1, logger=False, enable_progress_bar=False)
+    single = trainer.validate(model, datamodule=datamodule, verbose=False)[0]
+    assert single["val/acc"] == pytest.approx(logged["val/acc"], abs=1e-6)
+    # every validation review counted once: the same number as in one process
+    assert torch.load(logged["best_checkpoint"], weights_only=True)["global_step"] > 0
