@@ -98,10 +98,9 @@ class AttentionMaps(L.Callback):
         max_tokens: int = 120,
         top_k: int = 5,
         columns: int = 12,
-        labels: tuple[str, ...] = ("neg", "pos"),
     ):
         self.num_reviews, self.min_tokens, self.max_tokens = num_reviews, min_tokens, max_tokens
-        self.top_k, self.columns, self.labels = top_k, columns, list(labels)
+        self.top_k, self.columns = top_k, columns
 
     def _pick(self, dataset) -> list[int]:
         """The first reviews of validation (in its fixed order) of a readable length; else the first ones."""
@@ -117,21 +116,19 @@ class AttentionMaps(L.Callback):
         picked = self._pick(dm.val_set)
         reviews = [dm.val_set.tokens(i) for i in picked]
         labels = [dm.val_set[i][1] for i in picked]
+        names = dm.vocab.meta.get("labels") or [str(c) for c in range(pl_module.hparams.num_classes)]
         for i, (ids, weights, probs) in enumerate(self.attend(pl_module, reviews)):
             words = dm.vocab.decode(ids)
             pred = int(probs.argmax())
             title = (
-                f"{pl_module.hparams.attention} attention | true: {self._label(labels[i])} | "
-                f"predicted: {self._label(pred)} (p={probs[pred]:.2f})"
+                f"{pl_module.hparams.attention} attention | true: {names[labels[i]]} | "
+                f"predicted: {names[pred]} (p={probs[pred]:.2f})"
             )
             fig = self.heatmap(words, weights, title)
             tb.experiment.add_figure(f"attention/review_{i}", fig, trainer.global_step, close=True)
             tb.experiment.add_text(
                 f"attention/review_{i}", f"**{title}**\n\n" + self.marked_text(words, weights), trainer.global_step
             )
-
-    def _label(self, y: int) -> str:
-        return self.labels[y] if y < len(self.labels) else str(y)
 
     @staticmethod
     @torch.no_grad()

@@ -346,14 +346,15 @@ class IMDBDataModule(L.LightningDataModule):
                 raise AttnclfError(f"data.train_size={self.train_size} gives {n} rows; need 1..{len(train_rows)}")
             train_rows = np.sort(np.random.default_rng([self.seed, 1]).permutation(train_rows)[:n])
         self.vocab = Vocab.from_counts(train.table, train.token_counts(train_rows), self.vocab_size, self.min_freq)
+        # how this run reads a review, saved with the vocabulary so that eval and predict read it the same way
+        self.vocab.meta.update(
+            max_length=self.max_length,
+            truncation=self.truncation,
+            labels=label_names(ds[self.train_split], self.label_column, self.num_classes),
+        )
         if self.vocab_path and self.trainer_is_rank_zero():
             Path(self.vocab_path).parent.mkdir(parents=True, exist_ok=True)
-            self.vocab.save(
-                self.vocab_path,
-                max_length=self.max_length,
-                truncation=self.truncation,
-                labels=label_names(ds[self.train_split], self.label_column, self.num_classes),
-            )
+            self.vocab.save(self.vocab_path)
         train_ids, test_ids = train.remap(self.vocab), test.remap(self.vocab)
         args = dict(max_length=self.max_length, truncation=self.truncation)
         self.train_set = Reviews(train_ids, train.offsets, train.labels, train_rows, **args)

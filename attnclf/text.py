@@ -53,8 +53,7 @@ class Vocab:
     def decode(self, ids: Iterable[int]) -> list[str]:
         return [self.itos[i] for i in ids]
 
-    def save(self, path: str | Path, **meta) -> None:
-        self.meta.update(meta)
+    def save(self, path: str | Path) -> None:
         payload = {"tokenizer": TOKENIZER_VERSION, **self.meta, "itos": self.itos}
         Path(path).write_text(json.dumps(payload, ensure_ascii=False))
 

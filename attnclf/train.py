@@ -42,6 +42,10 @@ HPARAMS = (
 )
 
 
+# what train(cfg) can return for a sweep to optimise (keys of metrics.json)
+OBJECTIVES = ("val/acc", "test/acc", "test/loss", "train_tokens_per_sec")
+
+
 def validate(cfg: DictConfig) -> None:
     """One-line errors for values that would otherwise fail deep inside a library."""
     if cfg.attention not in ATTENTIONS:
@@ -60,6 +64,9 @@ def validate(cfg: DictConfig) -> None:
     lr = cfg.optimizer.lr
     if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr < math.inf:
         raise AttnclfError(f"optimizer.lr={lr!r} must be a number > 0")
+    objective = cfg.get("optimized_metric") or "val/acc"
+    if objective not in OBJECTIVES:  # checked now, not after a whole run
+        raise AttnclfError(f"optimized_metric={objective!r}; allowed: {', '.join(OBJECTIVES)}")
     for key in ("model.dropout", "model.embed_dropout"):
         value = OmegaConf.select(cfg, key)
         if not isinstance(value, (int, float)) or not 0 <= value < 1:
@@ -180,10 +187,7 @@ def train(cfg: DictConfig) -> float:
             metrics["train_tokens_per_sec"],
             out / "metrics.json",
         )
-    name = cfg.get("optimized_metric") or "val/acc"
-    if name not in metrics:
-        raise AttnclfError(f"optimized_metric={name!r}; allowed: val/acc, test/acc, test/loss, train_tokens_per_sec")
-    return metrics[name]
+    return metrics[cfg.get("optimized_metric") or "val/acc"]
 
 
 def run(fn, cfg):
