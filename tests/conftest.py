@@ -28,8 +28,14 @@ def make_reviews(n: int, seed: int) -> dict:
             words.insert(rng.randrange(len(words) + 1), rng.choice(POS if label else NEG))
         texts.append(" ".join(words) + rng.choice([".", "!", " <br /><br /> The end."]))
         labels.append(label)
-    # empty, whitespace-only, a 100k-character review, non-ASCII text
-    texts[:4] = ["", "   \n\t ", "great " * 20000, "Ein großartiger Film! 素晴らしい映画 — très émouvant ❤"]
+    # empty, whitespace-only, a 120k-character review, non-ASCII text, a 1 MB review
+    texts[:5] = [
+        "",
+        "   \n\t ",
+        "great " * 20000,
+        "Ein großartiger Film! 素晴らしい映画 — très émouvant ❤",
+        "awful boring " * 80000,
+    ]
     return {"text": texts, "label": labels}
 
 

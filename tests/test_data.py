@@ -91,6 +91,7 @@ def test_awkward_reviews_are_encoded(tiny_imdb, tmp_path):
     test = dm.test_set  # rows 0-3: empty, whitespace, 100k characters, non-ASCII
     assert test.tokens(0).tolist() == [UNK_ID] and test.tokens(1).tolist() == [UNK_ID]
     assert len(test.tokens(2)) == 32 and test.lengths[2] == 32
+    assert len(test.tokens(4)) == 32  # the 1 MB review, truncated
     assert len(test.tokens(3)) == 7  # ein großartiger film ! 素晴らしい映画 très émouvant
 
 
