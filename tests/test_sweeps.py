@@ -15,8 +15,11 @@ QUIET = [
     "logger=none",
     "callbacks.rich_progress_bar=null",
     "callbacks.attention_maps=null",
-    "experiment=smoke",
+    "trainer.max_epochs=1",
     "trainer.limit_train_batches=3",
+    "trainer.limit_val_batches=2",
+    "trainer.limit_test_batches=2",
+    "trainer.num_sanity_val_steps=0",
 ]
 
 
@@ -43,7 +46,7 @@ def metrics(tmp_path):
 
 
 def test_grid_sweep_and_report(tiny_imdb, tmp_path):
-    r = sweep(tiny_imdb, tmp_path, "attention=dot,additive", "seed=1,2")
+    r = sweep(tiny_imdb, tmp_path, "experiment=compare", "seed=1,2")  # the head-to-head, with 2 seeds
     assert r.returncode == 0, r.stderr[-3000:]
     runs = metrics(tmp_path)
     assert len(runs) == 4
