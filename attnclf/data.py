@@ -309,7 +309,7 @@ class IMDBDataModule(L.LightningDataModule):
             ("eval_batch_size", eval_batch_size),
             ("vocab_size", vocab_size),
         ):
-            if not isinstance(value, int) or value <= 0:
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise AttnclfError(f"data.{name}={value!r} must be a positive integer")
         if truncation not in TRUNCATIONS:
             raise AttnclfError(f"data.truncation={truncation!r}; allowed: {', '.join(TRUNCATIONS)}")
@@ -323,6 +323,8 @@ class IMDBDataModule(L.LightningDataModule):
         self.train_split, self.test_split = train_split, test_split
         self.text_column, self.label_column, self.num_classes = text_column, label_column, num_classes
         self.vocab: Vocab | None = None
+        self._train_sampler: BucketBatchSampler | None = None
+        self._resume_at: tuple[int, int] | None = None  # (epoch, batches done) from a checkpoint
 
     def setup(self, stage: str | None = None) -> None:
         if self.vocab is not None:
@@ -412,7 +414,7 @@ class IMDBDataModule(L.LightningDataModule):
             self._apply_resume()
 
     def _apply_resume(self) -> None:
-        sampler, at = getattr(self, "_train_sampler", None), getattr(self, "_resume_at", None)
+        sampler, at = self._train_sampler, self._resume_at
         if sampler is not None and at is not None and 0 < at[1] < len(sampler):
             sampler.resume_at = at  # (an end-of-epoch checkpoint skips nothing: the next epoch starts afresh)
 

@@ -35,9 +35,9 @@ def product_run(args, attention: str, out: Path) -> dict:
         f"paths.output_dir={out}",
         "trainer.max_epochs=1",
         "trainer.accelerator=cpu",
-        "trainer.enable_progress_bar=false",
+        "callbacks.rich_progress_bar=null",
         "trainer.enable_model_summary=false",
-        "trainer.limit_test_batches=0",
+        "test=false",
         "trainer.num_sanity_val_steps=0",
         "data.val_size=1000",
     ]
