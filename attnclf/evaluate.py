@@ -73,8 +73,8 @@ def print_result(r: dict) -> None:
         f"{r['split']}: {r['reviews']} reviews  accuracy {r['accuracy']:.4f}  loss {r['loss']:.4f}  "
         f"macro-F1 {r['macro_f1']:.4f}"
     )
-    width = max(len(x) for x in r["labels"]) + 2
+    width = max(*(len(x) for x in r["labels"]), *(len(str(v)) for row in r["confusion_matrix"] for v in row)) + 1
     print("confusion (rows true, columns predicted):")
-    print(" " * (width + 5) + "".join(f"{x:>{width + 2}}" for x in r["labels"]))
+    print(" " * (len("  true ") + width) + "".join(f"{x:>{width + 2}}" for x in r["labels"]))
     for name, row in zip(r["labels"], r["confusion_matrix"], strict=True):
         print(f"  true {name:<{width}}" + "".join(f"{v:>{width + 2}}" for v in row))

@@ -71,15 +71,14 @@ def compose_cfg(overrides: list[str]):
         return compose(config_name="train", overrides=overrides)
 
 
-@pytest.fixture(scope="session")
-def tiny_run(tiny_imdb, tmp_path_factory) -> Path:
+def train_tiny(tiny_imdb: Path, out: Path, attention: str) -> Path:
     """A finished short training run on the tiny data: its folder (checkpoints/, vocab.json, metrics.json)."""
     from attnclf.train import train
 
-    out = tmp_path_factory.mktemp("tiny_run")
     train(
         compose_cfg(
             [
+                f"attention={attention}",
                 "experiment=smoke",
                 "trainer.max_epochs=3",
                 "optimizer.lr=1e-2",
@@ -91,3 +90,13 @@ def tiny_run(tiny_imdb, tmp_path_factory) -> Path:
         )
     )
     return out
+
+
+@pytest.fixture(scope="session")
+def tiny_run(tiny_imdb, tmp_path_factory) -> Path:
+    return train_tiny(tiny_imdb, tmp_path_factory.mktemp("tiny_run"), "dot")
+
+
+@pytest.fixture(scope="session")
+def tiny_run_additive(tiny_imdb, tmp_path_factory) -> Path:
+    return train_tiny(tiny_imdb, tmp_path_factory.mktemp("tiny_run_additive"), "additive")

@@ -1,5 +1,6 @@
 """The benchmark scripts run (timings are not tested, only that they run and agree with the references)."""
 
+import json
 import subprocess
 import sys
 
@@ -20,3 +21,51 @@ def test_bench_attention_quick(tmp_path):
     rows = (tmp_path / "attention_cpu.csv").read_text().splitlines()
     assert len(rows) == 1 + 2 * 2 * 3  # header + forms x lengths x methods
     assert (tmp_path / "attention_cpu.png").stat().st_size > 0
+
+
+def test_compare_attention(tiny_run, tiny_run_additive, tiny_imdb, tmp_path):
+    ckpts = [json.loads((run / "metrics.json").read_text())["best_checkpoint"] for run in (tiny_run, tiny_run_additive)]
+    r = subprocess.run(
+        [
+            sys.executable,
+            "scripts/compare_attention.py",
+            *ckpts,
+            "--data",
+            str(tiny_imdb),
+            "--n",
+            "2",
+            "--min-tokens",
+            "5",
+            "--out",
+            str(tmp_path),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert sorted(p.name for p in tmp_path.glob("review_*.png")) == ["review_0.png", "review_1.png"]
+    page = (tmp_path / "compare.html").read_text()
+    assert page.count("<b>dot</b>") == 2 and page.count("<b>additive</b>") == 2
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(tmp_path / "tensorboard"), size_guidance={"images": 0})
+    events.Reload()
+    assert events.Tags()["images"] == ["compare/review_0", "compare/review_1"]
+    swapped = subprocess.run(
+        [
+            sys.executable,
+            "scripts/compare_attention.py",
+            *reversed(ckpts),
+            "--data",
+            str(tiny_imdb),
+            "--out",
+            str(tmp_path / "x"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert swapped.returncode != 0 and "trained with attention=additive" in swapped.stderr

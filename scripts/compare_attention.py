@@ -1,0 +1,111 @@
+"""The two attentions' weights on the same reviews, one above the other.
+
+    python scripts/compare_attention.py <ckpt_dot> <ckpt_additive> [--data ../shared/data/imdb] [--n 6]
+        [--out outputs/compare_attention] [--logdir outputs/compare_attention/tensorboard]
+
+Takes a fixed set of test reviews (the first --n of the test split, in its
+order, whose length is between --min-tokens and --max-tokens), or --texts FILE
+(one review per line), runs both checkpoints on them, and writes per review a
+PNG (dot heatmap above additive), one HTML page with the words shaded by each
+attention, and the same figures to TensorBoard (`compare/review_<i>`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from attnclf.inference import Classifier, Prediction  # noqa: E402
+from attnclf.text import tokenize  # noqa: E402
+
+
+def pick_reviews(data: str, n: int, lo: int, hi: int) -> list[str]:
+    from attnclf.data import load_splits
+
+    test = load_splits(data)["test"]["text"]
+    chosen = [t for t in test if lo <= len(tokenize(t)) <= hi][:n]
+    return chosen or list(test[:n])
+
+
+def figure(preds: list[tuple[str, Prediction]], columns: int = 12):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    rows = -(-len(preds[0][1].tokens) // columns)
+    fig, axes = plt.subplots(len(preds), 1, figsize=(columns * 0.95, len(preds) * (0.42 * rows + 0.9)))
+    for ax, (name, p) in zip(np.atleast_1d(axes), preds, strict=True):
+        grid = np.full(rows * columns, np.nan)
+        grid[: len(p.weights)] = p.weights
+        ax.imshow(grid.reshape(rows, columns), cmap="Reds", aspect="auto", vmin=0, vmax=max(p.weights))
+        for j, w in enumerate(p.tokens):
+            ax.text(j % columns, j // columns, w[:12], ha="center", va="center", fontsize=7)
+        ax.set_xticks([])
+        ax.set_yticks([])
+        ax.set_title(f"{name}: predicted {p.label_name} (p={p.prob:.2f})", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def shaded(p: Prediction) -> str:
+    peak = max(p.weights) or 1.0
+    return " ".join(
+        f"<span title='{w:.4f}' style='background:rgba(220,40,40,{w / peak:.3f})'>{html.escape(t)}</span>"
+        for t, w in zip(p.tokens, p.weights, strict=True)
+    )
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("ckpt_dot")
+    p.add_argument("ckpt_additive")
+    p.add_argument("--data", default="stanfordnlp/imdb")
+    p.add_argument("--texts", type=Path, help="one review per line instead of test reviews")
+    p.add_argument("--n", type=int, default=6)
+    p.add_argument("--min-tokens", type=int, default=30)
+    p.add_argument("--max-tokens", type=int, default=100)
+    p.add_argument("--out", type=Path, default=Path("outputs/compare_attention"))
+    p.add_argument("--logdir", type=Path, help="TensorBoard folder (default: <out>/tensorboard)")
+    args = p.parse_args()
+
+    models = {
+        "dot": Classifier.from_checkpoint(args.ckpt_dot),
+        "additive": Classifier.from_checkpoint(args.ckpt_additive),
+    }
+    for name, clf in models.items():
+        if clf.module.hparams.attention != name:
+            raise SystemExit(f"error: {name} checkpoint was trained with attention={clf.module.hparams.attention}")
+    if args.texts:
+        texts = [t for t in args.texts.read_text(encoding="utf-8").splitlines() if t.strip()][: args.n]
+    else:
+        texts = pick_reviews(args.data, args.n, args.min_tokens, args.max_tokens)
+    preds = {name: clf.predict(texts) for name, clf in models.items()}
+
+    from torch.utils.tensorboard import SummaryWriter
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    writer = SummaryWriter(str(args.logdir or args.out / "tensorboard"))
+    page = [
+        "<!doctype html><meta charset='utf-8'><title>dot vs additive attention</title>",
+        "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto} p{line-height:1.8}</style>",
+    ]
+    for i in range(len(texts)):
+        pair = [(name, preds[name][i]) for name in ("dot", "additive")]
+        fig = figure(pair)
+        fig.savefig(args.out / f"review_{i}.png", dpi=110)
+        writer.add_figure(f"compare/review_{i}", fig, close=True)
+        page.append(f"<h3>review {i}</h3>")
+        page += [f"<p><b>{n}</b> ({html.escape(q.label_name)}, {q.prob:.2f}): {shaded(q)}</p>" for n, q in pair]
+    writer.close()
+    (args.out / "compare.html").write_text("\n".join(page) + "\n", encoding="utf-8")
+    print(f"{len(texts)} reviews: {args.out}/review_*.png, {args.out}/compare.html, TensorBoard compare/review_*")
+
+
+if __name__ == "__main__":
+    main()
