@@ -115,20 +115,23 @@ def write_output(path: Path, texts: list[str], preds: list[Prediction], top_k: i
             f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
 
 
+def shade_words(p: Prediction) -> str:
+    """The review's words as HTML, each shaded by its attention weight (darker = more weight)."""
+    peak = max(p.weights) or 1.0
+    return " ".join(
+        f"<span title='{w:.4f}' style='background:rgba(220,40,40,{w / peak:.3f})'>{html.escape(t)}</span>"
+        for t, w in zip(p.tokens, p.weights, strict=True)
+    )
+
+
 def render_html(preds: list[Prediction]) -> str:
-    """Each review with its words shaded by attention weight (darker = more weight)."""
     parts = [
         "<!doctype html><meta charset='utf-8'><title>attention</title>",
         "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto} "
         "p{line-height:1.8} span{padding:1px 2px;border-radius:3px}</style>",
     ]
     for i, p in enumerate(preds):
-        peak = max(p.weights) or 1.0
-        words = " ".join(
-            f"<span title='{w:.4f}' style='background:rgba(220,40,40,{w / peak:.3f})'>{html.escape(t)}</span>"
-            for t, w in zip(p.tokens, p.weights, strict=True)
-        )
-        parts.append(f"<h3>#{i + 1}: {html.escape(p.label_name)} ({p.prob:.3f})</h3><p>{words}</p>")
+        parts.append(f"<h3>#{i + 1}: {html.escape(p.label_name)} ({p.prob:.3f})</h3><p>{shade_words(p)}</p>")
     return "\n".join(parts) + "\n"
 
 

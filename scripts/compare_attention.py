@@ -20,6 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from attnclf.inference import Classifier, Prediction  # noqa: E402
+from attnclf.predict import shade_words  # noqa: E402
 from attnclf.text import tokenize  # noqa: E402
 
 
@@ -51,14 +52,6 @@ def figure(preds: list[tuple[str, Prediction]], columns: int = 12):
         ax.set_title(f"{name}: predicted {p.label_name} (p={p.prob:.2f})", fontsize=9)
     fig.tight_layout()
     return fig
-
-
-def shaded(p: Prediction) -> str:
-    peak = max(p.weights) or 1.0
-    return " ".join(
-        f"<span title='{w:.4f}' style='background:rgba(220,40,40,{w / peak:.3f})'>{html.escape(t)}</span>"
-        for t, w in zip(p.tokens, p.weights, strict=True)
-    )
 
 
 def main() -> None:
@@ -101,7 +94,7 @@ def main() -> None:
         fig.savefig(args.out / f"review_{i}.png", dpi=110)
         writer.add_figure(f"compare/review_{i}", fig, close=True)
         page.append(f"<h3>review {i}</h3>")
-        page += [f"<p><b>{n}</b> ({html.escape(q.label_name)}, {q.prob:.2f}): {shaded(q)}</p>" for n, q in pair]
+        page += [f"<p><b>{n}</b> ({html.escape(q.label_name)}, {q.prob:.2f}): {shade_words(q)}</p>" for n, q in pair]
     writer.close()
     (args.out / "compare.html").write_text("\n".join(page) + "\n", encoding="utf-8")
     print(f"{len(texts)} reviews: {args.out}/review_*.png, {args.out}/compare.html, TensorBoard compare/review_*")
