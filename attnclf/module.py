@@ -16,8 +16,8 @@ from attnclf.model import AttentionClassifier
 SCHEDULES = ("cosine", "constant")
 
 
-def attention_sharpness(weights: torch.Tensor, lengths: torch.Tensor, k: int = 5) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per review: entropy of the weights (nats) and the share of weight on the top-k tokens."""
+def attention_sharpness(weights: torch.Tensor, k: int = 5) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per review: entropy of the weights (nats; padding has weight 0) and the share of weight on the top-k tokens."""
     entropy = -(weights * weights.clamp_min(1e-12).log()).sum(-1)  # (B,)
     top = weights.topk(min(k, weights.size(-1)), dim=-1).values.sum(-1)  # (B,)
     return entropy, top
@@ -89,7 +89,7 @@ class AttnClassifierModule(L.LightningModule):
         ids, lengths, y = batch
         logits, weights = self(ids, lengths)
         acc(logits.argmax(-1), y)
-        entropy, top5 = attention_sharpness(weights, lengths)
+        entropy, top5 = attention_sharpness(weights)
         n = len(y)
         self.log(f"{stage}/loss", F.cross_entropy(logits, y), batch_size=n, sync_dist=True)
         self.log(f"{stage}/acc", acc, batch_size=n, prog_bar=True)
