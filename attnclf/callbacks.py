@@ -156,18 +156,32 @@ class AttentionMaps(L.Callback):
 
         cols = self.columns
         rows = -(-len(words) // cols)
-        grid = np.full(rows * cols, np.nan)
-        grid[: len(words)] = weights
         fig, ax = plt.subplots(figsize=(cols * 0.95, 0.42 * rows + 0.9))
-        im = ax.imshow(grid.reshape(rows, cols), cmap="Reds", aspect="auto", vmin=0, vmax=float(weights.max()))
-        for j, w in enumerate(words):
-            ax.text(
-                j % cols, j // cols, w[:12], ha="center", va="center", fontsize=7, color="grey" if w == UNK else "black"
-            )
-        ax.set_xticks([])
+        im = draw_weights(ax, words, weights, cols)
         ax.set_yticks(range(rows), [str(r * cols) for r in range(rows)], fontsize=7)
         ax.set_ylabel("token index")
         ax.set_title(title, fontsize=9)
         fig.colorbar(im, ax=ax, fraction=0.03, pad=0.01, label="attention weight")
         fig.tight_layout()
         return fig
+
+
+def draw_weights(ax, words: list[str], weights, columns: int):
+    """The words in reading order on a grid `columns` wide, each cell coloured by its attention weight."""
+    weights = np.asarray(weights, dtype=float)
+    rows = -(-len(words) // columns)
+    grid = np.full(rows * columns, np.nan)
+    grid[: len(words)] = weights[: len(words)]
+    im = ax.imshow(grid.reshape(rows, columns), cmap="Reds", aspect="auto", vmin=0, vmax=float(weights.max()))
+    for j, w in enumerate(words):
+        ax.text(
+            j % columns,
+            j // columns,
+            w[:12],
+            ha="center",
+            va="center",
+            fontsize=7,
+            color="grey" if w == UNK else "black",
+        )
+    ax.set_xticks([])
+    return im

@@ -19,6 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from attnclf.callbacks import draw_weights  # noqa: E402
 from attnclf.inference import Classifier, Prediction  # noqa: E402
 from attnclf.predict import shade_words  # noqa: E402
 from attnclf.text import tokenize  # noqa: E402
@@ -42,12 +43,7 @@ def figure(preds: list[tuple[str, Prediction]], columns: int = 12):
     rows = -(-len(preds[0][1].tokens) // columns)
     fig, axes = plt.subplots(len(preds), 1, figsize=(columns * 0.95, len(preds) * (0.42 * rows + 0.9)))
     for ax, (name, p) in zip(np.atleast_1d(axes), preds, strict=True):
-        grid = np.full(rows * columns, np.nan)
-        grid[: len(p.weights)] = p.weights
-        ax.imshow(grid.reshape(rows, columns), cmap="Reds", aspect="auto", vmin=0, vmax=max(p.weights))
-        for j, w in enumerate(p.tokens):
-            ax.text(j % columns, j // columns, w[:12], ha="center", va="center", fontsize=7)
-        ax.set_xticks([])
+        draw_weights(ax, p.tokens, p.weights, columns)
         ax.set_yticks([])
         ax.set_title(f"{name}: predicted {p.label_name} (p={p.prob:.2f})", fontsize=9)
     fig.tight_layout()
