@@ -50,6 +50,9 @@ def load_checkpoint(path: str | Path, map_location="cpu") -> dict:
         raise AttnclfError(f"{path} is not a plain checkpoint (refused to unpickle it): {type(e).__name__}") from e
     if not isinstance(ckpt, dict) or "state_dict" not in ckpt:
         raise AttnclfError(f"{path} is not a Lightning checkpoint of this project (no state_dict)")
+    hp = ckpt.get("hyper_parameters")
+    if isinstance(hp, dict) and "pack" in hp:  # checkpoints from before model.gru_kernel
+        hp["gru_kernel"] = {True: "packed", False: "padded"}.get(hp.pop("pack"), "auto")
     return ckpt
 
 

@@ -30,12 +30,12 @@ class AttentionClassifier(nn.Module):
         attention_init: str = "xavier",
         dropout: float = 0.3,
         embed_dropout: float = 0.2,
-        pack: bool | None = None,
+        gru_kernel: str = "auto",
     ):
         super().__init__()
         self.embed = nn.Embedding(vocab_size, embed_dim, padding_idx=PAD_ID)
         self.embed_dropout = nn.Dropout(embed_dropout)
-        self.encoder = ExactBiGRU(embed_dim, hidden_dim, num_layers, dropout=dropout, pack=pack)
+        self.encoder = ExactBiGRU(embed_dim, hidden_dim, num_layers, dropout=dropout, kernel=gru_kernel)
         d = 2 * hidden_dim
         self.attention = build_attention(attention, d, d, attention_dim, scale=attention_scale, init=attention_init)
         self.dropout = nn.Dropout(dropout)

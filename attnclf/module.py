@@ -23,6 +23,16 @@ def attention_sharpness(weights: torch.Tensor, k: int = 5) -> tuple[torch.Tensor
     return entropy, top
 
 
+def adamw(model: torch.nn.Module, lr: float, weight_decay: float) -> torch.optim.AdamW:
+    """AdamW with no weight decay on biases and the embedding (rare words would be pulled to 0)."""
+    decays = {n: p.ndim >= 2 and not n.startswith("embed") for n, p in model.named_parameters()}
+    groups = [
+        {"params": [p for n, p in model.named_parameters() if decays[n]], "weight_decay": weight_decay},
+        {"params": [p for n, p in model.named_parameters() if not decays[n]], "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(groups, lr=lr)
+
+
 class AttnClassifierModule(L.LightningModule):
     def __init__(
         self,
@@ -37,7 +47,7 @@ class AttnClassifierModule(L.LightningModule):
         attention_init: str = "xavier",
         dropout: float = 0.3,
         embed_dropout: float = 0.2,
-        pack: bool | None = None,
+        gru_kernel: str = "auto",
         lr: float = 2e-3,
         weight_decay: float = 0.01,
         schedule: str = "cosine",
@@ -60,7 +70,7 @@ class AttnClassifierModule(L.LightningModule):
             attention_init,
             dropout,
             embed_dropout,
-            pack,
+            gru_kernel,
         )
         self.train_acc = MulticlassAccuracy(num_classes, average="micro")
         self.val_acc = MulticlassAccuracy(num_classes, average="micro")
@@ -125,13 +135,7 @@ class AttnClassifierModule(L.LightningModule):
 
     def configure_optimizers(self):
         hp = self.hparams
-        # no weight decay on biases and the embedding (rare words would be pulled to 0)
-        decays = {n: p.ndim >= 2 and not n.startswith("model.embed") for n, p in self.named_parameters()}
-        groups = [
-            {"params": [p for n, p in self.named_parameters() if decays[n]], "weight_decay": hp.weight_decay},
-            {"params": [p for n, p in self.named_parameters() if not decays[n]], "weight_decay": 0.0},
-        ]
-        opt = torch.optim.AdamW(groups, lr=hp.lr)
+        opt = adamw(self.model, hp.lr, hp.weight_decay)
         if hp.schedule == "constant":
             return opt
         total = max(int(self.trainer.estimated_stepping_batches), 1)

@@ -1,79 +1,303 @@
-"""Useful (non-padding) training tokens/s of the real pipeline on a fixed IMDb subset.
+"""Training speed of the product against the documents' loop, a bare loop, and the GRU kernel alone.
 
-    python scripts/bench_train.py --data ../shared/data/imdb [--subset 5000] [--attention dot additive]
+    python scripts/bench_train.py --data ../shared/data/imdb [--subset 5000] [--repeats 3] [--threads 2]
+        [--attention dot] [--max-length 400] [--batch-size 64] [--embed-dim 128] [--hidden-dim 128]
+        [-- hydra.override=value ...]
 
-Runs `train(cfg)` (Lightning, default callbacks and TensorBoard logging) for one
-epoch on a fixed subset of the training reviews, for each attention, and prints
-useful training tokens/s and evaluation reviews/s. Timings, not a test.
+Four contenders, each one epoch over the same training reviews at the same sizes
+and thread count, each in its own process (so that peak memory is its own), in
+rotating order, `--repeats` times; the medians are printed:
+
+1. doc:     the documents' AttentionClassifier (doc 001, 5.1) in a bare PyTorch
+            loop as written there: nn.GRU fed (T, B, D) padded to the batch's
+            longest review, random batches, no lengths, no mask, the first GRU
+            output as the query, Adam.
+2. bare:    this project's model (attnclf.model) in a bare loop: the product's
+            batches and optimiser (AdamW, gradient clipping), no Lightning.
+3. product: train(cfg) through Lightning, default callbacks and TensorBoard logging.
+4. kernel:  nn.GRU (bidirectional, same sizes) forward + backward alone on the
+            product's batches: no embedding, attention, loss or optimiser.
+
+Figures: useful (non-padding) training tokens/s (time includes loading the
+batches, excludes start-up and validation), evaluation reviews/s (the
+validation reviews; doc: unsorted batches), peak RSS, and the ratios
+product/doc, product/bare, product/kernel. Timings, not a test.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import resource
+import statistics
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
-
-from hydra import compose, initialize_config_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from attnclf.train import train  # noqa: E402
+CONTENDERS = ("doc", "bare", "product", "kernel")
 
 
-def product_run(args, attention: str, out: Path) -> dict:
-    overrides = [
-        f"attention={attention}",
+def overrides(args, out: Path) -> list[str]:
+    ov = [
+        f"attention={args.attention}",
         f"data.path={args.data}",
         f"data.train_size={args.subset}",
+        f"data.val_size={args.val_size}",
         f"data.max_length={args.max_length}",
         f"data.batch_size={args.batch_size}",
         f"model.embed_dim={args.embed_dim}",
         f"model.hidden_dim={args.hidden_dim}",
         f"paths.output_dir={out}",
+        f"num_threads={args.threads}",
         "trainer.max_epochs=1",
         "trainer.accelerator=cpu",
-        "callbacks.rich_progress_bar=null",
-        "trainer.enable_model_summary=false",
-        "test=false",
         "trainer.num_sanity_val_steps=0",
-        "data.val_size=1000",
+        "test=false",
     ]
-    if args.threads:
-        overrides.append(f"num_threads={args.threads}")
+    return ov + args.overrides
+
+
+def compose_cfg(args, out: Path):
+    from hydra import compose, initialize_config_dir
+
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
-        cfg = compose(config_name="train", overrides=overrides + args.overrides)
-    train(cfg)
-    return json.loads((out / "metrics.json").read_text())
+        return compose(config_name="train", overrides=overrides(args, out))
+
+
+# --- 1. the documents' classifier, as written in doc 001 (sections 2.2, 3.1 and 5.1) ---
+
+
+def doc_model(vocab_size: int, embed_dim: int, hidden_dim: int, attention: str):
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    class ScaledDotProductAttention(nn.Module):
+        def __init__(self, dropout=0.1):
+            super().__init__()
+            self.dropout = nn.Dropout(dropout)
+
+        def forward(self, Q, K, V, mask=None):
+            scores = torch.matmul(Q, K.transpose(-2, -1)) / math.sqrt(K.size(-1))
+            if mask is not None:
+                scores = scores.masked_fill(~mask, -1e9)
+            attn_weights = self.dropout(F.softmax(scores, dim=-1))
+            return torch.matmul(attn_weights, V), attn_weights
+
+    class AdditiveAttention(nn.Module):
+        def __init__(self, query_dim, key_dim, hidden_dim):
+            super().__init__()
+            self.query_proj = nn.Linear(query_dim, hidden_dim, bias=False)
+            self.key_proj = nn.Linear(key_dim, hidden_dim, bias=False)
+            self.score_proj = nn.Linear(hidden_dim, 1, bias=False)
+
+        def forward(self, query, keys, values, mask=None):
+            q = self.query_proj(query).unsqueeze(2)
+            k = self.key_proj(keys).unsqueeze(1)
+            scores = self.score_proj(torch.tanh(q + k)).squeeze(-1)
+            if mask is not None:
+                scores = scores.masked_fill(~mask, -1e9)
+            attn_weights = F.softmax(scores, dim=-1)
+            context = torch.bmm(attn_weights.unsqueeze(1), values).squeeze(1)
+            return context, attn_weights
+
+    class AttentionClassifier(nn.Module):
+        def __init__(self, vocab_size, embed_dim, hidden_dim, num_classes, attention_type="dot"):
+            super().__init__()
+            self.embedding = nn.Embedding(vocab_size, embed_dim)
+            self.rnn = nn.GRU(embed_dim, hidden_dim, bidirectional=True)
+            if attention_type == "dot":
+                self.attention = ScaledDotProductAttention()
+            else:
+                self.attention = AdditiveAttention(hidden_dim * 2, hidden_dim * 2, hidden_dim)
+            self.fc = nn.Linear(hidden_dim * 2, num_classes)
+
+        def forward(self, x, mask=None):
+            x = self.embedding(x)
+            x, _ = self.rnn(x.transpose(0, 1))
+            x = x.transpose(0, 1)
+            query = x[:, 0:1, :]
+            context, _ = self.attention(query, x, x, mask)
+            # (B, C): the documents' squeeze(1); their additive form already returns (B, 1, 2H)
+            return self.fc(context.reshape(context.size(0), -1))
+
+    return AttentionClassifier(vocab_size, embed_dim, hidden_dim, 2, attention)
+
+
+# --- the workers: one contender, one epoch, in this process ---
+
+
+def worker(args) -> dict:
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    from attnclf.data import IMDBDataModule, collate
+    from attnclf.model import AttentionClassifier
+    from attnclf.module import adamw
+
+    name = args.worker
+    out = Path(args.out)
+    cfg = compose_cfg(args, out)
+    torch.set_num_threads(args.threads)
+    if name == "product":
+        from attnclf.train import train
+
+        train(cfg)
+        m = json.loads((out / "metrics.json").read_text())
+        return {"tokens_per_sec": m["train_tokens_per_sec"], "reviews_per_sec": m["eval_reviews_per_sec"]}
+
+    torch.manual_seed(args.seed)
+    d = cfg.data
+    dm = IMDBDataModule(**{**d, "num_workers": 0}, seed=cfg.seed)
+    dm.setup()
+    train_set, val_set, vocab_size = dm.train_set, dm.val_set, len(dm.vocab)
+
+    def doc_batches(dataset, batch_size, shuffle):
+        order = np.random.default_rng(args.seed).permutation(len(dataset)) if shuffle else np.arange(len(dataset))
+        for i in range(0, len(order), batch_size):
+            yield collate([dataset[j] for j in order[i : i + batch_size]])
+
+    if name == "doc":
+        model = doc_model(vocab_size, args.embed_dim, args.hidden_dim, args.attention)
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+
+        def train_step(ids, lengths, y):
+            loss = F.cross_entropy(model(ids), y)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+
+        def eval_step(ids, lengths):
+            model(ids)
+
+        train_batches = lambda: doc_batches(train_set, d.batch_size, True)  # noqa: E731
+        eval_batches = lambda: doc_batches(val_set, d.eval_batch_size, False)  # noqa: E731
+    elif name == "bare":
+        model = AttentionClassifier(vocab_size, attention=cfg.attention, **cfg.model)
+        opt = adamw(model, cfg.optimizer.lr, cfg.optimizer.weight_decay)
+        clip = cfg.trainer.gradient_clip_val
+
+        def train_step(ids, lengths, y):
+            logits, _ = model(ids, lengths)
+            loss = F.cross_entropy(logits, y)
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+            opt.step()
+
+        def eval_step(ids, lengths):
+            model(ids, lengths)
+
+        train_batches, eval_batches = dm.train_dataloader, dm.val_dataloader
+    else:  # kernel
+        model = nn.GRU(args.embed_dim, args.hidden_dim, batch_first=True, bidirectional=True)
+        longest = int(max(train_set.lengths.max(), val_set.lengths.max()))
+        x = torch.randn(max(d.batch_size, d.eval_batch_size), longest, args.embed_dim)
+
+        def train_step(ids, lengths, y):
+            model.zero_grad(set_to_none=True)
+            model(x[: ids.size(0), : ids.size(1)])[0].sum().backward()
+
+        def eval_step(ids, lengths):
+            model(x[: ids.size(0), : ids.size(1)])
+
+        train_batches, eval_batches = dm.train_dataloader, dm.val_dataloader
+
+    model.train()
+    tokens = padded = 0
+    t = time.perf_counter()
+    for ids, lengths, y in train_batches():
+        train_step(ids, lengths, y)
+        tokens += int(lengths.sum())
+        padded += ids.numel()
+    train_s = time.perf_counter() - t
+    model.eval()
+    reviews = 0
+    t = time.perf_counter()
+    with torch.no_grad():
+        for ids, lengths, _ in eval_batches():
+            eval_step(ids, lengths)
+            reviews += len(lengths)
+    eval_s = time.perf_counter() - t
+    return {"tokens_per_sec": tokens / train_s, "reviews_per_sec": reviews / eval_s, "padding": 1 - tokens / padded}
+
+
+def run_worker(args, name: str) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        argv = [sys.executable, __file__, "--worker", name, "--out", tmp] + [
+            a for a in sys.argv[1:] if a not in ("--quick",)
+        ]
+        if args.quick:
+            argv += QUICK
+        proc = subprocess.run(argv, capture_output=True, text=True)
+        if proc.returncode:
+            sys.exit(f"bench_train: the {name} worker failed:\n{proc.stderr[-3000:]}")
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+QUICK = ["--subset", "64", "--val-size", "32", "--max-length", "64", "--batch-size", "16"]
+QUICK += ["--embed-dim", "16", "--hidden-dim", "16", "--repeats", "1", "--threads", "1"]
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data", default="stanfordnlp/imdb", help="Hub id or local IMDb folder")
     p.add_argument("--subset", type=int, default=5000, help="training reviews (a fixed random subset)")
-    p.add_argument("--attention", nargs="+", default=["dot", "additive"], choices=["dot", "additive"])
+    p.add_argument("--val-size", type=int, default=1000, help="validation reviews (evaluation speed)")
+    p.add_argument("--attention", default="dot", choices=["dot", "additive"])
     p.add_argument("--max-length", type=int, default=400)
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--embed-dim", type=int, default=128)
     p.add_argument("--hidden-dim", type=int, default=128)
-    p.add_argument("--threads", type=int, default=0, help="torch threads (0 = PyTorch's default)")
-    p.add_argument("overrides", nargs="*", help="extra Hydra overrides, e.g. data.truncation=head")
+    p.add_argument("--threads", type=int, default=2, help="torch threads, the same for every contender")
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--contenders", nargs="+", default=list(CONTENDERS), choices=CONTENDERS)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--quick", action="store_true", help="a few seconds on tiny sizes: checks that it runs")
+    p.add_argument("--worker", choices=CONTENDERS, help=argparse.SUPPRESS)
+    p.add_argument("--out", help=argparse.SUPPRESS)
+    p.add_argument("overrides", nargs="*", help="extra Hydra overrides for the product and bare loop")
     args = p.parse_args()
 
-    rows = []
-    for attention in args.attention:
-        with tempfile.TemporaryDirectory() as tmp:
-            m = product_run(args, attention, Path(tmp))
-        rows.append((attention, m["train_tokens_per_sec"], m["eval_reviews_per_sec"], m["train_seconds"]))
+    if args.worker:
+        result = worker(args)
+        result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(json.dumps(result))
+        return
+    if args.quick:
+        args = p.parse_args([*sys.argv[1:], *QUICK])
+
+    runs: dict[str, list[dict]] = {c: [] for c in args.contenders}
+    for rep in range(args.repeats):
+        k = rep % len(args.contenders)
+        for name in args.contenders[k:] + args.contenders[:k]:  # rotate the order
+            r = run_worker(args, name)
+            runs[name].append(r)
+            print(f"  repeat {rep + 1} {name:<8} {r['tokens_per_sec']:>9,.0f} tokens/s", file=sys.stderr)
+
+    med = {c: {k: statistics.median(r[k] for r in rs) for k in rs[0]} for c, rs in runs.items()}
     print(
-        f"\nsubset {args.subset} reviews, max_length {args.max_length}, batch {args.batch_size}, "
-        f"embed {args.embed_dim}, hidden {args.hidden_dim}"
+        f"\n{args.attention} attention, {args.subset} reviews, max_length {args.max_length}, batch {args.batch_size}, "
+        f"embed {args.embed_dim}, hidden {args.hidden_dim}, {args.threads} threads, median of {args.repeats}"
     )
-    print(f"{'attention':<10} {'train tokens/s':>15} {'eval reviews/s':>15} {'train s':>8}")
-    for attention, tps, rps, secs in rows:
-        print(f"{attention:<10} {tps:>15,.0f} {rps:>15,.0f} {secs:>8.1f}")
+    print(f"{'contender':<10} {'train tokens/s':>15} {'eval reviews/s':>15} {'peak RSS MB':>12} {'padding':>8}")
+    for c, m in med.items():
+        pad = f"{m['padding']:.0%}" if "padding" in m else "-"
+        tps, rps, rss = m["tokens_per_sec"], m["reviews_per_sec"], m["peak_rss_mb"]
+        print(f"{c:<10} {tps:>15,.0f} {rps:>15,.0f} {rss:>12,.0f} {pad:>8}")
+    if "product" in med:
+        for other in ("doc", "bare", "kernel"):
+            if other in med:
+                ratio = med["product"]["tokens_per_sec"] / med[other]["tokens_per_sec"]
+                print(f"ratio product/{other}: {ratio:.2f}")
 
 
 if __name__ == "__main__":

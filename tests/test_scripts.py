@@ -1,6 +1,7 @@
 """The benchmark scripts run (timings are not tested, only that they run and agree with the references)."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -21,6 +22,23 @@ def test_bench_attention_quick(tmp_path):
     rows = (tmp_path / "attention_cpu.csv").read_text().splitlines()
     assert len(rows) == 1 + 2 * 2 * 3  # header + forms x lengths x methods
     assert (tmp_path / "attention_cpu.png").stat().st_size > 0
+
+
+def test_bench_train_quick(tiny_imdb, tmp_path):
+    """The four contenders run on tiny data and the three ratios are printed."""
+    r = subprocess.run(
+        [sys.executable, "scripts/bench_train.py", "--quick", "--data", str(tiny_imdb)]
+        + [f"paths.cache_dir={tmp_path / 'cache'}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    for contender in ("doc", "bare", "product", "kernel"):
+        assert re.search(rf"^{contender} +[\d,]+ +[\d,]+ +[\d,]+ ", r.stdout, re.M), r.stdout
+    for other in ("doc", "bare", "kernel"):
+        assert re.search(rf"^ratio product/{other}: \d+\.\d\d$", r.stdout, re.M), r.stdout
 
 
 def test_compare_attention(tiny_run, tiny_run_additive, tiny_imdb, tmp_path):
