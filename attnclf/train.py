@@ -102,6 +102,16 @@ def write_hparams(trainer: L.Trainer, hparams: dict, metrics: dict) -> None:
             lg.experiment.flush()
 
 
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far (MB); nan where the platform does not say."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return float("nan")
+    kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return kb / 1024 if sys.platform != "darwin" else kb / 2**20  # (macOS reports bytes)
+
+
 def train(cfg: DictConfig) -> float:
     """Fit, test the best checkpoint, write metrics.json; return the metric `cfg.optimized_metric`."""
     validate(cfg)
@@ -161,6 +171,7 @@ def train(cfg: DictConfig) -> float:
         "train_seconds": throughput.train_seconds,
         "train_tokens_per_sec": throughput.tokens_per_sec,
         "eval_reviews_per_sec": throughput.eval_reviews_per_sec,
+        "peak_rss_mb": peak_rss_mb(),
         "best_checkpoint": best,
         "vocab": str(out / "vocab.json"),
         "hparams": hparams_of(cfg),

@@ -40,10 +40,12 @@ def test_padding_values_have_no_effect(name):
     torch.testing.assert_close(att(q, k, v, mask)[0], att(q, k2, v2, mask)[0])
 
 
-def test_dot_matches_the_formula():
+@pytest.mark.parametrize("Tq", [1, 9])
+def test_dot_matches_the_formula(Tq):
+    """Both forms: the query brought into key space (fewer queries than keys) and the keys projected."""
     torch.manual_seed(0)
     att = DotAttention(8, 8, 4)
-    q, k, mask = inputs()
+    q, k, mask = inputs(Tq=Tq)
     Q, K = att.q_proj(q), att.k_proj(k)
     scores = Q @ K.transpose(1, 2) / math.sqrt(4)
     expected = torch.softmax(scores.masked_fill(~mask.unsqueeze(1), -math.inf), -1)
@@ -89,3 +91,16 @@ def test_masked_softmax_no_overflow_and_fully_masked_rows_are_zero(dtype):
 def test_unknown_attention_names_the_choices():
     with pytest.raises(ValueError, match="dot, additive"):
         build_attention("foo", 4, 4, None)
+
+
+def test_dot_pooling_gradients_match_the_formula():
+    torch.manual_seed(0)
+    att = DotAttention(8, 8, 4)
+    q, k, mask = inputs()
+    w = torch.randn(3, 1, 9)
+    got = torch.autograd.grad((att(q, k, k, mask)[1] * w).sum(), list(att.parameters()))
+    Q, K = att.q_proj(q), att.k_proj(k)
+    expected = torch.softmax((Q @ K.transpose(1, 2) / 2).masked_fill(~mask.unsqueeze(1), -math.inf), -1)
+    want = torch.autograd.grad((expected * w).sum(), list(att.parameters()))
+    for a, b in zip(got, want, strict=True):
+        torch.testing.assert_close(a, b)

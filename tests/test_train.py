@@ -45,6 +45,7 @@ def test_short_run_writes_tensorboard_metrics_and_checkpoint(attention, tiny_imd
     ):
         assert key in metrics, key
     assert metrics["attention"] == attention and metrics["epochs"] == 1 and metrics["train_tokens_per_sec"] > 0
+    assert 50 < metrics["peak_rss_mb"] < 64_000  # MB, this process's own
 
     events = EventAccumulator(str(tmp_path / "tensorboard"), size_guidance={"images": 0, "tensors": 0})
     events.Reload()

@@ -1,0 +1,104 @@
+"""Where a training step's time goes: each part of the model timed alone, as a share of the whole step.
+
+    python scripts/bench_step.py [--batch 64] [--length 220] [--threads 2] [--repeats 9]
+
+On one batch of random reviews (B reviews of about `--length` tokens, lengths
+within 10% of it as the product's length buckets make them), for both
+attentions: the whole training step (forward, backward, gradient clipping,
+AdamW), and alone, forward + backward of the embedding with its dropout, the
+BiGRU encoder, the attention pooling, the classifier with the loss, and the
+optimizer step. Medians of `--repeats` after a warm-up. Timings, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from attnclf.model import AttentionClassifier  # noqa: E402
+from attnclf.module import adamw  # noqa: E402
+
+
+def median_ms(fn, repeats: int) -> float:
+    fn()  # warm-up
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return 1000 * statistics.median(times)
+
+
+def parts(args, attention: str) -> dict[str, float]:
+    torch.manual_seed(0)
+    B, T = args.batch, args.length
+    model = AttentionClassifier(args.vocab, embed_dim=args.embed_dim, hidden_dim=args.hidden_dim, attention=attention)
+    opt = adamw(model, 2e-3, 0.01)
+    ids = torch.randint(2, args.vocab, (B, T))
+    lengths = torch.randint(int(0.9 * T), T + 1, (B,))
+    lengths[0] = T
+    y = torch.randint(0, 2, (B,))
+    mask = torch.arange(T) < lengths.unsqueeze(1)
+    with torch.no_grad():
+        x = model.embed(ids)
+        out, final = model.encoder(x, lengths)
+        context = model.attention(final.unsqueeze(1), out, out, mask)[0].squeeze(1)
+    x, out, final, context = (t.detach().requires_grad_() for t in (x, out, final, context))
+
+    def step():
+        loss = F.cross_entropy(model(ids, lengths)[0], y)
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+
+    def embedding():
+        model.embed_dropout(model.embed(ids)).sum().backward()
+
+    def encoder():
+        o, f = model.encoder(x, lengths)
+        (o.sum() + f.sum()).backward()
+
+    def attention_pooling():
+        model.attention(final.unsqueeze(1), out, out, mask)[0].sum().backward()
+
+    def classifier():
+        F.cross_entropy(model.fc(model.dropout(context)), y).backward()
+
+    timed = {"whole step": step, "embedding + dropout": embedding, "encoder (BiGRU)": encoder}
+    timed |= {"attention pooling": attention_pooling, "classifier + loss": classifier, "optimizer step": opt.step}
+    return {name: median_ms(fn, args.repeats) for name, fn in timed.items()}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--length", type=int, default=220, help="typical tokens per review in a batch")
+    p.add_argument("--embed-dim", type=int, default=128)
+    p.add_argument("--hidden-dim", type=int, default=128)
+    p.add_argument("--vocab", type=int, default=30000)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--repeats", type=int, default=9)
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+    results = {a: parts(args, a) for a in ("dot", "additive")}
+    print(
+        f"batch {args.batch}, ~{args.length} tokens, embed {args.embed_dim}, hidden {args.hidden_dim}, "
+        f"{args.threads} threads; forward + backward, median ms (share of the whole step)"
+    )
+    print(f"{'part':<22} {'dot':>16} {'additive':>16}")
+    for name in results["dot"]:
+        cells = [f"{r[name]:8.1f} ({r[name] / r['whole step']:4.0%})" for r in results.values()]
+        print(f"{name:<22} {cells[0]:>16} {cells[1]:>16}")
+
+
+if __name__ == "__main__":
+    main()
