@@ -159,6 +159,7 @@ def main() -> None:
     p.add_argument(
         "--max-gb", type=float, default=4.0, help="skip a configuration estimated to need more memory than this"
     )
+    p.add_argument("--forms", nargs="+", default=["pooling", "self"], choices=["pooling", "self"])
     p.add_argument("--out", type=Path, default=Path("outputs/bench_attention"))
     p.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run and the numerical check")
     args = p.parse_args()
@@ -171,7 +172,7 @@ def main() -> None:
     rows = []
     print(f"{'form':<8} {'method':<9} {'dtype':<9} {'T':>5} {'ms':>10} {'peak MB':>9}  note")
     for dtype in dtypes:
-        for form in ("pooling", "self"):
+        for form in args.forms:
             for T in args.lengths:
                 for method in ("dot", "additive", "sdpa"):
                     r = measure(method, form, T, args, device, dtype)
@@ -191,7 +192,7 @@ def main() -> None:
 
     print(f"\ngrowth in time (slope of log time vs log T at the long end; 1 = linear, 2 = quadratic), {device.type}:")
     for dtype in {r["dtype"] for r in rows}:
-        for form in ("pooling", "self"):
+        for form in args.forms:
             slopes = {m: growth(rows, form, m, dtype) for m in ("dot", "additive", "sdpa")}
             print(f"  {form:<8} {dtype:<9} " + "  ".join(f"{m} ~T^{s:.2f}" for m, s in slopes.items() if s))
             both = {

@@ -2,7 +2,7 @@
 
     python scripts/bench_train.py --data ../shared/data/imdb [--subset 5000] [--repeats 3] [--threads 2]
         [--attention dot] [--max-length 400] [--batch-size 64] [--embed-dim 128] [--hidden-dim 128]
-        [-- hydra.override=value ...]
+        [--contenders doc bare product kernel [loader]] [-- hydra.override=value ...]
 
 Four contenders, each one epoch over the same training reviews at the same sizes
 and thread count, each in its own process (so that peak memory is its own), in
@@ -17,6 +17,7 @@ rotating order, `--repeats` times; the medians are printed:
 3. product: train(cfg) through Lightning, default callbacks and TensorBoard logging.
 4. kernel:  nn.GRU (bidirectional, same sizes) forward + backward alone on the
             product's batches: no embedding, attention, loss or optimiser.
+On request (--contenders ... loader): the product's batches alone, no model.
 
 Figures: useful (non-padding) training tokens/s (time includes loading the
 batches, excludes start-up and validation), evaluation reviews/s (the
@@ -41,6 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 CONTENDERS = ("doc", "bare", "product", "kernel")
+EXTRA = ("loader",)  # on request: the product's batches alone, no model (the cost of loading data)
 
 
 def overrides(args, out: Path) -> list[str]:
@@ -197,6 +199,10 @@ def worker(args) -> dict:
             model(ids, lengths)
 
         train_batches, eval_batches = dm.train_dataloader, dm.val_dataloader
+    elif name == "loader":
+        model = nn.Identity()
+        train_step = eval_step = lambda *batch: None  # noqa: E731
+        train_batches, eval_batches = dm.train_dataloader, dm.val_dataloader
     else:  # kernel
         model = nn.GRU(args.embed_dim, args.hidden_dim, batch_first=True, bidirectional=True)
         longest = int(max(train_set.lengths.max(), val_set.lengths.max()))
@@ -232,11 +238,8 @@ def worker(args) -> dict:
 
 def run_worker(args, name: str) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
-        argv = [sys.executable, __file__, "--worker", name, "--out", tmp] + [
-            a for a in sys.argv[1:] if a not in ("--quick",)
-        ]
-        if args.quick:
-            argv += QUICK
+        user = [a for a in sys.argv[1:] if a != "--quick"]
+        argv = [sys.executable, __file__, "--worker", name, "--out", tmp, *(QUICK if args.quick else []), *user]
         proc = subprocess.run(argv, capture_output=True, text=True)
         if proc.returncode:
             sys.exit(f"bench_train: the {name} worker failed:\n{proc.stderr[-3000:]}")
@@ -259,10 +262,10 @@ def main() -> None:
     p.add_argument("--hidden-dim", type=int, default=128)
     p.add_argument("--threads", type=int, default=2, help="torch threads, the same for every contender")
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--contenders", nargs="+", default=list(CONTENDERS), choices=CONTENDERS)
+    p.add_argument("--contenders", nargs="+", default=list(CONTENDERS), choices=CONTENDERS + EXTRA)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quick", action="store_true", help="a few seconds on tiny sizes: checks that it runs")
-    p.add_argument("--worker", choices=CONTENDERS, help=argparse.SUPPRESS)
+    p.add_argument("--worker", choices=CONTENDERS + EXTRA, help=argparse.SUPPRESS)
     p.add_argument("--out", help=argparse.SUPPRESS)
     p.add_argument("overrides", nargs="*", help="extra Hydra overrides for the product and bare loop")
     args = p.parse_args()
@@ -272,8 +275,8 @@ def main() -> None:
         result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(json.dumps(result))
         return
-    if args.quick:
-        args = p.parse_args([*sys.argv[1:], *QUICK])
+    if args.quick:  # tiny sizes, unless given
+        args = p.parse_args([*QUICK, *sys.argv[1:]])
 
     runs: dict[str, list[dict]] = {c: [] for c in args.contenders}
     for rep in range(args.repeats):
