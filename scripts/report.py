@@ -10,7 +10,9 @@ report.md and PNG plots into the folder:
 - seconds per epoch, useful training tokens/s, evaluation reviews/s, and time
   to reach the target validation accuracy, each mean +- sd;
 - validation accuracy against step and against wall-clock (val_acc.png);
-- attention sharpness: entropy of the weights and the share on the top-5 tokens.
+- attention sharpness: entropy of the weights and the share on the top-5 tokens;
+- by setting (every override but the seed, as in the claim_* experiments): best
+  validation accuracy, and the optimizer steps and seconds to the target, mean +- sd.
 """
 
 from __future__ import annotations
@@ -78,10 +80,48 @@ def sign_flip_p(diffs: list[float]) -> float:
 
 
 def time_to_target(run: dict, target: float) -> float | None:
-    for _, seconds, value in curve(run["dir"]):
+    return to_target(run, target)[1]
+
+
+def to_target(run: dict, target: float) -> tuple[int | None, float | None]:
+    """(optimizer steps, seconds) at the first validation that reached the target accuracy."""
+    for step, seconds, value in curve(run["dir"]):
         if value >= target:
-            return seconds
-    return None
+            return step, seconds
+    return None, None
+
+
+def setting_of(run: dict, common: set[str]) -> str:
+    """A run's overrides without the seed and without those every run shares."""
+    return " ".join(o for o in run["overrides"] if not o.startswith("seed=") and o not in common) or "(defaults)"
+
+
+def by_setting(runs: list[dict], target: float) -> list[str]:
+    """One row per setting (all overrides but the seed): the claims' table."""
+    common = set.intersection(*(set(m["overrides"]) for m in runs))
+    groups = defaultdict(list)
+    for m in runs:
+        groups[setting_of(m, common)].append(m)
+    lines = [
+        f"| setting | seeds | best val/acc % (mean ± sd) | test/acc % | steps to val/acc ≥ {target} | "
+        f"s to val/acc ≥ {target} | train tokens/s |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for setting, ms in sorted(groups.items()):
+        reach = [to_target(m, target) for m in ms]
+        steps = [s for s, _ in reach if s is not None]
+        secs = [t for _, t in reach if t is not None]
+        cells = [
+            setting,
+            ", ".join(str(m["seed"]) for m in sorted(ms, key=lambda m: m["seed"])),
+            mean_sd([m["val/acc"] for m in ms]),
+            mean_sd([m.get("test/acc") for m in ms]),
+            f"{mean_sd(steps)} ({len(steps)}/{len(ms)} reached)",
+            mean_sd(secs),
+            mean_sd([m.get("train_tokens_per_sec") for m in ms]),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
 
 
 def rank(runs: list[dict], objective: str) -> list[str]:
@@ -196,6 +236,10 @@ def main() -> None:
         *compare(runs, args.target),
         "",
         "![validation accuracy](val_acc.png)",
+        "",
+        "## By setting (every override but the seed; mean ± sd over seeds)",
+        "",
+        *by_setting(runs, args.target),
         "",
         f"## Runs ranked by {args.objective}",
         "",

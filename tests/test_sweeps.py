@@ -65,6 +65,7 @@ def test_grid_sweep_and_report(tiny_imdb, tmp_path):
     report = (tmp_path / "sweep" / "report.md").read_text()
     assert "| dot | 2 |" in report and "| additive | 2 |" in report  # runs per attention
     assert "p = " in report  # the paired test over the 2 seeds
+    assert "| attention=dot | 1, 2 |" in report and "| attention=additive | 1, 2 |" in report  # by setting
     assert (tmp_path / "sweep" / "val_acc.png").stat().st_size > 0
 
 
