@@ -154,7 +154,11 @@ def worker(args) -> dict:
 
         train(cfg)
         m = json.loads((out / "metrics.json").read_text())
-        return {"tokens_per_sec": m["train_tokens_per_sec"], "reviews_per_sec": m["eval_reviews_per_sec"]}
+        return {
+            "tokens_per_sec": m["train_tokens_per_sec"],
+            "reviews_per_sec": m["eval_reviews_per_sec"],
+            "train_s": m["train_seconds"],
+        }
 
     torch.manual_seed(args.seed)
     d = cfg.data
@@ -233,7 +237,12 @@ def worker(args) -> dict:
             eval_step(ids, lengths)
             reviews += len(lengths)
     eval_s = time.perf_counter() - t
-    return {"tokens_per_sec": tokens / train_s, "reviews_per_sec": reviews / eval_s, "padding": 1 - tokens / padded}
+    return {
+        "tokens_per_sec": tokens / train_s,
+        "reviews_per_sec": reviews / eval_s,
+        "train_s": train_s,
+        "padding": 1 - tokens / padded,
+    }
 
 
 def run_worker(args, name: str) -> dict:
@@ -291,11 +300,12 @@ def main() -> None:
         f"\n{args.attention} attention, {args.subset} reviews, max_length {args.max_length}, batch {args.batch_size}, "
         f"embed {args.embed_dim}, hidden {args.hidden_dim}, {args.threads} threads, median of {args.repeats}"
     )
-    print(f"{'contender':<10} {'train tokens/s':>15} {'eval reviews/s':>15} {'peak RSS MB':>12} {'padding':>8}")
+    head = ("contender", "train tokens/s", "eval reviews/s", "peak RSS MB", "padding", "epoch s")
+    print("{:<10} {:>15} {:>15} {:>12} {:>8} {:>8}".format(*head))
     for c, m in med.items():
         pad = f"{m['padding']:.0%}" if "padding" in m else "-"
         tps, rps, rss = m["tokens_per_sec"], m["reviews_per_sec"], m["peak_rss_mb"]
-        print(f"{c:<10} {tps:>15,.0f} {rps:>15,.0f} {rss:>12,.0f} {pad:>8}")
+        print(f"{c:<10} {tps:>15,.0f} {rps:>15,.0f} {rss:>12,.0f} {pad:>8} {m['train_s']:>8.1f}")
     if "product" in med:
         for other in ("doc", "bare", "kernel"):
             if other in med:
