@@ -100,9 +100,11 @@ def doc_model(vocab_size: int, embed_dim: int, hidden_dim: int, attention: str):
             self.score_proj = nn.Linear(hidden_dim, 1, bias=False)
 
         def forward(self, query, keys, values, mask=None):
-            q = self.query_proj(query).unsqueeze(2)
-            k = self.key_proj(keys).unsqueeze(1)
-            scores = self.score_proj(torch.tanh(q + k)).squeeze(-1)
+            # as written (q.unsqueeze(2), k.unsqueeze(1)) the classifier's (B, 1, D) query makes a
+            # (B, 1, T) weight that the final bmm rejects; this is the intended (B, T, h) sum, at the same cost:
+            q = self.query_proj(query)  # (B, 1, h)
+            k = self.key_proj(keys)  # (B, T, h)
+            scores = self.score_proj(torch.tanh(q + k)).squeeze(-1)  # (B, T)
             if mask is not None:
                 scores = scores.masked_fill(~mask, -1e9)
             attn_weights = F.softmax(scores, dim=-1)
@@ -126,7 +128,7 @@ def doc_model(vocab_size: int, embed_dim: int, hidden_dim: int, attention: str):
             x = x.transpose(0, 1)
             query = x[:, 0:1, :]
             context, _ = self.attention(query, x, x, mask)
-            # (B, C): the documents' squeeze(1); their additive form already returns (B, 1, 2H)
+            # the documents' context.squeeze(1); their additive form already returns (B, 2H)
             return self.fc(context.reshape(context.size(0), -1))
 
     return AttentionClassifier(vocab_size, embed_dim, hidden_dim, 2, attention)
