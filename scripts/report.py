@@ -145,8 +145,8 @@ def compare(runs: list[dict], target: float) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for att, ms in sorted(by_att.items()):
-        accs = [m["test/acc"] for m in ms]
-        lo, hi = bootstrap_ci(accs) if len(accs) > 1 else (accs[0], accs[0])
+        accs = [m["test/acc"] for m in ms if not math.isnan(m["test/acc"])]  # (nan: run with test=false)
+        lo, hi = bootstrap_ci(accs) if len(accs) > 1 else ((accs[0], accs[0]) if accs else (math.nan, math.nan))
         reach = [time_to_target(m, target) for m in ms]
         reached = [x for x in reach if x is not None]
 
@@ -158,7 +158,7 @@ def compare(runs: list[dict], target: float) -> list[str]:
             att,
             str(len(ms)),
             mean_sd(accs),
-            f"{lo * 100:.2f} – {hi * 100:.2f}",
+            f"{lo * 100:.2f} – {hi * 100:.2f}" if accs else "-",
             col("val/acc"),
             per_epoch,
             col("train_tokens_per_sec"),
@@ -169,8 +169,8 @@ def compare(runs: list[dict], target: float) -> list[str]:
         ]
         lines.append("| " + " | ".join(cells) + " |")
     if {"dot", "additive"} <= set(by_att):
-        dot = {m["seed"]: m["test/acc"] for m in by_att["dot"]}
-        add = {m["seed"]: m["test/acc"] for m in by_att["additive"]}
+        dot = {m["seed"]: m["test/acc"] for m in by_att["dot"] if not math.isnan(m["test/acc"])}
+        add = {m["seed"]: m["test/acc"] for m in by_att["additive"] if not math.isnan(m["test/acc"])}
         seeds = sorted(set(dot) & set(add))
         if seeds:
             diffs = [add[s] - dot[s] for s in seeds]
