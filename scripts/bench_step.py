@@ -1,6 +1,6 @@
 """Where a training step's time goes: each part of the model timed alone, as a share of the whole step.
 
-    python scripts/bench_step.py [--batch 64] [--length 220] [--threads 2] [--repeats 9]
+    python scripts/bench_step.py [--batch 64] [--length 220] [--threads 2] [--repeats 9] [--attention-dim 64]
 
 On one batch of random reviews (B reviews of about `--length` tokens, lengths
 within 10% of it as the product's length buckets make them), for both
@@ -40,7 +40,10 @@ def median_ms(fn, repeats: int) -> float:
 def parts(args, attention: str) -> dict[str, float]:
     torch.manual_seed(0)
     B, T = args.batch, args.length
-    model = AttentionClassifier(args.vocab, embed_dim=args.embed_dim, hidden_dim=args.hidden_dim, attention=attention)
+    model = AttentionClassifier(
+        args.vocab, embed_dim=args.embed_dim, hidden_dim=args.hidden_dim, attention=attention,
+        attention_dim=args.attention_dim,
+    )  # fmt: skip
     opt = adamw(model, 2e-3, 0.01)
     ids = torch.randint(2, args.vocab, (B, T))
     lengths = torch.randint(int(0.9 * T), T + 1, (B,))
@@ -84,6 +87,7 @@ def main() -> None:
     p.add_argument("--length", type=int, default=220, help="typical tokens per review in a batch")
     p.add_argument("--embed-dim", type=int, default=128)
     p.add_argument("--hidden-dim", type=int, default=128)
+    p.add_argument("--attention-dim", type=int, default=None, help="model.attention_dim (default: the model's)")
     p.add_argument("--vocab", type=int, default=30000)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--repeats", type=int, default=9)
