@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from attnclf.encoder import ExactBiGRU, StackedGRU, reverse_within_length
+from attnclf.encoder import ExactBiGRU, reverse_within_length
 from attnclf.model import AttentionClassifier
 
 
@@ -31,54 +31,21 @@ def test_exact_bigru_matches_nn_gru_bidirectional_per_review():
 
 @pytest.mark.parametrize("layers", [1, 2])
 def test_kernels_agree(layers):
-    """stacked, padded and packed give the same outputs and final states on every real position."""
+    """padded and packed give the same outputs and final states on every real position."""
     torch.manual_seed(0)
     enc = ExactBiGRU(4, 6, num_layers=layers).eval()
     x, lengths = torch.randn(4, 11, 4), torch.tensor([11, 2, 7, 1])
     mask = torch.arange(11) < lengths.unsqueeze(1)
     results = {}
-    for kernel in ("stacked", "padded", "packed"):
+    for kernel in ("padded", "packed"):
         enc.kernel = kernel
         results[kernel] = enc(x, lengths)
-    for kernel in ("padded", "packed"):
-        torch.testing.assert_close(results[kernel][0][mask], results["stacked"][0][mask], atol=1e-6, rtol=1e-5)
-        torch.testing.assert_close(results[kernel][1], results["stacked"][1], atol=1e-6, rtol=1e-5)
-
-
-@pytest.mark.parametrize("layers", [1, 2])
-def test_stacked_kernel_gradients_match_nn_gru(layers):
-    """The hand-written backward pass of the stacked kernel against autograd through nn.GRU, in float64."""
-    torch.manual_seed(0)
-    enc = ExactBiGRU(5, 4, num_layers=layers).double()
-    x = torch.randn(3, 9, 5, dtype=torch.float64, requires_grad=True)
-    lengths = torch.tensor([9, 4, 1])
-    mask = (torch.arange(9) < lengths.unsqueeze(1)).unsqueeze(-1)
-    w = torch.randn(3, 9, 8, dtype=torch.float64)
-    grads = {}
-    for kernel in ("stacked", "padded"):
-        enc.kernel = kernel
-        out, final = enc(x, lengths)
-        loss = (out * w * mask).sum() + final.pow(2).sum()
-        grads[kernel] = torch.autograd.grad(loss, [x, *enc.parameters()])
-    for a, b in zip(grads["stacked"], grads["padded"], strict=True):
-        torch.testing.assert_close(a, b, atol=1e-10, rtol=1e-8)
-
-
-def test_stacked_kernel_gradcheck():
-    torch.manual_seed(0)
-    D, T, B, E, H = 2, 4, 2, 3, 2
-    args = [
-        torch.randn(D, T, B, E, dtype=torch.float64, requires_grad=True),
-        torch.randn(D, 3 * H, E, dtype=torch.float64, requires_grad=True),
-        torch.randn(D, 3 * H, dtype=torch.float64, requires_grad=True),
-        torch.randn(D, 3 * H, H, dtype=torch.float64, requires_grad=True),
-        torch.randn(D, 3 * H, dtype=torch.float64, requires_grad=True),
-    ]
-    assert torch.autograd.gradcheck(StackedGRU.apply, args)
+    torch.testing.assert_close(results["packed"][0][mask], results["padded"][0][mask], atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(results["packed"][1], results["padded"][1], atol=1e-6, rtol=1e-5)
 
 
 def test_unknown_kernel_is_refused():
-    with pytest.raises(ValueError, match="model.gru_kernel='cudnn'; allowed: auto, stacked, padded, packed"):
+    with pytest.raises(ValueError, match="model.gru_kernel='cudnn'; allowed: auto, padded, packed"):
         ExactBiGRU(4, 4, kernel="cudnn")
 
 
