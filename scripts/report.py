@@ -6,7 +6,8 @@ Reads every run's metrics.json (and its TensorBoard scalars) under the folder,
 prints the runs ranked by the objective and the best overrides, and writes
 report.md and PNG plots into the folder:
 - per attention: test accuracy mean +- sd and a 95% bootstrap interval over runs;
-  the paired difference (same seed) with an exact sign-flip permutation test;
+  the paired difference (same seed) with a paired t-test and an exact sign-flip
+  permutation test;
 - seconds per epoch, useful training tokens/s, evaluation reviews/s, and time
   to reach the target validation accuracy, each mean +- sd;
 - validation accuracy against step and against wall-clock (val_acc.png);
@@ -77,6 +78,15 @@ def sign_flip_p(diffs: list[float]) -> float:
     return sum(abs(sum(s * d for s, d in zip(signs, diffs, strict=True))) >= observed - 1e-12 for signs in flips) / len(
         flips
     )
+
+
+def paired_t_p(diffs: list[float]) -> float:
+    """Two-sided paired t-test of mean(diffs) = 0; nan with fewer than 2 pairs or no spread."""
+    from scipy import stats
+
+    if len(diffs) < 2 or st.pstdev(diffs) == 0:
+        return math.nan
+    return float(stats.ttest_1samp(diffs, 0.0).pvalue)
 
 
 def time_to_target(run: dict, target: float) -> float | None:
@@ -174,17 +184,20 @@ def compare(runs: list[dict], target: float) -> list[str]:
         seeds = sorted(set(dot) & set(add))
         if seeds:
             diffs = [add[s] - dot[s] for s in seeds]
-            p = sign_flip_p(diffs)
             mean = st.mean(diffs) * 100
             who = "additive" if mean > 0 else "dot"
-            verdict = (
-                f"{who} is {abs(mean):.2f} pt more accurate, p = {p:.3g}"
-                if p < 0.05
-                else f"no significant difference (mean difference additive − dot {mean:+.2f} pt, p = {p:.3g})"
-            )
-            lines += ["", f"Paired by seed ({len(seeds)} pairs, exact sign-flip test): {verdict}."]
+            for test, p in (("paired t-test", paired_t_p(diffs)), ("exact sign-flip test", sign_flip_p(diffs))):
+                verdict = (
+                    f"{who} is {abs(mean):.2f} pt more accurate, p = {p:.3g}"
+                    if p < 0.05
+                    else f"no significant difference (mean difference additive − dot {mean:+.2f} pt, p = {p:.3g})"
+                )
+                lines += ["", f"Paired by seed ({len(seeds)} pairs, {test}): {verdict}."]
             if len(seeds) < 6:
-                lines.append(f"(With {len(seeds)} pairs the smallest possible p is {2 / 2 ** len(seeds):.3g}.)")
+                lines.append(
+                    f"(With {len(seeds)} pairs the sign-flip test's smallest possible p is {2 / 2 ** len(seeds):.3g}; "
+                    "the t-test assumes the differences are roughly normal.)"
+                )
     return lines
 
 
