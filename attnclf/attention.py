@@ -50,7 +50,7 @@ class DotAttention(nn.Module):
         if query.size(1) < keys.size(1):
             # fewer queries than keys (pooling: one): (W_k k + b_k) . q = k . (W_k^T q) + b_k . q, so bring
             # the query into key space (B*Tq*d*Dk) rather than every key into d (B*Tk*Dk*d). Same scores;
-            # this took the classifier's attention from ~19% of a training step to ~1%.
+            # this took the classifier's attention from ~19% of a training step to ~4% (docs/performance.md).
             qk = q @ self.k_proj.weight  # (B, Tq, Dk)
             scores = torch.bmm(qk, keys.transpose(1, 2)) + (q @ self.k_proj.bias).unsqueeze(-1)  # (B, Tq, Tk)
         else:
