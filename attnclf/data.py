@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import multiprocessing
 import os
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,7 +95,8 @@ class Encoded:
         return lut[self.ids]
 
 
-def encode_texts(texts, labels) -> Encoded:
+def _encode_chunk(texts: list[str]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """(ids over the chunk's own table, offsets, the table in order of first appearance)."""
     table: dict[str, int] = {}
     ids: list[int] = []
     offsets = [0]
@@ -101,9 +104,36 @@ def encode_texts(texts, labels) -> Encoded:
     for text in texts:
         ids.extend(setdefault(t, len(table)) for t in tokenize(text or ""))
         offsets.append(len(ids))
+    return np.asarray(ids, dtype=np.int32), np.asarray(offsets, dtype=np.int64), list(table)
+
+
+def encode_texts(texts, labels, workers: int | None = None) -> Encoded:
+    """Tokenise in `workers` processes (default: one per CPU; 1 = in this one).
+
+    Chunks are tokenised in parallel and their tables merged in chunk order, so
+    the table (order of first appearance) and the ids are exactly those of a
+    single pass. Processes are forked (Linux); elsewhere the work stays in this process.
+    """
+    texts = list(texts)
+    n = workers or os.cpu_count() or 1
+    fork = "fork" in multiprocessing.get_all_start_methods()
+    if n <= 1 or not fork or len(texts) < 1000:
+        chunks = [_encode_chunk(texts)]
+    else:
+        bounds = np.linspace(0, len(texts), n + 1).astype(int)
+        pieces = [texts[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+        with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork")) as pool:
+            chunks = list(pool.map(_encode_chunk, pieces))
+    table: dict[str, int] = {}
+    all_ids, all_offsets, start = [], [np.zeros(1, dtype=np.int64)], 0
+    for ids, offsets, chunk_table in chunks:
+        lut = np.fromiter((table.setdefault(t, len(table)) for t in chunk_table), np.int32, len(chunk_table))
+        all_ids.append(lut[ids])
+        all_offsets.append(offsets[1:] + start)
+        start += len(ids)
     return Encoded(
-        ids=np.asarray(ids, dtype=np.int32),
-        offsets=np.asarray(offsets, dtype=np.int64),
+        ids=np.concatenate(all_ids).astype(np.int32),
+        offsets=np.concatenate(all_offsets),
         labels=np.asarray(labels, dtype=np.int64),
         table=list(table),
     )

@@ -150,3 +150,17 @@ def test_evaluation_shards_each_review_exactly_once():
     assert [len(s) for s in shards] == [
         len(BucketBatchSampler(lengths, 8, False, num_replicas=3, rank=r)) for r in range(3)
     ]
+
+
+def test_parallel_tokenising_matches_one_pass():
+    """Chunks tokenised in 2 processes and merged give the same table and ids as a single pass."""
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(300)] + ["don't", "!", "?", "Ünïcode"]
+    texts = [" ".join(rng.choice(words, size=rng.integers(0, 30))) for _ in range(1500)]
+    texts[7] = None  # a missing review
+    labels = rng.integers(0, 2, size=len(texts))
+    one, two = data.encode_texts(texts, labels, workers=1), data.encode_texts(texts, labels, workers=2)
+    assert one.table == two.table
+    np.testing.assert_array_equal(one.ids, two.ids)
+    np.testing.assert_array_equal(one.offsets, two.offsets)
+    np.testing.assert_array_equal(one.labels, two.labels)
