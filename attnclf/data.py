@@ -132,7 +132,7 @@ def encode_texts(texts, labels, workers: int | None = None) -> Encoded:
         all_offsets.append(offsets[1:] + start)
         start += len(ids)
     return Encoded(
-        ids=np.concatenate(all_ids).astype(np.int32),
+        ids=np.concatenate(all_ids),  # int32, as the lookup tables
         offsets=np.concatenate(all_offsets),
         labels=np.asarray(labels, dtype=np.int64),
         table=list(table),

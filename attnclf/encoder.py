@@ -65,10 +65,10 @@ class ExactBiGRU(nn.Module):
         Outputs at padded positions are unspecified: mask them.
         """
         kernel = self.kernel if self.kernel != "auto" else ("packed" if x.is_cuda else "padded")
+        pack = kernel == "packed"
         for layer, (fwd, bwd) in enumerate(zip(self.fwd, self.bwd, strict=True)):
             if layer:
                 x = self.dropout(x)
-            pack = kernel == "packed"
             out_f = self._nn_gru(fwd, x, lengths, pack)  # (B, T, H)
             out_b = reverse_within_length(self._nn_gru(bwd, reverse_within_length(x, lengths), lengths, pack), lengths)
             x = torch.cat([out_f, out_b], dim=-1)  # (B, T, 2H)

@@ -19,6 +19,7 @@ report.md and PNG plots into the folder:
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import json
 import math
@@ -38,6 +39,7 @@ def load_runs(root: Path) -> list[dict]:
     return runs
 
 
+@functools.cache  # the compare table, the by-setting table and the plot all read the same curves
 def curve(run_dir: Path, tag: str = "val/acc") -> list[tuple[int, float, float]]:
     """(step, seconds since the run's first event, value) of a scalar, from TensorBoard's event files."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -87,10 +89,6 @@ def paired_t_p(diffs: list[float]) -> float:
     if len(diffs) < 2 or st.pstdev(diffs) == 0:
         return math.nan
     return float(stats.ttest_1samp(diffs, 0.0).pvalue)
-
-
-def time_to_target(run: dict, target: float) -> float | None:
-    return to_target(run, target)[1]
 
 
 def to_target(run: dict, target: float) -> tuple[int | None, float | None]:
@@ -157,7 +155,7 @@ def compare(runs: list[dict], target: float) -> list[str]:
     for att, ms in sorted(by_att.items()):
         accs = [m["test/acc"] for m in ms if not math.isnan(m["test/acc"])]  # (nan: run with test=false)
         lo, hi = bootstrap_ci(accs) if len(accs) > 1 else ((accs[0], accs[0]) if accs else (math.nan, math.nan))
-        reach = [time_to_target(m, target) for m in ms]
+        reach = [to_target(m, target)[1] for m in ms]
         reached = [x for x in reach if x is not None]
 
         def col(key: str, ms: list[dict] = ms) -> str:
