@@ -8,22 +8,124 @@ the padded batch as is (padding only follows the real tokens). Exact for every
 real position.
 
 Kernels (`kernel`), on the same parameters (one nn.GRU per direction):
-- `padded` (CPU default): each direction through nn.GRU on the padded batch.
+- `concurrent` (CPU default with 2+ threads): `padded`, with the two directions
+  running at the same time on two threads, forward and backward pass, each
+  with half of torch's threads. A GRU step is too small to keep two cores busy
+  (intra-op threads help it little), two independent directions are not.
+- `padded` (CPU default with 1 thread): each direction through nn.GRU on the
+  padded batch, one after the other.
 - `packed` (CUDA default): nn.GRU on packed sequences; cuDNN's packed kernel is fast.
-A third formulation, both directions advanced together with a hand-written
+A fourth formulation, both directions advanced together with a hand-written
 backward pass, was exact but 20-25% slower on CPU and was removed
 (docs/performance.md).
 """
 
 from __future__ import annotations
 
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
 import torch
 from torch import nn
+from torch.autograd.function import once_differentiable
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnclf.errors import AttnclfError
 
-KERNELS = ("auto", "padded", "packed")
+KERNELS = ("auto", "concurrent", "padded", "packed")
+
+_pool: tuple[int, int, ThreadPoolExecutor] | None = None  # (pid, torch threads of the caller, pool)
+
+
+def _direction_pool() -> ThreadPoolExecutor:
+    """Two threads for the two directions, each with half of the caller's torch threads.
+
+    Made again after a fork (a child has no copies of the threads) or when the
+    caller's thread count changes.
+    """
+    global _pool
+    n = torch.get_num_threads()
+    if _pool is not None and _pool[:2] == (os.getpid(), n):
+        return _pool[2]
+    if _pool is not None and _pool[0] == os.getpid():
+        _pool[2].shutdown(wait=False)
+    ready = threading.Barrier(3)
+
+    def start() -> None:
+        torch.get_num_threads()  # torch sets a thread's count on first use: let it, then override
+        torch.set_num_threads(max(1, n // 2))
+
+    pool = ThreadPoolExecutor(2, thread_name_prefix="bigru", initializer=start)
+    for _ in range(2):  # both threads started (each waits on the barrier, so a second one is made)
+        pool.submit(ready.wait)
+    ready.wait()
+    torch.set_num_threads(n)  # set_num_threads also sets the count new threads start with: restore it
+    _pool = (os.getpid(), n, pool)
+    return pool
+
+
+def _callers_autocast(x: torch.Tensor) -> torch.autocast:
+    """The caller's autocast setting (a per-thread one) to enter on a direction thread."""
+    device = x.device.type
+    return torch.autocast(device, torch.get_autocast_dtype(device), enabled=torch.is_autocast_enabled(device))
+
+
+def _inference_pair(grus, xs) -> list[torch.Tensor]:
+    """Both directions at once without autograd, in the caller's inference mode and autocast."""
+    inference = torch.is_inference_mode_enabled()
+    autocast = _callers_autocast(xs[0])
+
+    def run(gru: nn.GRU, x: torch.Tensor) -> torch.Tensor:
+        with torch.inference_mode(inference), torch.no_grad(), autocast:
+            return gru(x)[0]
+
+    return list(_direction_pool().map(run, grus, xs))
+
+
+class _ConcurrentPair(torch.autograd.Function):
+    """Two nn.GRUs on their own inputs, each forward and backward on its own thread.
+
+    Each direction records its own autograd graph in its thread; the backward
+    runs both graphs at once and hands the engine the gradients of the inputs
+    and of the GRUs' parameters (which are this function's inputs, so gradient
+    hooks such as DDP's fire as usual).
+    """
+
+    @staticmethod
+    def forward(ctx, gru_f: nn.GRU, gru_b: nn.GRU, x_f: torch.Tensor, x_b: torch.Tensor, *params: torch.Tensor):
+        needs_x = ctx.needs_input_grad[2:4]
+        autocast = _callers_autocast(x_f)
+
+        def run(gru: nn.GRU, x: torch.Tensor, needs: bool):
+            with torch.enable_grad(), autocast:
+                x = x.detach().requires_grad_(needs)
+                return x, gru(x)[0]
+
+        ctx.graphs = list(_direction_pool().map(run, (gru_f, gru_b), (x_f, x_b), needs_x))
+        ctx.grus = (gru_f, gru_b)
+        return tuple(out.detach() for _, out in ctx.graphs)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g_f: torch.Tensor, g_b: torch.Tensor):
+        def run(gru: nn.GRU, graph, grad: torch.Tensor):
+            x, out = graph
+            wrt = [t for t in (x, *gru.parameters()) if t.requires_grad]
+            grads = iter(torch.autograd.grad(out, wrt, grad))
+            return [next(grads) if t.requires_grad else None for t in (x, *gru.parameters())]
+
+        (gx_f, *gp_f), (gx_b, *gp_b) = _direction_pool().map(run, ctx.grus, ctx.graphs, (g_f, g_b))
+        del ctx.graphs
+        return None, None, gx_f, gx_b, *gp_f, *gp_b
+
+
+def concurrent_pair(gru_f: nn.GRU, gru_b: nn.GRU, x_f: torch.Tensor, x_b: torch.Tensor) -> list[torch.Tensor]:
+    """(gru_f(x_f)[0], gru_b(x_b)[0]), the two computed at the same time on two threads."""
+    params = [*gru_f.parameters(), *gru_b.parameters()]
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (x_f, x_b, *params)):
+        return list(_ConcurrentPair.apply(gru_f, gru_b, x_f, x_b, *params))
+    return _inference_pair((gru_f, gru_b), (x_f, x_b))
 
 
 def reverse_within_length(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -53,6 +155,13 @@ class ExactBiGRU(nn.Module):
         self.kernel = kernel
         self.hidden_dim = hidden_dim
 
+    def resolved_kernel(self, x: torch.Tensor) -> str:
+        if self.kernel != "auto":
+            return self.kernel
+        if x.is_cuda:
+            return "packed"
+        return "concurrent" if torch.get_num_threads() >= 2 else "padded"
+
     def _nn_gru(self, gru: nn.GRU, x: torch.Tensor, lengths: torch.Tensor, pack: bool) -> torch.Tensor:
         if not pack:
             return gru(x)[0]
@@ -64,14 +173,17 @@ class ExactBiGRU(nn.Module):
 
         Outputs at padded positions are unspecified: mask them.
         """
-        kernel = self.kernel if self.kernel != "auto" else ("packed" if x.is_cuda else "padded")
+        kernel = self.resolved_kernel(x)
         pack = kernel == "packed"
         for layer, (fwd, bwd) in enumerate(zip(self.fwd, self.bwd, strict=True)):
             if layer:
                 x = self.dropout(x)
-            out_f = self._nn_gru(fwd, x, lengths, pack)  # (B, T, H)
-            out_b = reverse_within_length(self._nn_gru(bwd, reverse_within_length(x, lengths), lengths, pack), lengths)
-            x = torch.cat([out_f, out_b], dim=-1)  # (B, T, 2H)
+            x_r = reverse_within_length(x, lengths)
+            if kernel == "concurrent":
+                out_f, out_r = concurrent_pair(fwd, bwd, x, x_r)
+            else:
+                out_f, out_r = self._nn_gru(fwd, x, lengths, pack), self._nn_gru(bwd, x_r, lengths, pack)
+            x = torch.cat([out_f, reverse_within_length(out_r, lengths)], dim=-1)  # (B, T, 2H)
         rows = torch.arange(x.size(0), device=x.device)
         last = (lengths.to(x.device) - 1).clamp(min=0)
         H = self.hidden_dim

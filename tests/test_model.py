@@ -1,3 +1,6 @@
+import multiprocessing
+import threading
+
 import pytest
 import torch
 
@@ -44,8 +47,82 @@ def test_kernels_agree(layers):
     torch.testing.assert_close(results["packed"][1], results["padded"][1], atol=1e-6, rtol=1e-5)
 
 
+@pytest.mark.parametrize("layers", [1, 2])
+def test_concurrent_directions_same_as_one_after_the_other(layers):
+    """The concurrent kernel: the same outputs and the same gradients of the input and every parameter."""
+    torch.manual_seed(0)
+    enc = ExactBiGRU(4, 6, num_layers=layers)
+    x, lengths = torch.randn(4, 11, 4), torch.tensor([11, 2, 7, 1])
+    results = {}
+    for kernel in ("padded", "concurrent"):
+        enc.kernel = kernel
+        enc.zero_grad()
+        xk = x.clone().requires_grad_()
+        torch.manual_seed(1)  # the dropout between layers
+        out, final = enc(xk, lengths)
+        (out.sin().sum() + final.cos().sum()).backward()
+        results[kernel] = [out, final, xk.grad, *(p.grad for p in enc.parameters())]
+        with torch.no_grad():
+            results[kernel + " no_grad"] = list(enc.eval()(x, lengths))
+        with torch.inference_mode():
+            results[kernel + " inference"] = list(enc(x, lengths))
+        enc.train()
+    assert all(t is not None for t in results["concurrent"])
+    for mode in ("", " no_grad", " inference"):
+        for a, b in zip(results["padded" + mode], results["concurrent" + mode], strict=True):
+            torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
+
+
+def test_concurrent_kernel_only_for_the_input_that_needs_a_gradient():
+    """A frozen input gets no gradient; the parameters still do."""
+    enc = ExactBiGRU(4, 3, kernel="concurrent")
+    out, _ = enc(torch.randn(2, 5, 4), torch.tensor([5, 3]))
+    out.sum().backward()
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in enc.parameters())
+
+
+def test_auto_kernel_and_thread_counts():
+    """auto: concurrent with 2+ torch threads, padded with 1; the direction threads leave the caller's count alone."""
+    enc = ExactBiGRU(4, 3)
+    x, lengths = torch.randn(2, 5, 4), torch.tensor([5, 3])
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        assert enc.resolved_kernel(x) == "padded"
+        torch.set_num_threads(2)
+        assert enc.resolved_kernel(x) == "concurrent"
+        enc(x, lengths)
+        assert torch.get_num_threads() == 2
+        seen = []
+        t = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
+        t.start()
+        t.join()
+        assert seen == [2]  # a new thread still starts with the caller's count
+    finally:
+        torch.set_num_threads(before)
+
+
+def _concurrent_forward_in_child(queue):
+    enc = ExactBiGRU(4, 3, kernel="concurrent")
+    queue.put(enc(torch.randn(2, 5, 4), torch.tensor([5, 3]))[0].shape)
+
+
+def test_concurrent_kernel_works_in_a_forked_child():
+    """The direction threads do not survive a fork: a child makes its own instead of waiting on none."""
+    ExactBiGRU(4, 3, kernel="concurrent")(torch.randn(2, 5, 4), torch.tensor([5, 3]))  # the parent's threads
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_concurrent_forward_in_child, args=(queue,))
+    child.start()
+    child.join(timeout=60)
+    if child.is_alive():
+        child.kill()
+    assert child.exitcode == 0
+    assert queue.get(timeout=1) == torch.Size([2, 5, 6])
+
+
 def test_unknown_kernel_is_refused():
-    with pytest.raises(ValueError, match="model.gru_kernel='cudnn'; allowed: auto, padded, packed"):
+    with pytest.raises(ValueError, match="model.gru_kernel='cudnn'; allowed: auto, concurrent, padded, packed"):
         ExactBiGRU(4, 4, kernel="cudnn")
 
 
