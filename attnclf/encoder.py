@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import torch
 from torch import nn
@@ -71,61 +72,66 @@ def _callers_autocast(x: torch.Tensor) -> torch.autocast:
     return torch.autocast(device, torch.get_autocast_dtype(device), enabled=torch.is_autocast_enabled(device))
 
 
-def _inference_pair(grus, xs) -> list[torch.Tensor]:
+def _inference_pair(directions, x: torch.Tensor) -> list[torch.Tensor]:
     """Both directions at once without autograd, in the caller's inference mode and autocast."""
     inference = torch.is_inference_mode_enabled()
-    autocast = _callers_autocast(xs[0])
+    autocast = _callers_autocast(x)
 
-    def run(gru: nn.GRU, x: torch.Tensor) -> torch.Tensor:
+    def run(direction) -> torch.Tensor:
         with torch.inference_mode(inference), torch.no_grad(), autocast:
-            return gru(x)[0]
+            return direction(x)
 
-    return list(_direction_pool().map(run, grus, xs))
+    return list(_direction_pool().map(run, directions))
 
 
 class _ConcurrentPair(torch.autograd.Function):
-    """Two nn.GRUs on their own inputs, each forward and backward on its own thread.
+    """Two functions of one input (the two directions), each forward and backward on its own thread.
 
     Each direction records its own autograd graph in its thread; the backward
-    runs both graphs at once and hands the engine the gradients of the inputs
-    and of the GRUs' parameters (which are this function's inputs, so gradient
-    hooks such as DDP's fire as usual).
+    runs both graphs at once and hands the engine the gradient of the input
+    (the sum of the two) and of the GRUs' parameters (which are this function's
+    inputs, so gradient hooks such as DDP's fire as usual).
     """
 
     @staticmethod
-    def forward(ctx, gru_f: nn.GRU, gru_b: nn.GRU, x_f: torch.Tensor, x_b: torch.Tensor, *params: torch.Tensor):
-        needs_x = ctx.needs_input_grad[2:4]
-        autocast = _callers_autocast(x_f)
+    def forward(ctx, directions, modules: tuple[nn.Module, nn.Module], x: torch.Tensor, *params: torch.Tensor):
+        needs_x = ctx.needs_input_grad[2]
+        autocast = _callers_autocast(x)
 
-        def run(gru: nn.GRU, x: torch.Tensor, needs: bool):
+        def run(direction):
             with torch.enable_grad(), autocast:
-                x = x.detach().requires_grad_(needs)
-                return x, gru(x)[0]
+                x_own = x.detach().requires_grad_(needs_x)
+                return x_own, direction(x_own)
 
-        ctx.graphs = list(_direction_pool().map(run, (gru_f, gru_b), (x_f, x_b), needs_x))
-        ctx.grus = (gru_f, gru_b)
+        ctx.graphs = list(_direction_pool().map(run, directions))
+        ctx.modules = modules
         return tuple(out.detach() for _, out in ctx.graphs)
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, g_f: torch.Tensor, g_b: torch.Tensor):
-        def run(gru: nn.GRU, graph, grad: torch.Tensor):
-            x, out = graph
-            wrt = [t for t in (x, *gru.parameters()) if t.requires_grad]
-            grads = iter(torch.autograd.grad(out, wrt, grad))
-            return [next(grads) if t.requires_grad else None for t in (x, *gru.parameters())]
+    def backward(ctx, *grads: torch.Tensor):
+        def run(module: nn.Module, graph, grad: torch.Tensor) -> list[torch.Tensor | None]:
+            x_own, out = graph
+            inputs = (x_own, *module.parameters())
+            wrt = [t for t in inputs if t.requires_grad]
+            got = iter(torch.autograd.grad(out, wrt, grad))
+            return [next(got) if t.requires_grad else None for t in inputs]
 
-        (gx_f, *gp_f), (gx_b, *gp_b) = _direction_pool().map(run, ctx.grus, ctx.graphs, (g_f, g_b))
+        (gx_f, *gp_f), (gx_b, *gp_b) = _direction_pool().map(run, ctx.modules, ctx.graphs, grads)
         del ctx.graphs
-        return None, None, gx_f, gx_b, *gp_f, *gp_b
+        gx = None if gx_f is None else gx_f + gx_b
+        return None, None, gx, *gp_f, *gp_b
 
 
-def concurrent_pair(gru_f: nn.GRU, gru_b: nn.GRU, x_f: torch.Tensor, x_b: torch.Tensor) -> list[torch.Tensor]:
-    """(gru_f(x_f)[0], gru_b(x_b)[0]), the two computed at the same time on two threads."""
-    params = [*gru_f.parameters(), *gru_b.parameters()]
-    if torch.is_grad_enabled() and any(t.requires_grad for t in (x_f, x_b, *params)):
-        return list(_ConcurrentPair.apply(gru_f, gru_b, x_f, x_b, *params))
-    return _inference_pair((gru_f, gru_b), (x_f, x_b))
+def concurrent_pair(directions, modules: tuple[nn.Module, nn.Module], x: torch.Tensor) -> list[torch.Tensor]:
+    """[directions[0](x), directions[1](x)], computed at the same time on two threads.
+
+    `modules` hold the parameters each direction uses (their gradients are returned).
+    """
+    params = [p for m in modules for p in m.parameters()]
+    if torch.is_grad_enabled() and any(t.requires_grad for t in (x, *params)):
+        return list(_ConcurrentPair.apply(directions, modules, x, *params))
+    return _inference_pair(directions, x)
 
 
 def reverse_within_length(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -162,11 +168,16 @@ class ExactBiGRU(nn.Module):
             return "packed"
         return "concurrent" if torch.get_num_threads() >= 2 else "padded"
 
-    def _nn_gru(self, gru: nn.GRU, x: torch.Tensor, lengths: torch.Tensor, pack: bool) -> torch.Tensor:
+    def _nn_gru(self, gru: nn.GRU, lengths: torch.Tensor, pack: bool, x: torch.Tensor) -> torch.Tensor:
+        """x (B, T, D) -> gru's outputs (B, T, H)."""
         if not pack:
             return gru(x)[0]
         packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
         return pad_packed_sequence(gru(packed)[0], batch_first=True, total_length=x.size(1))[0]
+
+    def _reversed(self, gru: nn.GRU, lengths: torch.Tensor, pack: bool, x: torch.Tensor) -> torch.Tensor:
+        """The backward direction: each row read reversed within its length, outputs put back in order."""
+        return reverse_within_length(self._nn_gru(gru, lengths, pack, reverse_within_length(x, lengths)), lengths)
 
     def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """x (B, T, D), lengths (B,) >= 1 -> outputs (B, T, 2H), final states (B, 2H).
@@ -178,12 +189,12 @@ class ExactBiGRU(nn.Module):
         for layer, (fwd, bwd) in enumerate(zip(self.fwd, self.bwd, strict=True)):
             if layer:
                 x = self.dropout(x)
-            x_r = reverse_within_length(x, lengths)
-            if kernel == "concurrent":
-                out_f, out_r = concurrent_pair(fwd, bwd, x, x_r)
+            directions = (partial(self._nn_gru, fwd, lengths, pack), partial(self._reversed, bwd, lengths, pack))
+            if kernel == "concurrent":  # the backward direction's two reversals run on its thread too
+                out_f, out_b = concurrent_pair(directions, (fwd, bwd), x)
             else:
-                out_f, out_r = self._nn_gru(fwd, x, lengths, pack), self._nn_gru(bwd, x_r, lengths, pack)
-            x = torch.cat([out_f, reverse_within_length(out_r, lengths)], dim=-1)  # (B, T, 2H)
+                out_f, out_b = (direction(x) for direction in directions)
+            x = torch.cat([out_f, out_b], dim=-1)  # (B, T, 2H)
         rows = torch.arange(x.size(0), device=x.device)
         last = (lengths.to(x.device) - 1).clamp(min=0)
         H = self.hidden_dim

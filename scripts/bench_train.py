@@ -16,7 +16,9 @@ rotating order, `--repeats` times; the medians are printed:
             batches and optimiser (AdamW, gradient clipping), no Lightning.
 3. product: train(cfg) through Lightning, default callbacks and TensorBoard logging.
 4. kernel:  nn.GRU (bidirectional, same sizes) forward + backward alone on the
-            product's batches: no embedding, attention, loss or optimiser.
+            product's batches: no embedding, attention, loss or optimiser (on
+            CPU, nn.GRU runs its two directions one after the other; the
+            product's default `concurrent` kernel runs them at the same time).
 On request (--contenders ... loader): the product's batches alone, no model.
 
 Figures: useful (non-padding) training tokens/s (time includes loading the
