@@ -71,7 +71,10 @@ def test_killed_run_resumes_to_the_same_result(tiny_imdb, tmp_path):
     assert after["steps"] == straight["steps"] == 36
     for key in ("val/acc", "test/acc", "test/loss"):
         assert after[key] == straight[key], key  # identical on CPU: same data order, RNG and optimizer state
-    final = [load_checkpoint(d / "checkpoints" / "last.ckpt")["state_dict"] for d in (run, tmp_path / "straight")]
+    lasts = [load_checkpoint(d / "checkpoints" / "last.ckpt") for d in (run, tmp_path / "straight")]
+    # last.ckpt is the end of training in both, whether or not the last epoch improved val/acc
+    assert [c["global_step"] for c in lasts] == [36, 36]
+    final = [c["state_dict"] for c in lasts]
     for name, tensor in final[0].items():
         torch.testing.assert_close(tensor, final[1][name], rtol=0, atol=0, msg=name)
 
