@@ -32,6 +32,7 @@ from torch import nn
 from torch.autograd.function import once_differentiable
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from attnclf.dropout import Dropout
 from attnclf.errors import AttnclfError
 
 KERNELS = ("auto", "concurrent", "padded", "packed")
@@ -157,7 +158,7 @@ class ExactBiGRU(nn.Module):
             d = input_dim if layer == 0 else 2 * hidden_dim
             self.fwd.append(nn.GRU(d, hidden_dim, batch_first=True))
             self.bwd.append(nn.GRU(d, hidden_dim, batch_first=True))
-        self.dropout = nn.Dropout(dropout)  # between layers
+        self.dropout = Dropout(dropout)  # between layers
         self.kernel = kernel
         self.hidden_dim = hidden_dim
 

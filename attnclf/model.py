@@ -12,6 +12,7 @@ import torch
 from torch import nn
 
 from attnclf.attention import build_attention
+from attnclf.dropout import Dropout
 from attnclf.encoder import ExactBiGRU
 from attnclf.text import PAD_ID
 
@@ -34,7 +35,7 @@ class AttentionClassifier(nn.Module):
     ):
         super().__init__()
         self.embed = nn.Embedding(vocab_size, embed_dim, padding_idx=PAD_ID)
-        self.embed_dropout = nn.Dropout(embed_dropout)
+        self.embed_dropout = Dropout(embed_dropout)
         self.encoder = ExactBiGRU(embed_dim, hidden_dim, num_layers, dropout=dropout, kernel=gru_kernel)
         d = 2 * hidden_dim
         self.attention = build_attention(attention, d, d, attention_dim, scale=attention_scale, init=attention_init)

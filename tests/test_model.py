@@ -4,6 +4,7 @@ import threading
 import pytest
 import torch
 
+from attnclf.dropout import Dropout
 from attnclf.encoder import ExactBiGRU, reverse_within_length
 from attnclf.model import AttentionClassifier
 
@@ -152,3 +153,17 @@ def test_model_learns_gradients_flow_to_attention():
         logits, _ = model(torch.randint(2, 30, (4, 9)), torch.tensor([9, 5, 3, 1]))
         logits.sum().backward()
         assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.attention.parameters())
+
+
+def test_dropout_keeps_1_minus_p_scaled_and_its_gradient_follows_the_mask():
+    torch.manual_seed(0)
+    drop = Dropout(0.2)
+    x = torch.full((200, 500), 3.0, requires_grad=True)
+    y = drop(x)
+    kept = y != 0
+    assert abs(kept.float().mean().item() - 0.8) < 0.005  # 100,000 draws: sd 0.0013
+    assert torch.equal(y[kept], torch.full_like(y[kept], 3.0 / 0.8))
+    y.sum().backward()
+    torch.testing.assert_close(x.grad, kept.float() / 0.8)
+    assert torch.equal(drop.eval()(x), x)
+    assert torch.equal(Dropout(1.0)(x), torch.zeros_like(x))
