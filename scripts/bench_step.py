@@ -5,9 +5,10 @@
 On one batch of random reviews (B reviews of about `--length` tokens, lengths
 within 10% of it as the product's length buckets make them), for both
 attentions: the whole training step (forward, backward, gradient clipping,
-AdamW), and alone, forward + backward of the embedding with its dropout, the
-BiGRU encoder, the attention pooling, the classifier with the loss, and the
-optimizer step. Medians of `--repeats` after a warm-up. Timings, not a test.
+AdamW; with the model's default GRU kernel, then with `gru_kernel=padded`, the
+two directions one after the other), and alone, forward + backward of the
+embedding with its dropout, the BiGRU encoder, the attention pooling, the
+classifier with the loss, and the optimizer step. Medians of `--repeats` after a warm-up. Timings, not a test.
 """
 
 from __future__ import annotations
@@ -56,7 +57,14 @@ def parts(args, attention: str) -> dict[str, float]:
         context = model.attention(final.unsqueeze(1), out, out, mask)[0].squeeze(1)
     x, out, final, context = (t.detach().requires_grad_() for t in (x, out, final, context))
 
-    def step():
+    serial = AttentionClassifier(
+        args.vocab, embed_dim=args.embed_dim, hidden_dim=args.hidden_dim, attention=attention,
+        attention_dim=args.attention_dim, gru_kernel="padded",
+    )  # fmt: skip
+    serial.load_state_dict(model.state_dict())
+    serial_opt = adamw(serial, 2e-3, 0.01)
+
+    def step(model=model, opt=opt):
         loss = F.cross_entropy(model(ids, lengths)[0], y)
         opt.zero_grad()
         loss.backward()
@@ -76,7 +84,8 @@ def parts(args, attention: str) -> dict[str, float]:
     def classifier():
         F.cross_entropy(model.fc(model.dropout(context)), y).backward()
 
-    timed = {"whole step": step, "embedding + dropout": embedding, "encoder (BiGRU)": encoder}
+    timed = {"whole step": step, "  same, padded kernel": lambda: step(serial, serial_opt)}
+    timed |= {"embedding + dropout": embedding, "encoder (BiGRU)": encoder}
     timed |= {"attention pooling": attention_pooling, "classifier + loss": classifier, "optimizer step": opt.step}
     return {name: median_ms(fn, args.repeats) for name, fn in timed.items()}
 

@@ -21,6 +21,12 @@ rotating order, `--repeats` times; the medians are printed:
             product's default `concurrent` kernel runs them at the same time).
 On request (--contenders ... loader): the product's batches alone, no model.
 
+`--interleaved`: instead, one process takes the first `--steps` training
+batches and, batch by batch in alternating order, runs a training step of the
+bare loop's model with its default GRU kernel, of the same model with
+`gru_kernel=padded`, and the kernel contender's step: no process-to-process
+noise, so the closest comparison of the model against the kernel.
+
 Figures: useful (non-padding) training tokens/s (time includes loading the
 batches, excludes start-up and validation), evaluation reviews/s (the
 validation reviews; doc: unsorted batches), peak RSS, and the ratios
@@ -225,6 +231,8 @@ def worker(args) -> dict:
 
         train_batches, eval_batches = dm.train_dataloader, dm.val_dataloader
 
+    if name == "interleaved":
+        return interleaved(args, cfg, dm, vocab_size)
     model.train()
     tokens = padded = 0
     t = time.perf_counter()
@@ -247,6 +255,51 @@ def worker(args) -> dict:
         "train_s": train_s,
         "padding": 1 - tokens / padded,
     }
+
+
+def interleaved(args, cfg, dm, vocab_size: int) -> dict:
+    """Training steps of the model (default and padded GRU kernel) and of the kernel, alternating on each batch."""
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+
+    from attnclf.model import AttentionClassifier
+    from attnclf.module import adamw
+
+    steps = {}
+    for kernel in ("auto", "padded"):
+        torch.manual_seed(args.seed)
+        model = AttentionClassifier(vocab_size, attention=cfg.attention, **{**cfg.model, "gru_kernel": kernel})
+        opt = adamw(model, cfg.optimizer.lr, cfg.optimizer.weight_decay)
+
+        def step(ids, lengths, y, model=model, opt=opt):
+            loss = F.cross_entropy(model(ids, lengths)[0], y)
+            opt.zero_grad()
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.trainer.gradient_clip_val)
+            opt.step()
+
+        steps[f"model ({model.encoder.resolved_kernel(torch.empty(0))})"] = step  # auto: concurrent with 2+ threads
+    gru = nn.GRU(args.embed_dim, args.hidden_dim, batch_first=True, bidirectional=True)
+    x = torch.randn(cfg.data.batch_size, int(dm.train_set.lengths.max()), args.embed_dim)
+
+    def kernel_step(ids, lengths, y):
+        gru.zero_grad(set_to_none=True)
+        gru(x[: ids.size(0), : ids.size(1)])[0].sum().backward()
+
+    steps["kernel"] = kernel_step
+    seconds = dict.fromkeys(steps, 0.0)
+    tokens = 0
+    for i, (ids, lengths, y) in enumerate(dm.train_dataloader()):
+        if i == args.steps:
+            break
+        order = list(steps) if i % 2 else list(reversed(steps))
+        for name in order:
+            t = time.perf_counter()
+            steps[name](ids, lengths, y)
+            seconds[name] += time.perf_counter() - t
+        tokens += int(lengths.sum())
+    return {name: tokens / s for name, s in seconds.items()}
 
 
 def run_worker(args, name: str) -> dict:
@@ -278,7 +331,9 @@ def main() -> None:
     p.add_argument("--contenders", nargs="+", default=list(CONTENDERS), choices=CONTENDERS + EXTRA)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--quick", action="store_true", help="a few seconds on tiny sizes: checks that it runs")
-    p.add_argument("--worker", choices=CONTENDERS + EXTRA, help=argparse.SUPPRESS)
+    p.add_argument("--interleaved", action="store_true", help="one process, steps alternating batch by batch")
+    p.add_argument("--steps", type=int, default=40, help="--interleaved: training batches")
+    p.add_argument("--worker", choices=CONTENDERS + EXTRA + ("interleaved",), help=argparse.SUPPRESS)
     p.add_argument("--out", help=argparse.SUPPRESS)
     p.add_argument("overrides", nargs="*", help="extra Hydra overrides for the product and bare loop")
     args = p.parse_args()
@@ -291,6 +346,17 @@ def main() -> None:
     if args.quick:  # tiny sizes, unless given
         args = p.parse_args([*QUICK, *sys.argv[1:]])
 
+    if args.interleaved:
+        r = run_worker(args, "interleaved")
+        print(
+            f"\n{args.attention} attention, first {args.steps} training batches of {args.subset} reviews, "
+            f"{args.threads} threads, one process, alternating batch by batch"
+        )
+        for name, tps in r.items():
+            if name == "peak_rss_mb":
+                continue
+            print(f"{name:<22} {tps:>9,.0f} useful train tokens/s   ratio to kernel {tps / r['kernel']:.2f}")
+        return
     runs: dict[str, list[dict]] = {c: [] for c in args.contenders}
     for rep in range(args.repeats):
         k = rep % len(args.contenders)

@@ -87,3 +87,19 @@ def test_compare_attention(tiny_run, tiny_run_additive, tiny_imdb, tmp_path):
         timeout=300,
     )
     assert swapped.returncode != 0 and "trained with attention=additive" in swapped.stderr
+
+
+def test_bench_train_interleaved_quick(tiny_imdb, tmp_path):
+    """--interleaved: the model with both GRU kernels and the kernel, in one process, with ratios to the kernel."""
+    r = subprocess.run(
+        [sys.executable, "scripts/bench_train.py", "--quick", "--interleaved", "--steps", "3", "--threads", "2"]
+        + ["--data", str(tiny_imdb), f"paths.cache_dir={tmp_path / 'cache'}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    for name in (r"model \(concurrent\)", r"model \(padded\)", "kernel"):
+        line = rf"^{name} +[\d,]+ useful train tokens/s +ratio to kernel \d+\.\d\d$"
+        assert re.search(line, r.stdout, re.M), r.stdout
