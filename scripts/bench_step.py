@@ -14,6 +14,7 @@ classifier with the loss, and the optimizer step. Medians of `--repeats` after a
 from __future__ import annotations
 
 import argparse
+import copy
 import statistics
 import sys
 import time
@@ -57,11 +58,8 @@ def parts(args, attention: str) -> dict[str, float]:
         context = model.attention(final.unsqueeze(1), out, out, mask)[0].squeeze(1)
     x, out, final, context = (t.detach().requires_grad_() for t in (x, out, final, context))
 
-    serial = AttentionClassifier(
-        args.vocab, embed_dim=args.embed_dim, hidden_dim=args.hidden_dim, attention=attention,
-        attention_dim=args.attention_dim, gru_kernel="padded",
-    )  # fmt: skip
-    serial.load_state_dict(model.state_dict())
+    serial = copy.deepcopy(model)  # the same weights, its directions one after the other
+    serial.encoder.kernel = "padded"
     serial_opt = adamw(serial, 2e-3, 0.01)
 
     def step(model=model, opt=opt):

@@ -145,6 +145,46 @@ def doc_model(vocab_size: int, embed_dim: int, hidden_dim: int, attention: str):
 # --- the workers: one contender, one epoch, in this process ---
 
 
+def bare_model(cfg, vocab_size: int, **model_overrides):
+    """This project's model and its training step as the product takes it (AdamW, gradient clipping), no Lightning."""
+    import torch
+    import torch.nn.functional as F
+
+    from attnclf.model import AttentionClassifier
+    from attnclf.module import adamw
+
+    model = AttentionClassifier(vocab_size, attention=cfg.attention, **{**cfg.model, **model_overrides})
+    opt = adamw(model, cfg.optimizer.lr, cfg.optimizer.weight_decay)
+
+    def train_step(ids, lengths, y):
+        logits, _ = model(ids, lengths)
+        loss = F.cross_entropy(logits, y)
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.trainer.gradient_clip_val)
+        opt.step()
+
+    return model, train_step
+
+
+def kernel_gru(args, batch_size: int, longest: int):
+    """The bare bidirectional nn.GRU, its forward on a (B, T) batch's shape, and its training step (no input grad)."""
+    import torch
+    from torch import nn
+
+    model = nn.GRU(args.embed_dim, args.hidden_dim, batch_first=True, bidirectional=True)
+    x = torch.randn(batch_size, longest, args.embed_dim)
+
+    def forward(ids):
+        return model(x[: ids.size(0), : ids.size(1)])[0]
+
+    def train_step(ids, lengths, y):
+        model.zero_grad(set_to_none=True)
+        forward(ids).sum().backward()
+
+    return model, forward, train_step
+
+
 def worker(args) -> dict:
     import numpy as np
     import torch
@@ -152,8 +192,6 @@ def worker(args) -> dict:
     from torch import nn
 
     from attnclf.data import IMDBDataModule, collate
-    from attnclf.model import AttentionClassifier
-    from attnclf.module import adamw
 
     name = args.worker
     out = Path(args.out)
@@ -175,6 +213,8 @@ def worker(args) -> dict:
     dm = IMDBDataModule(**{**d, "num_workers": 0}, seed=cfg.seed)
     dm.setup()
     train_set, val_set, vocab_size = dm.train_set, dm.val_set, len(dm.vocab)
+    if name == "interleaved":
+        return interleaved(args, cfg, dm, vocab_size)
 
     def doc_batches(dataset, batch_size, shuffle):
         order = np.random.default_rng(args.seed).permutation(len(dataset)) if shuffle else np.arange(len(dataset))
@@ -197,17 +237,7 @@ def worker(args) -> dict:
         train_batches = lambda: doc_batches(train_set, d.batch_size, True)  # noqa: E731
         eval_batches = lambda: doc_batches(val_set, d.eval_batch_size, False)  # noqa: E731
     elif name == "bare":
-        model = AttentionClassifier(vocab_size, attention=cfg.attention, **cfg.model)
-        opt = adamw(model, cfg.optimizer.lr, cfg.optimizer.weight_decay)
-        clip = cfg.trainer.gradient_clip_val
-
-        def train_step(ids, lengths, y):
-            logits, _ = model(ids, lengths)
-            loss = F.cross_entropy(logits, y)
-            opt.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
-            opt.step()
+        model, train_step = bare_model(cfg, vocab_size)
 
         def eval_step(ids, lengths):
             model(ids, lengths)
@@ -218,21 +248,14 @@ def worker(args) -> dict:
         train_step = eval_step = lambda *batch: None  # noqa: E731
         train_batches, eval_batches = dm.train_dataloader, dm.val_dataloader
     else:  # kernel
-        model = nn.GRU(args.embed_dim, args.hidden_dim, batch_first=True, bidirectional=True)
         longest = int(max(train_set.lengths.max(), val_set.lengths.max()))
-        x = torch.randn(max(d.batch_size, d.eval_batch_size), longest, args.embed_dim)
-
-        def train_step(ids, lengths, y):
-            model.zero_grad(set_to_none=True)
-            model(x[: ids.size(0), : ids.size(1)])[0].sum().backward()
+        model, forward, train_step = kernel_gru(args, max(d.batch_size, d.eval_batch_size), longest)
 
         def eval_step(ids, lengths):
-            model(x[: ids.size(0), : ids.size(1)])
+            forward(ids)
 
         train_batches, eval_batches = dm.train_dataloader, dm.val_dataloader
 
-    if name == "interleaved":
-        return interleaved(args, cfg, dm, vocab_size)
     model.train()
     tokens = padded = 0
     t = time.perf_counter()
@@ -260,34 +283,13 @@ def worker(args) -> dict:
 def interleaved(args, cfg, dm, vocab_size: int) -> dict:
     """Training steps of the model (default and padded GRU kernel) and of the kernel, alternating on each batch."""
     import torch
-    import torch.nn.functional as F
-    from torch import nn
-
-    from attnclf.model import AttentionClassifier
-    from attnclf.module import adamw
 
     steps = {}
     for kernel in ("auto", "padded"):
         torch.manual_seed(args.seed)
-        model = AttentionClassifier(vocab_size, attention=cfg.attention, **{**cfg.model, "gru_kernel": kernel})
-        opt = adamw(model, cfg.optimizer.lr, cfg.optimizer.weight_decay)
-
-        def step(ids, lengths, y, model=model, opt=opt):
-            loss = F.cross_entropy(model(ids, lengths)[0], y)
-            opt.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.trainer.gradient_clip_val)
-            opt.step()
-
+        model, step = bare_model(cfg, vocab_size, gru_kernel=kernel)
         steps[f"model ({model.encoder.resolved_kernel(torch.empty(0))})"] = step  # auto: concurrent with 2+ threads
-    gru = nn.GRU(args.embed_dim, args.hidden_dim, batch_first=True, bidirectional=True)
-    x = torch.randn(cfg.data.batch_size, int(dm.train_set.lengths.max()), args.embed_dim)
-
-    def kernel_step(ids, lengths, y):
-        gru.zero_grad(set_to_none=True)
-        gru(x[: ids.size(0), : ids.size(1)])[0].sum().backward()
-
-    steps["kernel"] = kernel_step
+    steps["kernel"] = kernel_gru(args, cfg.data.batch_size, int(dm.train_set.lengths.max()))[2]
     seconds = dict.fromkeys(steps, 0.0)
     tokens = 0
     for i, (ids, lengths, y) in enumerate(dm.train_dataloader()):
