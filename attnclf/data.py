@@ -107,23 +107,39 @@ def _encode_chunk(texts: list[str]) -> tuple[np.ndarray, np.ndarray, list[str]]:
     return np.asarray(ids, dtype=np.int32), np.asarray(offsets, dtype=np.int64), list(table)
 
 
+_texts = None  # the sequence a forked worker reads its slices from (set in each worker, inherited by fork)
+
+
+def _inherit(texts) -> None:
+    global _texts
+    _texts = texts
+
+
+def _encode_slice(bounds: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    return _encode_chunk(_texts[bounds[0] : bounds[1]])
+
+
 def encode_texts(texts, labels, workers: int | None = None) -> Encoded:
     """Tokenise in `workers` processes (default: one per CPU, at most 8; 1 = in this one).
 
-    Chunks are tokenised in parallel and their tables merged in chunk order, so
-    the table (order of first appearance) and the ids are exactly those of a
-    single pass. Processes are forked (Linux); elsewhere the work stays in this process.
+    `texts` is a sequence whose slices are lists of str: a list, or a `datasets`
+    column, which each worker then reads from the (memory-mapped) Arrow table
+    itself instead of receiving it through a pipe. Slices are tokenised in
+    parallel, several per worker so that a slower core takes fewer, and their
+    tables merged in order, so the table (order of first appearance) and the ids
+    are exactly those of a single pass. Processes are forked (Linux), so the
+    workers inherit `texts` instead of unpickling it; elsewhere the work stays
+    in this process.
     """
-    texts = list(texts)
     n = workers or min(os.cpu_count() or 1, 8)  # (more processes than that gain little on 25,000 reviews)
     fork = "fork" in multiprocessing.get_all_start_methods()
     if n <= 1 or not fork or len(texts) < 1000:
-        chunks = [_encode_chunk(texts)]
+        chunks = [_encode_chunk(texts[:])]  # a slice: a datasets column converts in bulk, not row by row
     else:
-        bounds = np.linspace(0, len(texts), n + 1).astype(int)
-        pieces = [texts[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
-        with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork")) as pool:
-            chunks = list(pool.map(_encode_chunk, pieces))
+        bounds = np.linspace(0, len(texts), 8 * n + 1).astype(int).tolist()
+        ctx = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(n, mp_context=ctx, initializer=_inherit, initargs=(texts,)) as pool:
+            chunks = list(pool.map(_encode_slice, zip(bounds[:-1], bounds[1:], strict=True)))
     table: dict[str, int] = {}
     all_ids, all_offsets, start = [], [np.zeros(1, dtype=np.int64)], 0
     for ids, offsets, chunk_table in chunks:
@@ -134,7 +150,7 @@ def encode_texts(texts, labels, workers: int | None = None) -> Encoded:
     return Encoded(
         ids=np.concatenate(all_ids),  # int32, as the lookup tables
         offsets=np.concatenate(all_offsets),
-        labels=np.asarray(labels, dtype=np.int64),
+        labels=np.asarray(labels[:], dtype=np.int64),
         table=list(table),
     )
 
