@@ -1,3 +1,4 @@
+import datasets
 import numpy as np
 import pytest
 
@@ -164,3 +165,10 @@ def test_parallel_tokenising_matches_one_pass():
     np.testing.assert_array_equal(one.ids, two.ids)
     np.testing.assert_array_equal(one.offsets, two.offsets)
     np.testing.assert_array_equal(one.labels, two.labels)
+    # a datasets column: the workers read their slices of the Arrow table themselves
+    split = datasets.Dataset.from_dict({"text": texts, "label": labels})
+    col = data.encode_texts(split["text"], split["label"], workers=2)
+    assert col.table == one.table
+    np.testing.assert_array_equal(col.ids, one.ids)
+    np.testing.assert_array_equal(col.offsets, one.offsets)
+    np.testing.assert_array_equal(col.labels, one.labels)
