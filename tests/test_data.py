@@ -66,8 +66,6 @@ def test_datamodule_vocab_from_train_rows_only_and_saved(tiny_imdb, tmp_path):
     dm = setup_dm(tiny_imdb, tmp_path)
     assert len(dm.train_set) == 180 and len(dm.val_set) == 60 and len(dm.test_set) == 80
     assert not set(dm.train_set.rows) & set(dm.val_set.rows)
-    import datasets
-
     texts = datasets.load_dataset(str(tiny_imdb))["train"]["text"]
     train_words = {t for r in dm.train_set.rows for t in tokenize(texts[r])}
     assert set(dm.vocab.itos[2:]) <= train_words
