@@ -8,7 +8,10 @@ attentions: the whole training step (forward, backward, gradient clipping,
 AdamW; with the model's default GRU kernel, then with `gru_kernel=padded`, the
 two directions one after the other), and alone, forward + backward of the
 embedding with its dropout, the BiGRU encoder, the attention pooling, the
-classifier with the loss, and the optimizer step. Medians of `--repeats` after a warm-up. Timings, not a test.
+classifier with the loss, and the optimizer step; for additive attention also
+the three matrix products its key projection needs at the least (W_k k_t for
+every token, forward, and the input and weight gradients), alone: the floor
+under its pooling. Medians of `--repeats` after a warm-up. Timings, not a test.
 """
 
 from __future__ import annotations
@@ -83,8 +86,15 @@ def parts(args, attention: str) -> dict[str, float]:
         F.cross_entropy(model.fc(model.dropout(context)), y).backward()
 
     timed = {"whole step": step, "  same, padded kernel": lambda: step(serial, serial_opt)}
-    timed |= {"embedding + dropout": embedding, "encoder (BiGRU)": encoder}
-    timed |= {"attention pooling": attention_pooling, "classifier + loss": classifier, "optimizer step": opt.step}
+    timed |= {"embedding + dropout": embedding, "encoder (BiGRU)": encoder, "attention pooling": attention_pooling}
+    if attention == "additive":
+        # the floor under additive pooling: W_k k_t for every token, and its two backward products (input and
+        # weight gradients), as three plain matmuls with nothing else
+        keys = out.detach().reshape(B * T, -1)  # (B*T, 2H)
+        w = model.attention.k_proj.weight.detach()  # (h, 2H)
+        grad = torch.randn(B * T, w.size(0))  # (B*T, h)
+        timed["  its key-projection matmuls"] = lambda: (keys @ w.t(), grad @ w, grad.t() @ keys)
+    timed |= {"classifier + loss": classifier, "optimizer step": opt.step}
     return {name: median_ms(fn, args.repeats) for name, fn in timed.items()}
 
 
@@ -105,10 +115,10 @@ def main() -> None:
         f"batch {args.batch}, ~{args.length} tokens, embed {args.embed_dim}, hidden {args.hidden_dim}, "
         f"{args.threads} threads; forward + backward, median ms (share of the whole step)"
     )
-    print(f"{'part':<22} {'dot':>16} {'additive':>16}")
-    for name in results["dot"]:
-        cells = [f"{r[name]:8.1f} ({r[name] / r['whole step']:4.0%})" for r in results.values()]
-        print(f"{name:<22} {cells[0]:>16} {cells[1]:>16}")
+    print(f"{'part':<28} {'dot':>16} {'additive':>16}")
+    for name in results["additive"]:
+        cells = [f"{r[name]:8.1f} ({r[name] / r['whole step']:4.0%})" if name in r else "-" for r in results.values()]
+        print(f"{name:<28} {cells[0]:>16} {cells[1]:>16}")
 
 
 if __name__ == "__main__":

@@ -41,6 +41,22 @@ def test_bench_train_quick(tiny_imdb, tmp_path):
         assert re.search(rf"^ratio product/{other}: \d+\.\d\d$", r.stdout, re.M), r.stdout
 
 
+def test_bench_step_tiny():
+    """The step breakdown runs for both attentions and prints every part (additive: its matmul floor too)."""
+    args = ["--batch", "4", "--length", "12", "--embed-dim", "8", "--hidden-dim", "8", "--vocab", "50"]
+    r = subprocess.run(
+        [sys.executable, "scripts/bench_step.py", *args, "--repeats", "1", "--threads", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    for part in ("whole step", "embedding + dropout", "encoder (BiGRU)", "attention pooling", "optimizer step"):
+        assert re.search(rf"^{re.escape(part)} +[\d.]+ \( *\d+%\) +[\d.]+ \( *\d+%\)$", r.stdout, re.M), r.stdout
+    assert re.search(r"^  its key-projection matmuls +- +[\d.]+ \( *\d+%\)$", r.stdout, re.M), r.stdout
+
+
 def test_compare_attention(tiny_run, tiny_run_additive, tiny_imdb, tmp_path):
     ckpts = [json.loads((run / "metrics.json").read_text())["best_checkpoint"] for run in (tiny_run, tiny_run_additive)]
     r = subprocess.run(
