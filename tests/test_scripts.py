@@ -57,6 +57,20 @@ def test_bench_step_tiny():
     assert re.search(r"^  its key-projection matmuls +- +[\d.]+ \( *\d+%\)$", r.stdout, re.M), r.stdout
 
 
+def test_bench_tokenize(tiny_imdb):
+    """The tokenising contenders run and give the same ids as the one-process tokenizer."""
+    r = subprocess.run(
+        [sys.executable, "scripts/bench_tokenize.py", "--data", str(tiny_imdb), "--workers", "2"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    for contender in ("one process", "the product's encode_texts", "datasets.map"):
+        assert re.search(rf"^regex.*{re.escape(contender)}.* s .*identical ids: 240/240$", r.stdout, re.M), r.stdout
+
+
 def test_compare_attention(tiny_run, tiny_run_additive, tiny_imdb, tmp_path):
     ckpts = [json.loads((run / "metrics.json").read_text())["best_checkpoint"] for run in (tiny_run, tiny_run_additive)]
     r = subprocess.run(
