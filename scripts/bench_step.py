@@ -11,7 +11,8 @@ embedding with its dropout, the BiGRU encoder, the attention pooling, the
 classifier with the loss, and the optimizer step; for additive attention also
 the three matrix products its key projection needs at the least (W_k k_t for
 every token, forward, and the input and weight gradients), alone: the floor
-under its pooling. Medians of `--repeats` after a warm-up. Timings, not a test.
+under its pooling. Medians of `--repeats`, after a warm-up, all parts of both
+attentions timed in turn in each repeat. Timings, not a test.
 """
 
 from __future__ import annotations
@@ -32,17 +33,20 @@ from attnclf.model import AttentionClassifier  # noqa: E402
 from attnclf.module import adamw  # noqa: E402
 
 
-def median_ms(fn, repeats: int) -> float:
-    fn()  # warm-up
-    times = []
+def medians_ms(fns: dict, repeats: int) -> dict:
+    """Median ms of each function, timed in turn (round robin), so that a busy spell on the machine hits them all."""
+    for fn in fns.values():
+        fn()  # warm-up
+    times = {key: [] for key in fns}
     for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return 1000 * statistics.median(times)
+        for key, fn in fns.items():
+            t = time.perf_counter()
+            fn()
+            times[key].append(time.perf_counter() - t)
+    return {key: 1000 * statistics.median(ts) for key, ts in times.items()}
 
 
-def parts(args, attention: str) -> dict[str, float]:
+def parts(args, attention: str) -> dict:
     torch.manual_seed(0)
     B, T = args.batch, args.length
     model = AttentionClassifier(
@@ -95,7 +99,7 @@ def parts(args, attention: str) -> dict[str, float]:
         grad = torch.randn(B * T, w.size(0))  # (B*T, h)
         timed["  its key-projection matmuls"] = lambda: (keys @ w.t(), grad @ w, grad.t() @ keys)
     timed |= {"classifier + loss": classifier, "optimizer step": opt.step}
-    return {name: median_ms(fn, args.repeats) for name, fn in timed.items()}
+    return timed
 
 
 def main() -> None:
@@ -110,7 +114,9 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=9)
     args = p.parse_args()
     torch.set_num_threads(args.threads)
-    results = {a: parts(args, a) for a in ("dot", "additive")}
+    fns = {(a, name): fn for a in ("dot", "additive") for name, fn in parts(args, a).items()}
+    ms = medians_ms(fns, args.repeats)
+    results = {a: {name: t for (b, name), t in ms.items() if b == a} for a in ("dot", "additive")}
     print(
         f"batch {args.batch}, ~{args.length} tokens, embed {args.embed_dim}, hidden {args.hidden_dim}, "
         f"{args.threads} threads; forward + backward, median ms (share of the whole step)"

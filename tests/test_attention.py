@@ -104,3 +104,36 @@ def test_dot_pooling_gradients_match_the_formula():
     want = torch.autograd.grad((expected * w).sum(), list(att.parameters()))
     for a, b in zip(got, want, strict=True):
         torch.testing.assert_close(a, b)
+
+
+@pytest.mark.parametrize("Tq", [1, 3])
+def test_dot_pooling_with_keys_as_values_matches_the_plain_path(Tq):
+    """keys = values (the classifier's case) takes a fused backward: the same outputs and every gradient."""
+    torch.manual_seed(0)
+    att = DotAttention(8, 8, 4)
+    q, k, mask = inputs(B=4, Tq=Tq, lengths=(9, 4, 1, 0))  # the last review has no real token
+    mix = torch.randn(4, Tq, 9)
+
+    def run(values_of):
+        qq, kk = q.clone().requires_grad_(), k.clone().requires_grad_()
+        ctx, w = att(qq, kk, values_of(kk), mask)
+        loss = ctx.square().sum() + (w * mix).sum()
+        grads = torch.autograd.grad(loss, [qq, kk, *att.parameters()])
+        return ctx, w, grads, type(ctx.grad_fn).__name__
+
+    fused = run(lambda kk: kk)  # the same tensor: the fused path
+    plain = run(lambda kk: kk * 1.0)  # another tensor with the same numbers: autograd's path
+    assert fused[3].startswith("_SharedKeysPool") and plain[3] == "BmmBackward0"
+    torch.testing.assert_close(fused[0], plain[0])
+    torch.testing.assert_close(fused[1], plain[1])
+    assert (fused[1][3] == 0).all()  # no real token: all weights 0, no NaN
+    for a, b in zip(fused[2], plain[2], strict=True):
+        torch.testing.assert_close(a, b)
+
+
+def test_shared_keys_pool_gradcheck():
+    from attnclf.attention import _SharedKeysPool
+
+    q, k, mask = inputs(Tq=2)
+    args = [t.double().requires_grad_() for t in (q, k, torch.randn(3, 2, 1))]
+    assert torch.autograd.gradcheck(lambda a, b, c: _SharedKeysPool.apply(a, b, c, mask, 0.5), args)
