@@ -7,12 +7,14 @@ within 10% of it as the product's length buckets make them), for both
 attentions: the whole training step (forward, backward, gradient clipping,
 AdamW; with the model's default GRU kernel, then with `gru_kernel=padded`, the
 two directions one after the other), and alone, forward + backward of the
-embedding with its dropout, the BiGRU encoder, the attention pooling, the
-classifier with the loss, and the optimizer step; for additive attention also
-the three matrix products its key projection needs at the least (W_k k_t for
-every token, forward, and the input and weight gradients), alone: the floor
-under its pooling. Medians of `--repeats`, after a warm-up, all parts of both
-attentions timed in turn in each repeat. Timings, not a test.
+embedding with its dropout, the BiGRU encoder, the attention pooling (also
+through autograd's own path instead of the model's fused Functions,
+attnclf/attention.py), the classifier with the loss, and the optimizer step.
+For additive attention also the three matrix products its key projection needs
+at the least (W_k k_t for every token, forward, and the input and weight
+gradients), alone: the floor under its pooling. Medians of `--repeats`, after a
+warm-up, all parts of both attentions timed in turn in each repeat. Timings,
+not a test.
 """
 
 from __future__ import annotations
@@ -83,14 +85,18 @@ def parts(args, attention: str) -> dict:
         o, f = model.encoder(x, lengths)
         (o.sum() + f.sum()).backward()
 
-    def attention_pooling():
-        model.attention(final.unsqueeze(1), out, out, mask)[0].sum().backward()
+    def attention_pooling(values=out):
+        model.attention(final.unsqueeze(1), out, values, mask)[0].sum().backward()
+
+    def plain_pooling():  # values a view of the keys, not the same tensor: no fused Function, autograd's own path
+        attention_pooling(out.view_as(out))
 
     def classifier():
         F.cross_entropy(model.fc(model.dropout(context)), y).backward()
 
     timed = {"whole step": step, "  same, padded kernel": lambda: step(serial, serial_opt)}
     timed |= {"embedding + dropout": embedding, "encoder (BiGRU)": encoder, "attention pooling": attention_pooling}
+    timed["  same, autograd's path"] = plain_pooling
     if attention == "additive":
         # the floor under additive pooling: W_k k_t for every token, and its two backward products (input and
         # weight gradients), as three plain matmuls with nothing else

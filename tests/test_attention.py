@@ -106,11 +106,11 @@ def test_dot_pooling_gradients_match_the_formula():
         torch.testing.assert_close(a, b)
 
 
-@pytest.mark.parametrize("Tq", [1, 3])
-def test_dot_pooling_with_keys_as_values_matches_the_plain_path(Tq):
-    """keys = values (the classifier's case) takes a fused backward: the same outputs and every gradient."""
+@pytest.mark.parametrize(("name", "Tq"), [("dot", 1), ("dot", 3), ("additive", 1)])
+def test_pooling_with_keys_as_values_matches_the_plain_path(name, Tq):
+    """keys = values (the classifier's case) takes a fused Function: the same outputs and every gradient."""
     torch.manual_seed(0)
-    att = DotAttention(8, 8, 4)
+    att = build_attention(name, 8, 8, 6)
     q, k, mask = inputs(B=4, Tq=Tq, lengths=(9, 4, 1, 0))  # the last review has no real token
     mix = torch.randn(4, Tq, 9)
 
@@ -123,7 +123,7 @@ def test_dot_pooling_with_keys_as_values_matches_the_plain_path(Tq):
 
     fused = run(lambda kk: kk)  # the same tensor: the fused path
     plain = run(lambda kk: kk * 1.0)  # another tensor with the same numbers: autograd's path
-    assert fused[3].startswith("_SharedKeysPool") and plain[3] == "BmmBackward0"
+    assert fused[3].startswith("_SharedKeys") and plain[3] == "BmmBackward0"
     torch.testing.assert_close(fused[0], plain[0])
     torch.testing.assert_close(fused[1], plain[1])
     assert (fused[1][3] == 0).all()  # no real token: all weights 0, no NaN
@@ -131,9 +131,13 @@ def test_dot_pooling_with_keys_as_values_matches_the_plain_path(Tq):
         torch.testing.assert_close(a, b)
 
 
-def test_shared_keys_pool_gradcheck():
-    from attnclf.attention import _SharedKeysPool
+def test_fused_pooling_gradcheck():
+    from attnclf.attention import _SharedKeysAdditivePool, _SharedKeysPool
 
     q, k, mask = inputs(Tq=2)
     args = [t.double().requires_grad_() for t in (q, k, torch.randn(3, 2, 1))]
     assert torch.autograd.gradcheck(lambda a, b, c: _SharedKeysPool.apply(a, b, c, mask, 0.5), args)
+    g = torch.Generator().manual_seed(1)
+    q1, w_k, v = torch.randn(3, 1, 5, generator=g), torch.randn(5, 8, generator=g), torch.randn(1, 5, generator=g)
+    args = [t.double().requires_grad_() for t in (q1, k, w_k, v)]
+    assert torch.autograd.gradcheck(lambda *a: _SharedKeysAdditivePool.apply(*a, mask), args)
