@@ -82,16 +82,19 @@ def parts(args, attention: str) -> dict:
         model.embed_dropout(model.embed(ids)).sum().backward()
 
     def encoder():
+        x.grad = None
         o, f = model.encoder(x, lengths)
         (o.sum() + f.sum()).backward()
 
     def attention_pooling(values=out):
+        out.grad = final.grad = None  # a fresh gradient, as in the model (no accumulating into the last one)
         model.attention(final.unsqueeze(1), out, values, mask)[0].sum().backward()
 
     def plain_pooling():  # values a view of the keys, not the same tensor: no fused Function, autograd's own path
         attention_pooling(out.view_as(out))
 
     def classifier():
+        context.grad = None
         F.cross_entropy(model.fc(model.dropout(context)), y).backward()
 
     timed = {"whole step": step, "  same, padded kernel": lambda: step(serial, serial_opt)}
