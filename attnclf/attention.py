@@ -45,7 +45,8 @@ class _SharedKeysPool(torch.autograd.Function):
     differently. Autograd writes it twice, once through the scores (transposed,
     (B, D, Tk)) and once through the weighted sum, and adds the two; here it is
     one product, [ds^T, w^T] (B, Tk, 2Tq) @ [scale * qk; dcontext] (B, 2Tq, D).
-    Pooling a (64, 220, 256) encoder output: 13-19 ms -> 3.3 ms forward + backward.
+    Pooling a (64, 220, 256) encoder output, forward + backward: 10.0 -> 5.5 ms
+    (scripts/bench_step.py; 3% of a training step instead of 5%).
     """
 
     @staticmethod
@@ -109,8 +110,9 @@ class _SharedKeysAdditivePool(torch.autograd.Function):
     projection, the tanh gradient formed in place, and x's two gradients (through
     the scores and through the weighted sum) written by one matmul that
     accumulates onto the other instead of added afterwards. Pooling a
-    (64, 220, 256) output at h = 256: 31-37 -> 28-29 ms forward + backward, of
-    which the three key-projection matmuls alone take about 21-25 ms.
+    (64, 220, 256) output at h = 256, forward + backward: 29-31 -> 28-30 ms
+    (scripts/bench_step.py), of which the three key-projection matmuls alone
+    take about 20 ms.
     """
 
     @staticmethod
