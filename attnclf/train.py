@@ -19,6 +19,7 @@ from attnclf.callbacks import Throughput
 from attnclf.checkpoint import AtomicCheckpointIO, find_resume, load_checkpoint, run_dir_of
 from attnclf.data import IMDBDataModule
 from attnclf.errors import AttnclfError
+from attnclf.memory import keep_freed_memory
 from attnclf.module import AttnClassifierModule
 
 log = logging.getLogger(__name__)
@@ -117,6 +118,8 @@ def train(cfg: DictConfig) -> float:
     validate(cfg)
     if cfg.get("num_threads"):
         torch.set_num_threads(cfg.num_threads)
+    if cfg.get("keep_freed_memory"):
+        keep_freed_memory()
     resume = find_resume(cfg.ckpt_path, Path(cfg.paths.runs_dir)) if cfg.get("ckpt_path") else None
     if resume is not None:  # continue in the interrupted run's folder: checkpoints, TensorBoard curves, vocab
         cfg.paths.output_dir = str(run_dir_of(resume))

@@ -192,11 +192,14 @@ def worker(args) -> dict:
     from torch import nn
 
     from attnclf.data import IMDBDataModule, collate
+    from attnclf.memory import keep_freed_memory
 
     name = args.worker
     out = Path(args.out)
     cfg = compose_cfg(args, out)
     torch.set_num_threads(args.threads)
+    if cfg.keep_freed_memory:  # the same allocator setting for every contender (train(cfg) sets it for the product)
+        keep_freed_memory()
     if name == "product":
         from attnclf.train import train
 
