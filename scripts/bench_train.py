@@ -30,7 +30,9 @@ noise, so the closest comparison of the model against the kernel.
 Figures: useful (non-padding) training tokens/s (time includes loading the
 batches, excludes start-up and validation), evaluation reviews/s (the
 validation reviews; doc: unsorted batches), peak RSS, and the ratios
-product/doc, product/bare, product/kernel. Timings, not a test.
+product/doc, product/bare, product/kernel. Every contender runs with the same
+allocator setting, `keep_freed_memory` (on unless `-- keep_freed_memory=false`).
+Timings, not a test.
 """
 
 from __future__ import annotations
