@@ -38,6 +38,17 @@ def fused_pooling(attention: nn.Module, keys: torch.Tensor, values: torch.Tensor
     return values is keys and not dropping and not torch.is_autocast_enabled(keys.device.type)
 
 
+def _scores_grad(w, x, d_context, d_weights):
+    """The fused Functions' gradient of the scores (B, Tq, Tk), from those of context = w x and of w itself.
+
+    Masked softmax backward: 0 on padding, where w is 0.
+    """
+    dw = torch.bmm(d_context, x.transpose(1, 2))  # (B, Tq, Tk)
+    if d_weights is not None:
+        dw = dw + d_weights
+    return w * (dw - (dw * w).sum(-1, keepdim=True))
+
+
 class _SharedKeysPool(torch.autograd.Function):
     """Masked softmax of scale * (qk . x_t) + shift, then the weighted sum of the same x: keys = values = x.
 
@@ -61,10 +72,7 @@ class _SharedKeysPool(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, d_context, d_weights):
         qk, x, w = ctx.saved_tensors
-        dw = torch.bmm(d_context, x.transpose(1, 2))  # (B, Tq, Tk)
-        if d_weights is not None:
-            dw = dw + d_weights
-        ds = w * (dw - (dw * w).sum(-1, keepdim=True))  # softmax backward; 0 on padding, where w is 0
+        ds = _scores_grad(w, x, d_context, d_weights)  # (B, Tq, Tk)
         d_qk = torch.bmm(ds, x).mul_(ctx.scale)  # (B, Tq, D)
         dx = torch.bmm(torch.cat([ds, w], 1).transpose(1, 2), torch.cat([qk * ctx.scale, d_context], 1))  # (B, Tk, D)
         return d_qk, dx, ds.sum(-1, keepdim=True), None, None
@@ -130,10 +138,7 @@ class _SharedKeysAdditivePool(torch.autograd.Function):
     def backward(ctx, d_context, d_weights):
         x, w_k, v, th, w = ctx.saved_tensors
         B, T, D = x.shape
-        dw = torch.bmm(d_context, x.transpose(1, 2))  # (B, 1, T)
-        if d_weights is not None:
-            dw = dw + d_weights
-        ds = (w * (dw - (dw * w).sum(-1, keepdim=True))).view(B * T, 1)  # softmax backward; 0 on padding
+        ds = _scores_grad(w, x, d_context, d_weights).view(B * T, 1)
         dv = torch.mm(ds.t(), th.view(B * T, -1))  # (1, h)
         d_pre = th.square().neg_().add_(1).mul_(v).view(B * T, -1).mul_(ds)  # (B*T, h): through tanh
         d_q = d_pre.view(B, T, -1).sum(1, keepdim=True)  # (B, 1, h)
