@@ -342,7 +342,7 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=40, help="--interleaved: training batches")
     p.add_argument("--worker", choices=CONTENDERS + EXTRA + ("interleaved",), help=argparse.SUPPRESS)
     p.add_argument("--out", help=argparse.SUPPRESS)
-    p.add_argument("overrides", nargs="*", help="extra Hydra overrides for the product and bare loop")
+    p.add_argument("overrides", nargs="*", help="extra Hydra overrides for every contender's config")
     args = p.parse_args()
 
     if args.worker:
