@@ -7,40 +7,89 @@ import time
 import numpy as np
 import pytorch_lightning as L
 import torch
+from pytorch_lightning.callbacks import RichProgressBar
 from pytorch_lightning.loggers import TensorBoardLogger
 
+from attnclf.module import unpack
 from attnclf.text import UNK
 
 
 class Throughput(L.Callback):
-    """Training samples/s and useful (non-padding) tokens/s, and evaluation reviews/s.
+    """Training samples/s and useful (non-padding) tokens/s, and evaluation reviews/s, over all ranks.
 
     Logs `train/samples_per_sec` and `train/tokens_per_sec` over the last
     `log_every_n_steps` steps (Lightning's ThroughputMonitor counts "items" and
     nothing overall), and keeps the totals over the whole fit for metrics.json.
-    Validation time is excluded from training time.
+    Validation time is excluded from training time. Tokens are counted from the
+    lengths' host copy (no device sync). Under DDP each rank counts its own
+    batches: logged rates are summed over ranks, and `totals()` sums the counts
+    and takes the longest rank's time.
     """
+
+    COUNTS = ("train_tokens", "train_samples", "eval_samples")
+    TIMES = ("train_seconds", "eval_seconds", "fit_seconds")
 
     def __init__(self):
         self.train_seconds = self.train_tokens = self.train_samples = 0.0
         self.eval_seconds = self.eval_samples = 0.0
+        self._base = dict.fromkeys(self.COUNTS + self.TIMES, 0.0)  # all ranks' totals from a checkpoint
         self._window = [0.0, 0, 0]  # seconds, samples, tokens since the last log
         self._t = None
+        self._fit_t0: float | None = None
+        self._trainer = None
+        self.final: dict[str, float] | None = None  # totals() at the end of the fit
+
+    def setup(self, trainer, pl_module, stage):
+        self._trainer = trainer
+
+    def on_fit_start(self, trainer, pl_module):
+        self._fit_t0 = time.perf_counter()
+
+    @property
+    def fit_seconds(self) -> float:
+        return time.perf_counter() - self._fit_t0 if self._fit_t0 is not None else 0.0
+
+    def total_fit_seconds(self, this_fit: float) -> float:
+        """This process's fit time plus that of the run's earlier part (a resumed run)."""
+        return self._base["fit_seconds"] + this_fit
+
+    def totals(self) -> dict[str, float]:
+        """Counts summed over ranks, times of the slowest rank, including a resumed run's earlier part.
+
+        A collective under DDP: every rank must call it (Lightning saves checkpoints on every rank).
+        """
+        local = {k: getattr(self, k) for k in self.COUNTS + self.TIMES}
+        t = self._trainer
+        if t is not None and t.world_size > 1:
+            device = t.strategy.root_device
+            counts = torch.tensor([local[k] for k in self.COUNTS], dtype=torch.float64, device=device)
+            times = torch.tensor([local[k] for k in self.TIMES], dtype=torch.float64, device=device)
+            counts = t.strategy.reduce(counts, reduce_op="sum").tolist()
+            times = t.strategy.reduce(times, reduce_op="max").tolist()
+            local = dict(zip(self.COUNTS + self.TIMES, counts + times, strict=True))
+        return {k: v + self._base[k] for k, v in local.items()}
 
     def state_dict(self) -> dict:
-        keys = ("train_seconds", "train_tokens", "train_samples", "eval_seconds", "eval_samples")
-        return {k: getattr(self, k) for k in keys}
+        return self.totals()
 
     def load_state_dict(self, state: dict) -> None:
-        self.__dict__.update(state)
+        self._base = {k: float(state.get(k, 0.0)) for k in self.COUNTS + self.TIMES}
+        for k in self.COUNTS + self.TIMES:
+            if k != "fit_seconds":
+                setattr(self, k, 0.0)
+
+    def on_train_end(self, trainer, pl_module):
+        self.final = self.totals()
 
     @property
     def tokens_per_sec(self) -> float:
-        return self.train_tokens / self.train_seconds if self.train_seconds else float("nan")
+        t = self.final or self.totals()
+        return t["train_tokens"] / t["train_seconds"] if t["train_seconds"] else float("nan")
 
     @property
     def eval_reviews_per_sec(self) -> float:
-        return self.eval_samples / self.eval_seconds if self.eval_seconds else float("nan")
+        t = self.final or self.totals()
+        return t["eval_samples"] / t["eval_seconds"] if t["eval_seconds"] else float("nan")
 
     def on_train_start(self, trainer, pl_module):
         self._t = time.perf_counter()  # (a resumed run starts mid-epoch, without on_train_epoch_start)
@@ -51,7 +100,8 @@ class Throughput(L.Callback):
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         now = time.perf_counter()
         dt, self._t = now - self._t, now
-        samples, tokens = len(batch[1]), int(batch[1].sum())
+        host_lengths = unpack(batch)[3]
+        samples, tokens = len(host_lengths), int(host_lengths.sum())
         self.train_seconds += dt
         self.train_samples += samples
         self.train_tokens += tokens
@@ -64,6 +114,8 @@ class Throughput(L.Callback):
                 {"train/samples_per_sec": w[1] / w[0], "train/tokens_per_sec": w[2] / w[0]},
                 on_step=True,
                 on_epoch=False,
+                sync_dist=trainer.world_size > 1,  # (every rank logs at the same steps)
+                reduce_fx="sum",
             )
             self._window = [0.0, 0, 0]
 
@@ -78,6 +130,28 @@ class Throughput(L.Callback):
         if not trainer.sanity_checking:
             self.eval_seconds += time.perf_counter() - self._v
         self._t = time.perf_counter()  # training time restarts after validation
+
+
+class ProgressBar(RichProgressBar):
+    """Rich's progress bar; on a GPU its metrics (the loss) are refreshed every `log_every_n_steps` steps.
+
+    Showing a metric reads it back from the device, which waits for the step to finish: every step,
+    that would leave the GPU idle while Python launches the next one. On CPU it costs nothing.
+    """
+
+    _skip_metrics = False
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
+        on_gpu = pl_module.device.type != "cpu"
+        self._skip_metrics = on_gpu and trainer.global_step % trainer.log_every_n_steps != 0
+        try:
+            super().on_train_batch_end(trainer, pl_module, outputs, batch, batch_idx)
+        finally:
+            self._skip_metrics = False
+
+    def _update_metrics(self, trainer, pl_module) -> None:
+        if not self._skip_metrics:
+            super()._update_metrics(trainer, pl_module)
 
 
 def _tensorboard(trainer) -> TensorBoardLogger | None:

@@ -43,6 +43,8 @@ def load_splits(path: str, text_column: str = "text", label_column: str = "label
     looks_local = path.startswith((".", "/", "~")) or os.sep in path.strip("/").split("/", 1)[-1]
     if looks_local and not local.exists():
         raise AttnclfError(f"data.path {path!r} does not exist (give a local dataset folder or a Hub id)")
+    if not local.exists():
+        check_hub_reachable(path)
     try:
         ds = datasets.load_dataset(str(local) if local.exists() else path)
     except (ConnectionError, OSError) as e:
@@ -61,6 +63,29 @@ def load_splits(path: str, text_column: str = "text", label_column: str = "label
                 f"split {name!r} of {path!r} lacks column(s) {missing}; columns found: {split.column_names}"
             )
     return ds
+
+
+def check_hub_reachable(path: str, timeout: float = 3.0) -> None:
+    """Fail at once, not after `datasets`' ~30 s of retries, when the Hub cannot be reached.
+
+    With HF_HUB_OFFLINE=1 `datasets` itself answers at once (from its cache, if the data is there).
+    """
+    import socket
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        return
+    url = urlparse(constants.ENDPOINT)
+    try:
+        socket.create_connection((url.hostname, url.port or (443 if url.scheme == "https" else 80)), timeout).close()
+    except OSError as e:
+        raise AttnclfError(
+            f"could not load {path!r}: the Hugging Face Hub ({url.hostname}) cannot be reached ({e}); "
+            "if offline, set data.path to a local copy, e.g. data.path=/data/imdb "
+            "(or HF_HUB_OFFLINE=1 to use a copy in the Hub cache)"
+        ) from e
 
 
 def label_names(split, label_column: str, num_classes: int) -> list[str]:
@@ -260,9 +285,11 @@ class BucketBatchSampler(Sampler[list[int]]):
     Shuffled: the epoch's shuffled rows (`self.sampler`, whose `set_epoch` Lightning
     calls) are cut into pools of `pool` batches, each pool sorted by length and cut
     into batches, and the batch order shuffled again. Not shuffled (evaluation):
-    sorted by length. Under DDP each rank takes every `num_replicas`-th batch; for
-    training the batch list is padded by repeating its first batches so that every
-    rank runs the same number of steps; for evaluation nothing is repeated.
+    sorted by length. Under DDP (`num_replicas` R) training takes R neighbouring
+    batches of a pool for each step, one per rank, so the ranks' batches at a step
+    have similar lengths (the steps are shuffled); the batch list is padded by
+    repeating its first batches so that every rank runs the same number of steps.
+    Evaluation gives each rank every R-th batch of the sorted order, repeating nothing.
     `resume_at = (epoch, k)` skips this rank's first k batches of that epoch: a
     run resumed mid-epoch sees the rest of the same order.
     """
@@ -291,7 +318,7 @@ class BucketBatchSampler(Sampler[list[int]]):
         self.sampler.set_epoch(epoch)
 
     def _batches(self) -> list[np.ndarray]:
-        bs = self.batch_size
+        bs, R = self.batch_size, self.num_replicas
         if not self.shuffle:
             order = np.argsort(self.lengths, kind="stable")
             return [order[i : i + bs] for i in range(0, len(order), bs)]
@@ -301,15 +328,17 @@ class BucketBatchSampler(Sampler[list[int]]):
             chunk = perm[start : start + bs * self.pool]
             chunk = chunk[np.argsort(self.lengths[chunk], kind="stable")]
             batches += [chunk[i : i + bs] for i in range(0, len(chunk), bs)]
-        return [batches[i] for i in self.sampler.rng(stream=1).permutation(len(batches))]
+        # every rank runs as many steps (DDP syncs gradients each step): pad by repeating the first batches
+        batches += batches[: -(-len(batches) // R) * R - len(batches)]
+        # the ranks' batches of one step are neighbours in length order (no rank waits on a much longer
+        # batch); the steps are shuffled. One rank: every batch shuffled, as before.
+        steps = [batches[i : i + R] for i in range(0, len(batches), R)]
+        return [b for i in self.sampler.rng(stream=1).permutation(len(steps)) for b in steps[i]]
 
     def __iter__(self):
         batches = self._batches()
-        if self.num_replicas > 1:
-            if self.shuffle:  # training: every rank runs as many steps (DDP syncs gradients each step)
-                total = -(-len(batches) // self.num_replicas) * self.num_replicas
-                batches = batches + batches[: total - len(batches)]
-            batches = batches[self.rank :: self.num_replicas]  # evaluation: each review exactly once
+        if self.num_replicas > 1:  # training: step k's R batches; evaluation: each review exactly once
+            batches = batches[self.rank :: self.num_replicas]
         if self.resume_at is not None and self.resume_at[0] == self.epoch:
             batches = batches[self.resume_at[1] :]
         for b in batches:
@@ -424,6 +453,16 @@ class IMDBDataModule(L.LightningDataModule):
         t = self.trainer
         return (t.world_size, t.global_rank) if t is not None else (1, 0)
 
+    def transfer_batch_to_device(self, batch, device, dataloader_idx):
+        # (ids, lengths, labels) -> the same on `device`, plus the lengths' host copy: the packed GRU sorts
+        # by it and Throughput counts tokens with it, without waiting for the GPU
+        host = batch[1]
+        return (*super().transfer_batch_to_device(tuple(batch[:3]), device, dataloader_idx), host)
+
+    def _on_gpu(self) -> bool:
+        t = self.trainer
+        return t is not None and t.strategy.root_device.type == "cuda"
+
     def _loader(self, dataset: Reviews, batch_size: int, shuffle: bool) -> DataLoader:
         replicas, rank = self._world()
         sampler = BucketBatchSampler(
@@ -435,6 +474,7 @@ class IMDBDataModule(L.LightningDataModule):
             collate_fn=collate,
             num_workers=self.num_workers,
             persistent_workers=self.num_workers > 0,
+            pin_memory=self._on_gpu(),  # page-locked batches: the copies to the GPU do not wait for it
             # its own generator: starting an epoch must not draw from the global RNG that dropout uses,
             # or a resumed run's dropout masks would drift from the uninterrupted run's
             generator=torch.Generator().manual_seed(self.seed),

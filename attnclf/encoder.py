@@ -14,7 +14,17 @@ Kernels (`kernel`), on the same parameters (one nn.GRU per direction):
   (intra-op threads help it little), two independent directions are not.
 - `padded` (CPU default with 1 thread): each direction through nn.GRU on the
   padded batch, one after the other.
-- `packed` (CUDA default): nn.GRU on packed sequences; cuDNN's packed kernel is fast.
+- `packed` (CUDA default): one bidirectional cuDNN call per layer on packed
+  sequences (exact per sequence: cuDNN reverses each one within its length),
+  on the same two directions' parameters (`torch.func.functional_call`), so
+  checkpoints move between kernels. The packing order comes from a host copy of
+  the lengths: no host-device sync.
+
+Under mixed precision (autocast) the GRU runs in float32 (TF32 on CUDA):
+autocast would hand cuDNN's RNN float16 whatever the autocast dtype, and
+bf16-mixed has no loss scaler to keep float16 gradients from underflowing. The
+GRU is latency-bound at this size, so its precision costs little; the
+projections around it (attention, classifier) still run in the autocast dtype.
 A fourth formulation, both directions advanced together with a hand-written
 backward pass, was exact but 20-25% slower on CPU and was removed
 (docs/performance.md).
@@ -30,6 +40,7 @@ from functools import partial
 import torch
 from torch import nn
 from torch.autograd.function import once_differentiable
+from torch.func import functional_call
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnclf.dropout import Dropout
@@ -146,6 +157,9 @@ def reverse_within_length(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tenso
 
 
 class ExactBiGRU(nn.Module):
+    # the GRU in float32 under autocast (module docstring); scripts/bench_precision.py turns it off to compare
+    float32_under_autocast = True
+
     def __init__(
         self, input_dim: int, hidden_dim: int, num_layers: int = 1, dropout: float = 0.0, kernel: str = "auto"
     ):
@@ -161,6 +175,7 @@ class ExactBiGRU(nn.Module):
         self.dropout = Dropout(dropout)  # between layers
         self.kernel = kernel
         self.hidden_dim = hidden_dim
+        self._templates: dict[int, nn.GRU] = {}  # (a plain dict: not submodules, no parameters of their own)
 
     def resolved_kernel(self, x: torch.Tensor) -> str:
         if self.kernel != "auto":
@@ -169,28 +184,69 @@ class ExactBiGRU(nn.Module):
             return "packed"
         return "concurrent" if torch.get_num_threads() >= 2 else "padded"
 
-    def _nn_gru(self, gru: nn.GRU, lengths: torch.Tensor, pack: bool, x: torch.Tensor) -> torch.Tensor:
+    def _nn_gru(self, gru: nn.GRU, x: torch.Tensor) -> torch.Tensor:
         """x (B, T, D) -> gru's outputs (B, T, H)."""
-        if not pack:
-            return gru(x)[0]
-        packed = pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
-        return pad_packed_sequence(gru(packed)[0], batch_first=True, total_length=x.size(1))[0]
+        return gru(x)[0]
 
-    def _reversed(self, gru: nn.GRU, lengths: torch.Tensor, pack: bool, x: torch.Tensor) -> torch.Tensor:
+    def _reversed(self, gru: nn.GRU, lengths: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """The backward direction: each row read reversed within its length, outputs put back in order."""
-        return reverse_within_length(self._nn_gru(gru, lengths, pack, reverse_within_length(x, lengths)), lengths)
+        return reverse_within_length(gru(reverse_within_length(x, lengths))[0], lengths)
 
-    def forward(self, x: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """x (B, T, D), lengths (B,) >= 1 -> outputs (B, T, 2H), final states (B, 2H).
+    def _bidirectional(self, input_dim: int) -> nn.GRU:
+        """A parameter-less stand-in for one bidirectional layer, called with this module's parameters."""
+        if input_dim not in self._templates:
+            gru = nn.GRU(input_dim, self.hidden_dim, batch_first=True, bidirectional=True)
+            self._templates[input_dim] = gru.requires_grad_(False)
+        return self._templates[input_dim]
 
+    def _packed_layer(self, layer: int, x: torch.Tensor, order: torch.Tensor, inverse, sorted_lengths) -> torch.Tensor:
+        """Both directions of one layer in one cuDNN call on the packed batch: (B, T, D) -> (B, T, 2H)."""
+        fwd, bwd = self.fwd[layer], self.bwd[layer]
+        names = ("weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0")
+        params = {n: getattr(fwd, n) for n in names} | {f"{n}_reverse": getattr(bwd, n) for n in names}
+        packed = pack_padded_sequence(x.index_select(0, order), sorted_lengths, batch_first=True, enforce_sorted=True)
+        out = functional_call(self._bidirectional(x.size(-1)), params, (packed,))[0]
+        return pad_packed_sequence(out, batch_first=True, total_length=x.size(1))[0].index_select(0, inverse)
+
+    @staticmethod
+    def packing_order(lengths: torch.Tensor, host_lengths: torch.Tensor | None, device: torch.device):
+        """(order, inverse) on `device` and the sorted host lengths, from the host copy of the lengths.
+
+        Sorted here rather than by pack_padded_sequence(enforce_sorted=False), whose index copy to the
+        device and unpacking (`lengths[unsorted_indices.cpu()]`) each wait for the GPU.
+        """
+        host = host_lengths if host_lengths is not None else lengths.cpu()  # (a sync only without a host copy)
+        order = torch.argsort(host, descending=True, stable=True)
+        sorted_lengths, inverse = host[order], torch.argsort(order)
+        if device.type == "cuda":  # pinned, so the copies do not wait for the GPU
+            return *(t.pin_memory().to(device, non_blocking=True) for t in (order, inverse)), sorted_lengths
+        return order.to(device), inverse.to(device), sorted_lengths
+
+    def forward(
+        self, x: torch.Tensor, lengths: torch.Tensor, host_lengths: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """x (B, T, D), lengths (B,) >= 1 -> outputs (B, T, 2H), final states (B, 2H), in float32.
+
+        `host_lengths`: a CPU copy of `lengths` (the packed kernel sorts by it without a device sync).
         Outputs at padded positions are unspecified: mask them.
         """
+        device = x.device.type
+        if self.float32_under_autocast and torch.is_autocast_enabled(device):  # (module docstring)
+            with torch.autocast(device, enabled=False):
+                return self._encode(x.float(), lengths, host_lengths)
+        return self._encode(x, lengths, host_lengths)
+
+    def _encode(self, x: torch.Tensor, lengths: torch.Tensor, host_lengths: torch.Tensor | None):
         kernel = self.resolved_kernel(x)
-        pack = kernel == "packed"
+        if kernel == "packed":
+            order, inverse, sorted_lengths = self.packing_order(lengths, host_lengths, x.device)
         for layer, (fwd, bwd) in enumerate(zip(self.fwd, self.bwd, strict=True)):
             if layer:
                 x = self.dropout(x)
-            directions = (partial(self._nn_gru, fwd, lengths, pack), partial(self._reversed, bwd, lengths, pack))
+            if kernel == "packed":
+                x = self._packed_layer(layer, x, order, inverse, sorted_lengths)
+                continue
+            directions = (partial(self._nn_gru, fwd), partial(self._reversed, bwd, lengths))
             if kernel == "concurrent":  # the backward direction's two reversals run on its thread too
                 out_f, out_b = concurrent_pair(directions, (fwd, bwd), x)
             else:

@@ -75,7 +75,7 @@ class Classifier:
         loader = DataLoader(dataset, batch_sampler=sampler, collate_fn=collate)
         with torch.no_grad():
             for positions, (ids, lengths, _) in zip(sampler, loader, strict=True):
-                logits, weights = self.module(ids.to(self.device), lengths.to(self.device))
+                logits, weights = self.module(ids.to(self.device), lengths.to(self.device), lengths)
                 yield positions, logits.float().cpu(), weights.float().cpu()
 
     def predict(self, texts: Sequence[str], batch_size: int = 64) -> list[Prediction]:

@@ -42,10 +42,15 @@ class AttentionClassifier(nn.Module):
         self.dropout = nn.Dropout(dropout)
         self.fc = nn.Linear(d, num_classes)
 
-    def forward(self, ids: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """ids (B, T), lengths (B,) -> logits (B, C), attention weights (B, T)."""
+    def forward(
+        self, ids: torch.Tensor, lengths: torch.Tensor, host_lengths: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """ids (B, T), lengths (B,) -> logits (B, C), attention weights (B, T).
+
+        `host_lengths`: a CPU copy of `lengths`, when they are on a GPU (saves the encoder a sync).
+        """
         x = self.embed_dropout(self.embed(ids))  # (B, T, E)
-        out, final = self.encoder(x, lengths)  # (B, T, 2H), (B, 2H)
+        out, final = self.encoder(x, lengths, host_lengths)  # (B, T, 2H), (B, 2H)
         mask = torch.arange(ids.size(1), device=ids.device) < lengths.to(ids.device).unsqueeze(1)  # (B, T)
         context, weights = self.attention(final.unsqueeze(1), out, out, mask)  # (B, 1, 2H), (B, 1, T)
         return self.fc(self.dropout(context.squeeze(1))), weights.squeeze(1)

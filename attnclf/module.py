@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 
 import pytorch_lightning as L
@@ -13,6 +14,8 @@ from torchmetrics.classification import MulticlassAccuracy
 from attnclf.errors import AttnclfError
 from attnclf.model import AttentionClassifier
 
+log = logging.getLogger(__name__)
+
 SCHEDULES = ("cosine", "constant")
 
 
@@ -23,15 +26,25 @@ def attention_sharpness(weights: torch.Tensor, k: int = 5) -> tuple[torch.Tensor
     return entropy, top
 
 
-def adamw(model: torch.nn.Module, lr: float, weight_decay: float) -> torch.optim.AdamW:
-    """AdamW with no weight decay on biases and the embedding (rare words would be pulled to 0)."""
+def adamw(model: torch.nn.Module, lr: float, weight_decay: float, fused: bool = True) -> torch.optim.AdamW:
+    """AdamW with no weight decay on biases and the embedding (rare words would be pulled to 0).
+
+    `fused`: one kernel for all parameters (about 4x faster a step than the per-parameter loop on CPU);
+    off under a loss scaler (16-mixed), which must unscale the gradients before they are clipped.
+    """
     decays = {n: p.ndim >= 2 and not n.startswith("embed") for n, p in model.named_parameters()}
     groups = [
         {"params": [p for n, p in model.named_parameters() if decays[n]], "weight_decay": weight_decay},
         {"params": [p for n, p in model.named_parameters() if not decays[n]], "weight_decay": 0.0},
     ]
-    # fused: one kernel for all parameters (about 4x faster a step than the per-parameter loop on CPU)
-    return torch.optim.AdamW(groups, lr=lr, fused=True)
+    return torch.optim.AdamW(groups, lr=lr, fused=fused, foreach=None if fused else True)
+
+
+def unpack(batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(ids, lengths, labels, host lengths): a batch from the loader, or one moved to the device with the
+    lengths' host copy appended (IMDBDataModule.transfer_batch_to_device)."""
+    ids, lengths, y, *host = batch
+    return ids, lengths, y, host[0] if host else lengths
 
 
 class AttnClassifierModule(L.LightningModule):
@@ -73,32 +86,64 @@ class AttnClassifierModule(L.LightningModule):
             embed_dropout,
             gru_kernel,
         )
-        self.train_acc = MulticlassAccuracy(num_classes, average="micro")
-        self.val_acc = MulticlassAccuracy(num_classes, average="micro")
-        self.test_acc = MulticlassAccuracy(num_classes, average="micro")
+        # validate_args=False: the checks read the labels back from the device, a sync every step
+        self.train_acc = MulticlassAccuracy(num_classes, average="micro", validate_args=False)
+        self.val_acc = MulticlassAccuracy(num_classes, average="micro", validate_args=False)
+        self.test_acc = MulticlassAccuracy(num_classes, average="micro", validate_args=False)
         self.val_acc_best = MaxMetric()  # (the sanity check does not update it: on_validation_epoch_end)
         self.val_acc_best.persistent(True)  # in the checkpoint, so a resumed run keeps its best
+        self._bad_loss: tuple[torch.Tensor, torch.Tensor] | None = None  # on a GPU: (first bad step, its loss)
 
-    def forward(self, ids: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return self.model(ids, lengths)
+    def forward(
+        self, ids: torch.Tensor, lengths: torch.Tensor, host_lengths: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.model(ids, lengths, host_lengths)
+
+    def _check_finite(self, loss: torch.Tensor) -> None:
+        """Stop on a nan/inf loss. On CPU at once; on a GPU the first bad step is kept on the device and
+        read every `log_every_n_steps` steps and before a checkpoint (reading it each step would wait for
+        the step to finish, and the GPU would idle while the next one is launched)."""
+        if loss.device.type == "cpu":
+            if not torch.isfinite(loss):
+                self._raise_bad_loss(self.global_step, loss.item())
+            return
+        loss = loss.detach().float()
+        if self._bad_loss is None:
+            self._bad_loss = (torch.full((), -1, device=loss.device), torch.zeros((), device=loss.device))
+        step, value = self._bad_loss
+        first = ~torch.isfinite(loss) & (step < 0)
+        self._bad_loss = (torch.where(first, self.global_step, step), torch.where(first, loss, value))
+
+    def _stop_if_bad_loss(self) -> None:
+        if self._bad_loss is not None and int(self._bad_loss[0]) >= 0:
+            self._raise_bad_loss(int(self._bad_loss[0]), float(self._bad_loss[1]))
+
+    def _raise_bad_loss(self, step: int, value: float):
+        raise AttnclfError(
+            f"train/loss became {value} at step {step}; stopping "
+            "(the last good checkpoint is kept; try a smaller optimizer.lr)"
+        )
+
+    def on_train_batch_end(self, outputs, batch, batch_idx) -> None:
+        if self.global_step % self.trainer.log_every_n_steps == 0:
+            self._stop_if_bad_loss()
+
+    def on_train_epoch_end(self) -> None:
+        self._stop_if_bad_loss()
 
     def training_step(self, batch, batch_idx):
-        ids, lengths, y = batch
-        logits, _ = self(ids, lengths)
+        ids, lengths, y, host = unpack(batch)
+        logits, _ = self(ids, lengths, host)
         loss = F.cross_entropy(logits, y)
-        if not torch.isfinite(loss):
-            raise AttnclfError(
-                f"train/loss became {loss.item()} at step {self.global_step}; stopping "
-                "(the last good checkpoint is kept; try a smaller optimizer.lr)"
-            )
+        self._check_finite(loss)
         self.train_acc(logits.argmax(-1), y)
         self.log("train/loss", loss, prog_bar=True, batch_size=len(y))
         self.log("train/acc", self.train_acc, on_step=False, on_epoch=True, batch_size=len(y))
         return loss
 
     def _eval_step(self, batch, stage: str, acc: MulticlassAccuracy):
-        ids, lengths, y = batch
-        logits, weights = self(ids, lengths)
+        ids, lengths, y, host = unpack(batch)
+        logits, weights = self(ids, lengths, host)
         acc(logits.argmax(-1), y)
         entropy, top5 = attention_sharpness(weights)
         n = len(y)
@@ -109,18 +154,49 @@ class AttnClassifierModule(L.LightningModule):
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         # never replace a good checkpoint with a diverged one
+        self._stop_if_bad_loss()
         bad = next((n for n, p in self.named_parameters() if not torch.isfinite(p).all()), None)
         if bad is not None:
             raise AttnclfError(
                 f"parameter {bad} became nan/inf by step {self.global_step}; stopping "
                 "(the last good checkpoint is kept; try a smaller optimizer.lr)"
             )
-        # dropout's random stream, so that a resumed run continues exactly where it stopped
-        checkpoint["torch_rng_state"] = torch.get_rng_state()
+        # dropout's random streams, so that a resumed run continues exactly where it stopped: every rank's
+        # own (their batches differ), the CPU's and, where dropout draws on a GPU, that device's
+        checkpoint["rng_states"] = self._gather_rng_states()
+
+    def _gather_rng_states(self) -> list[dict[str, torch.Tensor]]:
+        device = self.trainer.strategy.root_device
+        states = {"cpu": torch.get_rng_state()}
+        if device.type == "cuda":
+            states["cuda"] = torch.cuda.get_rng_state(device)
+        if self.trainer.world_size == 1:
+            return [states]
+        # (every rank saves the checkpoint's contents; rank 0 writes them)
+        gathered = {k: self.all_gather(v.to(device)).cpu() for k, v in states.items()}  # (world, N) each
+        return [{k: v[r].clone() for k, v in gathered.items()} for r in range(self.trainer.world_size)]  # (own storage)
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
-        if "torch_rng_state" in checkpoint:
-            torch.set_rng_state(checkpoint["torch_rng_state"].cpu())
+        if self._trainer is None:  # loaded for evaluation or prediction: leave the process's RNG alone
+            return
+        states = checkpoint.get("rng_states")
+        if states is None and "torch_rng_state" in checkpoint:  # checkpoints from before rng_states
+            states = [{"cpu": checkpoint["torch_rng_state"]}]
+        if not states:
+            return
+        rank = self.trainer.global_rank
+        if len(states) != self.trainer.world_size:
+            log.warning(
+                "the checkpoint holds random states of %d rank(s), this run has %d: dropout will not "
+                "continue exactly as the interrupted run would have",
+                len(states),
+                self.trainer.world_size,
+            )
+        own = states[min(rank, len(states) - 1)]
+        torch.set_rng_state(own["cpu"].cpu().clone())  # (a view segfaults it)
+        device = self.trainer.strategy.root_device
+        if "cuda" in own and device.type == "cuda":
+            torch.cuda.set_rng_state(own["cuda"].cpu().clone(), device)
 
     def validation_step(self, batch, batch_idx):
         self._eval_step(batch, "val", self.val_acc)
@@ -134,9 +210,29 @@ class AttnClassifierModule(L.LightningModule):
     def test_step(self, batch, batch_idx):
         self._eval_step(batch, "test", self.test_acc)
 
+    def _loss_scaler(self):
+        return getattr(self.trainer.precision_plugin, "scaler", None) if self._trainer is not None else None
+
+    def configure_gradient_clipping(self, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None):
+        """Clip with torch's own functions when no loss scaler is in play (32-true, bf16-mixed).
+
+        Lightning's mixed-precision plugin refuses to clip for a fused optimizer under any *-mixed
+        precision, bf16 included, although only a loss scaler (16-mixed) needs the gradients unscaled
+        first; with one, the optimizer is not fused and Lightning's own path unscales, then clips.
+        """
+        if self._loss_scaler() is not None:
+            return self.clip_gradients(optimizer, gradient_clip_val, gradient_clip_algorithm)
+        if not gradient_clip_val:
+            return
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        if gradient_clip_algorithm == "value":
+            torch.nn.utils.clip_grad_value_(params, gradient_clip_val)
+        else:  # (no error_if_nonfinite: that reads the norm back from the device every step)
+            torch.nn.utils.clip_grad_norm_(params, gradient_clip_val)
+
     def configure_optimizers(self):
         hp = self.hparams
-        opt = adamw(self.model, hp.lr, hp.weight_decay)
+        opt = adamw(self.model, hp.lr, hp.weight_decay, fused=self._loss_scaler() is None)
         if hp.schedule == "constant":
             return opt
         total = max(int(self.trainer.estimated_stepping_batches), 1)

@@ -1,33 +1,79 @@
 #!/usr/bin/env bash
-# A short (< 5 min) check on a CUDA machine: the tests, one epoch of each attention on IMDb at bf16,
-# and the attention benchmark on CUDA if present. Prints tokens/s.
-#   bash scripts/gpu_check.sh [/path/to/imdb]      (default: the Hub id stanfordnlp/imdb)
-set -euo pipefail
+# The GPU check, for a CUDA machine with torch but possibly no internet access (about 8 minutes on one H200):
+#   bash scripts/gpu_check.sh /path/to/imdb [/path/to/wheels]
+# 1. installs what is missing (hydra-core, omegaconf, datasets, ...) from the wheel folder when one is given;
+# 2. the CUDA tests (tests/test_cuda.py);
+# 3. one bf16 epoch of each attention on full IMDb; the default run (python train.py trainer=gpu: 6 epochs
+#    and the test); one epoch at batch 256 with the learning rate scaled by 4;
+# 4. the GRU precision benchmark and the attention benchmark on CUDA;
+# then one table of every run. A failing step prints its last lines and the script goes on to the next;
+# the exit status is the number of failed steps. Logs: $OUT (default outputs/gpu_check).
+set -uo pipefail
 cd "$(dirname "$0")/.."
-DATA="${1:-stanfordnlp/imdb}"
+DATA="${1:?usage: bash scripts/gpu_check.sh /path/to/imdb [/path/to/wheels]}"
+WHEELS="${2:-}"
 OUT="${OUT:-outputs/gpu_check}"
 mkdir -p "$OUT"
+FAILED=0
 
-python - <<'PY'
+step() {  # step NAME COMMAND...: run it with its output in $OUT/NAME.log; on failure show the end and go on
+  local name="$1"
+  shift
+  local t0=$SECONDS
+  echo "== $name"
+  if "$@" >"$OUT/$name.log" 2>&1; then
+    echo "   ok ($((SECONDS - t0)) s)"
+  else
+    echo "   FAILED (exit $?, $((SECONDS - t0)) s); last lines of $OUT/$name.log:"
+    tail -n 15 "$OUT/$name.log" | sed 's/^/   | /'
+    FAILED=$((FAILED + 1))
+  fi
+}
+
+python - <<'PY' || exit 1
 import torch
-assert torch.cuda.is_available(), "no CUDA device"
-print("device:", torch.cuda.get_device_name(0), "| torch", torch.__version__, "| bf16:", torch.cuda.is_bf16_supported())
+if not torch.cuda.is_available():
+    raise SystemExit("no CUDA device: this script checks the GPU path (the CPU path is the test suite)")
+print("device:", torch.cuda.get_device_name(0), "| torch", torch.__version__, "| CUDA", torch.version.cuda,
+      "| cuDNN", torch.backends.cudnn.version(), "| bf16:", torch.cuda.is_bf16_supported())
 PY
 
-python -m pytest -q -x 2>&1 | tail -3
-
-for att in dot additive; do
-  python train.py trainer=gpu attention="$att" data.path="$DATA" trainer.max_epochs=1 \
-    callbacks.rich_progress_bar=null hydra.run.dir="$OUT/$att" > "$OUT/$att.log" 2>&1
-  python - "$OUT/$att/metrics.json" <<'PY'
-import json, sys
-m = json.load(open(sys.argv[1]))
-print(f"{m['attention']:>8}: 1 epoch bf16  val/acc {m['val/acc']:.4f}  test/acc {m['test/acc']:.4f}  "
-      f"train {m['train_tokens_per_sec']:,.0f} tokens/s  eval {m['eval_reviews_per_sec']:,.0f} reviews/s  "
-      f"fit {m['fit_seconds']:.0f} s")
-PY
-done
-
-if [ -f scripts/bench_attention.py ]; then
-  python scripts/bench_attention.py --device cuda --out "$OUT" | tail -40
+if [ -n "$WHEELS" ]; then
+  step install python -m pip install --no-index --find-links "$WHEELS" --no-deps -e . \
+    hydra-core omegaconf antlr4-python3-runtime datasets dill multiprocess xxhash huggingface-hub \
+    fsspec filelock tqdm requests pyyaml pandas pyarrow torchmetrics lightning-utilities rich \
+    pytest iniconfig pluggy
 fi
+
+step tests python -m pytest -q -p no:cacheprovider tests/test_cuda.py tests/test_precision.py
+
+QUIET=(callbacks.rich_progress_bar=null "data.path=$DATA")
+for att in dot additive; do
+  step "epoch_$att" python train.py trainer=gpu attention="$att" trainer.max_epochs=1 "${QUIET[@]}" \
+    hydra.run.dir="$OUT/epoch_$att"
+done
+step default python train.py trainer=gpu "${QUIET[@]}" hydra.run.dir="$OUT/default"
+step batch256 python train.py trainer=gpu trainer.max_epochs=1 data.batch_size=256 optimizer.lr=8e-3 \
+  "${QUIET[@]}" hydra.run.dir="$OUT/batch256"
+step bench_precision python scripts/bench_precision.py --device cuda
+tail -n 5 "$OUT/bench_precision.log" 2>/dev/null
+step bench_attention python scripts/bench_attention.py --device cuda --out "$OUT"
+tail -n 25 "$OUT/bench_attention.log" 2>/dev/null
+
+python - "$OUT" <<'PY'
+import json, pathlib, sys
+out = pathlib.Path(sys.argv[1])
+print(f"\n{'run':<14}{'attention':>10}{'epochs':>7}{'train tokens/s':>16}{'s/epoch':>9}{'fit s':>8}"
+      f"{'eval reviews/s':>16}{'peak GPU MB':>13}{'val/acc':>9}{'test/acc':>9}")
+for name in ("epoch_dot", "epoch_additive", "default", "batch256"):
+    f = out / name / "metrics.json"
+    if not f.is_file():
+        print(f"{name:<14}  (no metrics.json: see {out / name}.log)")
+        continue
+    m = json.loads(f.read_text())
+    print(f"{name:<14}{m['attention']:>10}{m['epochs']:>7}{m['train_tokens_per_sec']:>16,.0f}"
+          f"{m['epoch_seconds']:>9.1f}{m['fit_seconds']:>8.0f}{m['eval_reviews_per_sec']:>16,.0f}"
+          f"{m['peak_gpu_mb']:>13,.0f}{m['val/acc']:>9.4f}{m['test/acc']:>9.4f}")
+PY
+echo "failed steps: $FAILED"
+exit "$FAILED"

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 import torch
 from conftest import ROOT, compose_cfg, tiny_overrides
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -43,9 +44,20 @@ def cli(args, tmp_path, env=None):
     )
 
 
-def test_killed_run_resumes_to_the_same_result(tiny_imdb, tmp_path):
+@pytest.mark.parametrize(
+    "precision,how",
+    [("32-true", "run folder"), ("bf16-mixed", "last, in the same hydra.run.dir")],
+)
+def test_killed_run_resumes_to_the_same_result(tiny_imdb, tmp_path, precision, how):
     base = tiny_overrides(tiny_imdb, tmp_path / "x")[2:]  # all but output and cache dirs
-    common = [f"data.path={tiny_imdb}", f"paths.cache_dir={tmp_path / 'cache'}", *base, *RUN]
+    common = [
+        f"data.path={tiny_imdb}",
+        f"paths.cache_dir={tmp_path / 'cache'}",
+        f"paths.runs_dir={tmp_path / 'elsewhere'}",
+        f"trainer.precision={precision}",
+        *base,
+        *RUN,
+    ]
 
     (tmp_path / "killer.py").write_text(KILLER)
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
@@ -60,8 +72,13 @@ def test_killed_run_resumes_to_the_same_result(tiny_imdb, tmp_path):
     assert load_checkpoint(run / "checkpoints" / "last.ckpt")["global_step"] == 15
     assert not list((run / "checkpoints").glob(".*tmp*"))  # no stray temporary files
 
-    resumed = cli([*common, f"hydra.run.dir={tmp_path / 'resume'}", f"ckpt_path={run}"], tmp_path)
+    if how == "run folder":  # from a new command, whose own fresh folder is not left behind
+        resumed = cli([*common, f"hydra.run.dir={tmp_path / 'fresh'}", f"ckpt_path={run}"], tmp_path)
+        assert not (tmp_path / "fresh").exists()
+    else:  # the same command again with ckpt_path=last: the run is in its own hydra.run.dir
+        resumed = cli([*common, f"hydra.run.dir={run}", "ckpt_path=last"], tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "resuming" in (run / "train.log").read_text()  # the resumed part logs into the run's own log
     after = json.loads((run / "metrics.json").read_text())
 
     cfg = compose_cfg([*common, f"paths.output_dir={tmp_path / 'straight'}"])

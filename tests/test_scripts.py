@@ -5,6 +5,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+import torch
 from conftest import ROOT
 
 
@@ -55,6 +57,21 @@ def test_bench_step_tiny():
     for part in ("whole step", "embedding + dropout", "encoder (BiGRU)", "attention pooling", "optimizer step"):
         assert re.search(rf"^{re.escape(part)} +[\d.]+ \( *\d+%\) +[\d.]+ \( *\d+%\)$", r.stdout, re.M), r.stdout
     assert re.search(r"^  its key-projection matmuls +- +[\d.]+ \( *\d+%\)$", r.stdout, re.M), r.stdout
+
+
+def test_bench_precision_tiny():
+    """The three precisions run; fp32 is the reference (error 0), the bf16 rows differ from it."""
+    args = ["--batch", "4", "--length", "20", "--vocab", "100", "--repeats", "1", "--device", "cpu"]
+    r = subprocess.run(
+        [sys.executable, "scripts/bench_precision.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = {
+        m.group(1): m.groups()[1:] for m in re.finditer(r"^(.+?) +([\d.]+) +([\d,]+) +(\S+) +(\S+)$", r.stdout, re.M)
+    }
+    assert rows["fp32"][2:] == ("0.00e+00", "0.00e+00"), r.stdout
+    for mode in ("bf16, GRU fp32", "bf16, GRU autocast"):
+        assert 0 < float(rows[mode][3]) < 0.1, r.stdout  # bf16 rounding: small, not zero
 
 
 def test_bench_tokenize(tiny_imdb):
@@ -133,3 +150,11 @@ def test_bench_train_interleaved_quick(tiny_imdb, tmp_path):
     for name in (r"model \(concurrent\)", r"model \(padded\)", "kernel"):
         line = rf"^{name} +[\d,]+ useful train tokens/s +ratio to kernel \d+\.\d\d$"
         assert re.search(line, r.stdout, re.M), r.stdout
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="on a GPU the script runs for real (minutes)")
+def test_gpu_check_says_why_it_stops_without_a_gpu(tiny_imdb):
+    r = subprocess.run(
+        ["bash", "scripts/gpu_check.sh", str(tiny_imdb)], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode != 0 and "no CUDA device" in r.stderr

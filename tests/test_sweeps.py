@@ -132,7 +132,9 @@ def test_submitit_local_launcher(tiny_imdb, tmp_path):
 
 
 def test_ddp_two_processes_on_cpu(tiny_imdb, tmp_path):
-    """2-process DDP (gloo): the logged val/acc equals a single-process evaluation of the same checkpoint."""
+    """2-process DDP (gloo) with trainer=ddp's own precision (bf16-mixed): the logged val/acc equals a
+    single-process evaluation of the same checkpoint, every validation review is counted once, and the
+    throughput counts both ranks' reviews."""
     run = tmp_path / "ddp"
     common = [f"data.path={tiny_imdb}", f"paths.cache_dir={tmp_path / 'cache'}", *tiny_overrides(tiny_imdb, run)[2:]]
     r = subprocess.run(
@@ -143,7 +145,6 @@ def test_ddp_two_processes_on_cpu(tiny_imdb, tmp_path):
             "trainer=ddp",
             "trainer.accelerator=cpu",
             "trainer.devices=2",
-            "trainer.precision=32-true",
             "trainer.max_epochs=2",
             "callbacks.rich_progress_bar=null",
             f"hydra.run.dir={run}",
@@ -165,8 +166,10 @@ def test_ddp_two_processes_on_cpu(tiny_imdb, tmp_path):
     cfg = compose_cfg([*common, f"paths.output_dir={tmp_path / 'single'}"])
     datamodule = IMDBDataModule(**cfg.data, seed=cfg.seed)
     model = AttnClassifierModule.load_from_checkpoint(logged["best_checkpoint"], map_location="cpu", weights_only=True)
-    trainer = L.Trainer(accelerator="cpu", devices=1, logger=False, enable_progress_bar=False)
+    trainer = L.Trainer(accelerator="cpu", devices=1, logger=False, enable_progress_bar=False, precision="bf16-mixed")
     single = trainer.validate(model, datamodule=datamodule, verbose=False)[0]
     assert single["val/acc"] == pytest.approx(logged["val/acc"], abs=1e-6)
-    # every validation review counted once: the same number as in one process
+    # every validation review counted once over both ranks, in each of the 2 epochs
+    assert logged["eval_reviews"] == 2 * len(datamodule.val_set) == 120
+    assert logged["train_tokens"] >= 2 * int(datamodule.train_set.lengths.sum())  # (a padded last step repeats)
     assert torch.load(logged["best_checkpoint"], weights_only=True)["global_step"] > 0

@@ -132,3 +132,14 @@ def test_bad_values_one_line_and_exit_2(override, message, tmp_path):
     r = run_cli(override, f"hydra.run.dir={tmp_path}/run")
     assert r.returncode == 2
     assert r.stderr.strip().splitlines()[-1].startswith(message), r.stderr
+
+
+def test_smoke_run_shows_its_loss_curve_and_no_warnings_a_user_cannot_act_on(tiny_imdb, tmp_path):
+    tiny = [o for o in tiny_overrides(tiny_imdb, tmp_path) if not o.startswith("trainer.log_every_n_steps")]
+    r = run_cli("experiment=smoke", *tiny)
+    assert r.returncode == 0, r.stderr[-2000:]
+    for noise in ("LeafSpec", "multiple `ModelCheckpoint`", "smaller than the logging interval", "Traceback"):
+        assert noise not in r.stderr, noise
+    events = EventAccumulator(str(tmp_path / "tensorboard"))
+    events.Reload()
+    assert len(events.Scalars("train/loss")) >= 2  # a curve (experiment=smoke logs every 5 of its steps)
