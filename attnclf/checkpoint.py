@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import zipfile
 from pathlib import Path
@@ -56,26 +57,83 @@ def load_checkpoint(path: str | Path, map_location="cpu") -> dict:
     return ckpt
 
 
+def best_checkpoint(path: str | Path) -> Path:
+    """A .ckpt file as given; a run folder: its best checkpoint (metrics.json's, else the one checkpoint
+    that is not last.ckpt), so that eval and predict take run folders as train.py does."""
+    path = Path(path).expanduser()
+    if not path.is_dir():
+        return path
+    metrics = path / "metrics.json"
+    if metrics.is_file():
+        best = json.loads(metrics.read_text()).get("best_checkpoint")
+        if best and Path(best).is_file():
+            return Path(best)
+        if best and (path / "checkpoints" / Path(best).name).is_file():  # (a run folder moved elsewhere)
+            return path / "checkpoints" / Path(best).name
+    found = sorted(p for p in (path / "checkpoints").glob("*.ckpt") if p.name != "last.ckpt")
+    if len(found) == 1:
+        return found[0]
+    raise AttnclfError(
+        f"{path} is a folder without one best checkpoint (found {len(found)} besides last.ckpt in checkpoints/); "
+        "give the .ckpt file"
+    )
+
+
 def run_dir_of(ckpt: Path) -> Path:
     """runs/<run>/checkpoints/x.ckpt -> runs/<run>."""
     return ckpt.parent.parent if ckpt.parent.name == "checkpoints" else ckpt.parent
 
 
-def find_resume(ckpt_path: str, runs_root: Path) -> Path:
+# hyperparameters that a run's weights depend on: `last` resumes only a run whose checkpoint has this
+# command's values (model.gru_kernel is how the GRU is computed, not what it is)
+RUNTIME_ONLY = ("gru_kernel",)
+
+
+def run_matches(hparams: dict, cfg) -> bool:
+    """Whether a checkpoint's hyperparameters are this command's attention and model settings."""
+    if hparams.get("attention") != cfg.attention:
+        return False
+    return all(hparams.get(k) == v for k, v in cfg.model.items() if k not in RUNTIME_ONLY)
+
+
+def _finished(run: Path) -> str | None:
+    m = run / "metrics.json"
+    return f"run {run} is finished (its results are in {m}); nothing to resume" if m.is_file() else None
+
+
+def find_resume(ckpt_path: str, runs_root: Path, here: Path | None = None, matches=None) -> Path:
     """The checkpoint to resume from.
 
-    `last`: the newest unfinished run (no metrics.json) under `runs_root` that has a
-    checkpoints/last.ckpt; a run folder: its checkpoints/last.ckpt; a .ckpt file: itself.
+    `last`: the newest unfinished run (a checkpoints/last.ckpt, no metrics.json) among this command's own
+    run folder `here` and the runs under `runs_root` whose hyperparameters pass `matches`; a run folder:
+    its checkpoints/last.ckpt; a .ckpt file: itself. A finished run is refused: resuming it would only
+    repeat its test, and its results stay as they are.
     """
     if ckpt_path == "last":
-        runs = [p.parent.parent for p in runs_root.glob("*/checkpoints/last.ckpt")]
-        runs = [r for r in runs if not (r / "metrics.json").exists()]
+        runs = {p.parent.parent.resolve() for p in runs_root.glob("*/checkpoints/last.ckpt")}
+        if here is not None and (here / "checkpoints" / "last.ckpt").is_file():
+            runs.add(here.resolve())
+        runs = [r for r in runs if not _finished(r)]
         if not runs:
             raise AttnclfError(f"ckpt_path=last: no unfinished run with checkpoints/last.ckpt under {runs_root}")
-        return max(runs, key=lambda r: (r / "checkpoints" / "last.ckpt").stat().st_mtime) / "checkpoints" / "last.ckpt"
+        fitting = [
+            r
+            for r in runs
+            if matches is None or matches(load_checkpoint(r / "checkpoints" / "last.ckpt").get("hyper_parameters", {}))
+        ]
+        if not fitting:
+            raise AttnclfError(
+                f"ckpt_path=last: none of the {len(runs)} unfinished run(s) under {runs_root} has this command's "
+                "attention and model settings; give the run folder: ckpt_path=<run>"
+            )
+        newest = max(fitting, key=lambda r: (r / "checkpoints" / "last.ckpt").stat().st_mtime)
+        return newest / "checkpoints" / "last.ckpt"
     path = Path(ckpt_path).expanduser()
     if path.is_dir():
         path = path / "checkpoints" / "last.ckpt"
     if not path.is_file():
         raise AttnclfError(f"ckpt_path={ckpt_path!r}: {path} does not exist (give last, a run folder or a .ckpt file)")
+    finished = _finished(run_dir_of(path))
+    if finished:
+        raise AttnclfError(f"ckpt_path={ckpt_path!r}: {finished}")
     return path

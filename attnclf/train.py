@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 import logging
 import math
+import os
+import shutil
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import pytorch_lightning as L
@@ -14,9 +17,9 @@ import torch
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from attnclf.attention import ATTENTIONS
+from attnclf.attention import ATTENTION_INITS, ATTENTIONS
 from attnclf.callbacks import Throughput
-from attnclf.checkpoint import AtomicCheckpointIO, find_resume, load_checkpoint, run_dir_of
+from attnclf.checkpoint import AtomicCheckpointIO, find_resume, load_checkpoint, run_dir_of, run_matches
 from attnclf.data import IMDBDataModule
 from attnclf.errors import AttnclfError
 from attnclf.memory import keep_freed_memory
@@ -62,10 +65,65 @@ def validate(cfg: DictConfig) -> None:
     objective = cfg.get("optimized_metric") or "val/acc"
     if objective not in OBJECTIVES:  # checked now, not after a whole run
         raise AttnclfError(f"optimized_metric={objective!r}; allowed: {', '.join(OBJECTIVES)}")
-    for key in ("model.dropout", "model.embed_dropout"):
+    for key in ("model.dropout", "model.embed_dropout", "optimizer.warmup_ratio"):
         value = OmegaConf.select(cfg, key)
-        if not isinstance(value, (int, float)) or not 0 <= value < 1:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
             raise AttnclfError(f"{key}={value!r} must be in [0, 1)")
+    wd = OmegaConf.select(cfg, "optimizer.weight_decay")
+    if isinstance(wd, bool) or not isinstance(wd, (int, float)) or not 0 <= wd < math.inf:
+        raise AttnclfError(f"optimizer.weight_decay={wd!r} must be a number >= 0")
+    dim = OmegaConf.select(cfg, "model.attention_dim")
+    if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0):
+        raise AttnclfError(f"model.attention_dim={dim!r} must be a positive integer or null (the default size)")
+    init = OmegaConf.select(cfg, "model.attention_init")
+    if init not in ATTENTION_INITS:
+        raise AttnclfError(f"model.attention_init={init!r}; allowed: {', '.join(ATTENTION_INITS)}")
+    check_devices(cfg)
+
+
+def check_devices(cfg: DictConfig) -> None:
+    """Before any data work: a GPU asked for where there is none, and local DDP inside a multirun."""
+    accelerator = str(OmegaConf.select(cfg, "trainer.accelerator") or "auto")
+    if accelerator in ("gpu", "cuda") and not torch.cuda.is_available():
+        raise AttnclfError(f"trainer.accelerator={accelerator}: no GPU found; use trainer=cpu")
+    if in_multirun() and launches_local_ranks(cfg):
+        raise AttnclfError(
+            f"trainer.strategy={OmegaConf.select(cfg, 'trainer.strategy')} with "
+            f"trainer.devices={OmegaConf.select(cfg, 'trainer.devices')} in a multirun (-m): Lightning would "
+            "start each extra rank as this whole sweep again; run each setting as its own command, "
+            "or sweep with hydra/launcher=slurm (one task per GPU)"
+        )
+
+
+def launches_local_ranks(cfg: DictConfig) -> bool:
+    """Whether Lightning would start more ranks on this node by running the command line again."""
+    from lightning_fabric.plugins.environments import SLURMEnvironment, TorchElasticEnvironment
+
+    strategy = str(OmegaConf.select(cfg, "trainer.strategy") or "auto")
+    if not strategy.startswith("ddp") or "spawn" in strategy or "fork" in strategy:
+        return False  # (no DDP, or ranks forked or spawned from this process)
+    devices = OmegaConf.select(cfg, "trainer.devices")
+    if OmegaConf.is_list(devices) or isinstance(devices, (list, tuple)):
+        many = len(devices) > 1
+    else:
+        many = str(devices) in ("-1", "auto") or (str(devices).isdigit() and int(devices) > 1)
+    launched_outside = SLURMEnvironment.detect() or TorchElasticEnvironment.detect() or "LOCAL_RANK" in os.environ
+    return many and not launched_outside
+
+
+# Lightning's warnings that a user of this tool cannot act on (its own internals, or settings that
+# train() makes on purpose); the ones that matter stay.
+QUIET = (
+    r".*isinstance\(treespec, LeafSpec\)",  # Lightning's pytree use under torch >= 2.9
+    r".*torch.distributed.nn.functional.all_gather is deprecated",  # Lightning's all_gather
+    r"Precision bf16-mixed is not supported by the model summary",  # (it counts parameters in fp32)
+    r".*does not have many workers",  # the loaders bucket in-process on purpose (data.num_workers)
+)
+
+
+def quiet_known_warnings() -> None:
+    for pattern in QUIET:
+        warnings.filterwarnings("ignore", message=pattern)
 
 
 def hparams_of(cfg: DictConfig) -> dict:
@@ -113,17 +171,32 @@ def peak_rss_mb() -> float:
     return kb / 1024 if sys.platform != "darwin" else kb / 2**20  # (macOS reports bytes)
 
 
+def peak_gpu_mb(trainer: L.Trainer) -> float:
+    """Peak GPU memory allocated by tensors on this rank's device (MB); nan off a GPU."""
+    device = trainer.strategy.root_device
+    return torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else float("nan")
+
+
 def train(cfg: DictConfig) -> float:
     """Fit, test the best checkpoint, write metrics.json; return the metric `cfg.optimized_metric`."""
     validate(cfg)
+    quiet_known_warnings()
     if cfg.get("num_threads"):
         torch.set_num_threads(cfg.num_threads)
     if cfg.get("keep_freed_memory"):
         keep_freed_memory()
-    resume = find_resume(cfg.ckpt_path, Path(cfg.paths.runs_dir)) if cfg.get("ckpt_path") else None
-    if resume is not None:  # continue in the interrupted run's folder: checkpoints, TensorBoard curves, vocab
-        cfg.paths.output_dir = str(run_dir_of(resume))
-        log.info("resuming from %s", resume)
+    resume = None
+    if cfg.get("ckpt_path"):
+        here = Path(cfg.paths.output_dir)
+        resume = find_resume(cfg.ckpt_path, Path(cfg.paths.runs_dir), here, lambda hp: run_matches(hp, cfg))
+        if run_dir_of(resume).resolve() != here.resolve():  # continue in the interrupted run's folder
+            cfg.paths.output_dir = str(run_dir_of(resume))
+            move_log_to(run_dir_of(resume), here)
+        if cfg.ckpt_path == "last":
+            log.info(
+                "ckpt_path=last: the newest unfinished run with attention=%s and these model settings", cfg.attention
+            )
+        log.info("resuming %s", resume)
     L.seed_everything(cfg.seed, workers=True)
     out = Path(cfg.paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -137,6 +210,13 @@ def train(cfg: DictConfig) -> float:
         **cfg.model,
         **cfg.optimizer,
     )
+    if resume is not None:
+        saved = load_checkpoint(resume).get("hyper_parameters", {}).get("vocab_size")
+        if saved != len(datamodule.vocab):
+            raise AttnclfError(
+                f"ckpt_path: {resume} has a vocabulary of {saved} words, this command's data settings give "
+                f"{len(datamodule.vocab)}; resume with the run's own data.* settings"
+            )
     callbacks = instantiate_group(cfg.get("callbacks"))
     throughput = next((c for c in callbacks if isinstance(c, Throughput)), None) or Throughput()
     if throughput not in callbacks:
@@ -154,27 +234,32 @@ def train(cfg: DictConfig) -> float:
 
     best = trainer.checkpoint_callback.best_model_path if trainer.checkpoint_callback else ""
     tested = {}
-    if cfg.get("test", True):
-        tested = trainer.test(
-            model, datamodule=datamodule, ckpt_path="best" if best else None, verbose=False, weights_only=True
-        )[0]
+    if cfg.get("test", True):  # the best checkpoint by val/acc (its path: "best" would warn of two callbacks)
+        tested = trainer.test(model, datamodule=datamodule, ckpt_path=best or None, verbose=False, weights_only=True)[0]
     nan = float("nan")
+    totals = throughput.final or throughput.totals()
+    # (read from the state, restored from a checkpoint too: a resumed run may validate no more)
+    val_best = float(model.val_acc_best.max_value)
 
     metrics = {
         "attention": cfg.attention,
         "seed": cfg.seed,
-        "val/acc": float(model.val_acc_best.compute()) if model.val_acc_best.update_called else nan,
+        "val/acc": val_best if math.isfinite(val_best) else nan,
         "test/acc": tested.get("test/acc", nan),
         "test/loss": tested.get("test/loss", nan),
         "test/attn_entropy": tested.get("test/attn_entropy", nan),
         "test/attn_top5": tested.get("test/attn_top5", nan),
         "epochs": trainer.current_epoch,
         "steps": trainer.global_step,
-        "fit_seconds": fit_seconds,
-        "train_seconds": throughput.train_seconds,
+        "fit_seconds": throughput.total_fit_seconds(fit_seconds),
+        "train_seconds": totals["train_seconds"],
+        "epoch_seconds": totals["train_seconds"] / trainer.current_epoch if trainer.current_epoch else nan,
+        "train_tokens": int(totals["train_tokens"]),  # useful (non-padding) tokens, all ranks
+        "eval_reviews": int(totals["eval_samples"]),  # validation reviews read, all ranks
         "train_tokens_per_sec": throughput.tokens_per_sec,
         "eval_reviews_per_sec": throughput.eval_reviews_per_sec,
         "peak_rss_mb": peak_rss_mb(),
+        "peak_gpu_mb": peak_gpu_mb(trainer),
         "best_checkpoint": best,
         "vocab": str(out / "vocab.json"),
         "hparams": hparams_of(cfg),
@@ -194,11 +279,32 @@ def train(cfg: DictConfig) -> float:
             "val/acc %.4f  test/acc %.4f  %.0f s  %.0f tokens/s  -> %s",
             metrics["val/acc"],
             metrics["test/acc"],
-            fit_seconds,
+            metrics["fit_seconds"],
             metrics["train_tokens_per_sec"],
             out / "metrics.json",
         )
     return metrics[cfg.get("optimized_metric") or "val/acc"]
+
+
+def move_log_to(run: Path, fresh: Path) -> None:
+    """A resumed run logs into its own train.log; the folder Hydra made for this command goes, if that is
+    all it holds (its config and log: the resumed run's own .hydra/ stays as it was)."""
+    root = logging.getLogger()
+    for h in list(root.handlers):
+        if isinstance(h, logging.FileHandler) and Path(h.baseFilename).parent.resolve() == fresh.resolve():
+            root.removeHandler(h)
+            h.close()
+            handler = logging.FileHandler(run / "train.log", mode="a")
+            handler.setFormatter(h.formatter)
+            handler.setLevel(h.level)
+            root.addHandler(handler)
+    remove_if_unused(fresh)
+
+
+def remove_if_unused(folder: Path) -> None:
+    """Remove a run folder that holds nothing but Hydra's config and an empty or only-started log."""
+    if folder.is_dir() and {p.name for p in folder.iterdir()} <= {".hydra", "train.log"}:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def run(fn, cfg):
@@ -213,6 +319,13 @@ def run(fn, cfg):
         print(f"error: {e}", file=sys.stderr)
         if in_multirun():
             raise
+        try:
+            out = OmegaConf.select(cfg, "paths.output_dir")
+        except Exception:  # (outside Hydra its resolver is not there)
+            out = None
+        if out:  # a failed start leaves no run folder behind (one with checkpoints or metrics stays)
+            logging.shutdown()
+            remove_if_unused(Path(out))
         sys.exit(2)
 
 

@@ -26,6 +26,11 @@ from attnclf.train import train
         ("data.val_size=0", "data.val_size=0 must be a fraction"),
         ("data.truncation=middle", "data.truncation='middle'; allowed: head, tail, head_tail"),
         ("optimized_metric=test/f1", "optimized_metric='test/f1'; allowed"),
+        ("model.attention_init=zeros", "model.attention_init='zeros'; allowed: xavier, default"),
+        ("model.attention_dim=-5", "model.attention_dim=-5 must be a positive integer or null"),
+        ("model.attention_dim=0", "model.attention_dim=0 must be a positive integer or null"),
+        ("optimizer.weight_decay=-3", "optimizer.weight_decay=-3 must be a number >= 0"),
+        ("optimizer.warmup_ratio=5", "optimizer.warmup_ratio=5 must be in [0, 1)"),
     ],
 )
 def test_bad_values(override, message, tiny_imdb, tmp_path):
@@ -57,16 +62,12 @@ def test_labels_out_of_range(tmp_path):
         train(compose_cfg(tiny_overrides(data, tmp_path / "o")))
 
 
-def test_hub_unreachable_says_how_to_use_a_local_folder(tmp_path):
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+def test_hub_unreachable_fails_at_once_and_says_how_to_use_a_local_folder(tmp_path):
+    """An unreachable Hub: the one-line error at once, not after datasets' ~30 s of retries."""
+    env = {**os.environ, "HF_ENDPOINT": "http://127.0.0.1:9"}  # (nothing listens on port 9: refused)
+    env.pop("HF_HUB_OFFLINE", None)
     r = subprocess.run(
-        [
-            sys.executable,
-            "train.py",
-            "data.path=stanfordnlp/imdb",
-            f"hydra.run.dir={tmp_path}",
-            f"paths.cache_dir={tmp_path}",
-        ],
+        [sys.executable, "train.py", "data.path=stanfordnlp/imdb", f"hydra.run.dir={tmp_path / 'run'}"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -75,7 +76,39 @@ def test_hub_unreachable_says_how_to_use_a_local_folder(tmp_path):
     )
     assert r.returncode == 2
     last = r.stderr.strip().splitlines()[-1]
-    assert "stanfordnlp/imdb" in last and "Hub" in last and "data.path=" in last, last
+    assert "stanfordnlp/imdb" in last and "Hub" in last and "cannot be reached" in last and "data.path=" in last
+    assert "Retrying" not in r.stderr  # datasets never started its retries
+    assert not (tmp_path / "run").exists()  # a failed start leaves no run folder behind
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="trainer=gpu works here")
+def test_no_gpu_is_refused_before_any_data_work(tmp_path):
+    with pytest.raises(AttnclfError, match=r"^trainer.accelerator=gpu: no GPU found; use trainer=cpu$"):
+        train(compose_cfg(["trainer=gpu", "data.path=/no/such/data", f"paths.output_dir={tmp_path}"]))
+
+
+def test_local_ddp_in_a_multirun_is_refused_before_any_data_work(tmp_path):
+    r = subprocess.run(
+        [
+            sys.executable,
+            "train.py",
+            "-m",
+            "trainer=ddp",
+            "trainer.accelerator=cpu",
+            "trainer.devices=2",
+            "seed=1,2",
+            "data.path=/no/such/data",  # (never read: the check comes first)
+            f"hydra.sweep.dir={tmp_path / 'sweep'}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode != 0
+    errors = [line for line in r.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 2, r.stderr[-2000:]  # each job refused once, no sweep started again by a rank
+    assert "trainer.devices=2 in a multirun (-m)" in errors[0] and "run each setting as its own command" in errors[0]
 
 
 class Poison(L.Callback):
