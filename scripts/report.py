@@ -6,7 +6,8 @@ Reads every run's metrics.json (and its TensorBoard scalars) under the folder,
 prints the runs ranked by the objective and the best overrides, and writes
 report.md and PNG plots into the folder:
 - per attention: test accuracy mean +- sd and a 95% bootstrap interval over runs;
-  the paired difference (same seed) with a paired t-test and an exact sign-flip
+  the paired difference between runs that differ only in the attention (same
+  seed and every other setting) with a paired t-test and an exact sign-flip
   permutation test;
 - seconds per epoch, useful training tokens/s, evaluation reviews/s, and time
   to reach the target validation accuracy, each mean +- sd;
@@ -24,6 +25,7 @@ import itertools
 import json
 import math
 import statistics as st
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -132,10 +134,25 @@ def by_setting(runs: list[dict], target: float) -> list[str]:
     return lines
 
 
+# what --objective can rank by, and which way is better
+OBJECTIVES = {"val/acc": "max", "test/acc": "max", "test/loss": "min", "train_tokens_per_sec": "max"}
+
+
+def ranked(runs: list[dict], objective: str) -> list[dict]:
+    """Best first; runs without the value (nan: e.g. test=false) last."""
+    sign = -1 if OBJECTIVES[objective] == "max" else 1
+
+    def key(m: dict) -> tuple[bool, float]:
+        v = m.get(objective, math.nan)
+        return (v is None or math.isnan(v), sign * (v if v is not None and not math.isnan(v) else 0.0))
+
+    return sorted(runs, key=key)
+
+
 def rank(runs: list[dict], objective: str) -> list[str]:
-    ranked = sorted(runs, key=lambda m: -m.get(objective, float("-inf")))
+    ranked_runs = ranked(runs, objective)
     lines = [f"| rank | {objective} | test/acc | attention | seed | overrides |", "|---|---|---|---|---|---|"]
-    for i, m in enumerate(ranked, 1):
+    for i, m in enumerate(ranked_runs, 1):
         lines.append(
             f"| {i} | {m[objective]:.4f} | {m['test/acc']:.4f} | {m['attention']} | {m['seed']} | "
             f"{' '.join(m['overrides'])} |"
@@ -177,26 +194,48 @@ def compare(runs: list[dict], target: float) -> list[str]:
         ]
         lines.append("| " + " | ".join(cells) + " |")
     if {"dot", "additive"} <= set(by_att):
-        dot = {m["seed"]: m["test/acc"] for m in by_att["dot"] if not math.isnan(m["test/acc"])}
-        add = {m["seed"]: m["test/acc"] for m in by_att["additive"] if not math.isnan(m["test/acc"])}
-        seeds = sorted(set(dot) & set(add))
-        if seeds:
-            diffs = [add[s] - dot[s] for s in seeds]
+        pairs = paired_by_setting(runs)
+        if pairs:
+            diffs = [add["test/acc"] - dot["test/acc"] for dot, add in pairs]
             mean = st.mean(diffs) * 100
             who = "additive" if mean > 0 else "dot"
+            settings = len({setting_key(dot)[0] for dot, _ in pairs})
             for test, p in (("paired t-test", paired_t_p(diffs)), ("exact sign-flip test", sign_flip_p(diffs))):
                 verdict = (
                     f"{who} is {abs(mean):.2f} pt more accurate, p = {p:.3g}"
                     if p < 0.05
                     else f"no significant difference (mean difference additive − dot {mean:+.2f} pt, p = {p:.3g})"
                 )
-                lines += ["", f"Paired by seed ({len(seeds)} pairs, {test}): {verdict}."]
-            if len(seeds) < 6:
+                lines += [
+                    "",
+                    f"Paired runs that differ only in the attention ({len(pairs)} pairs over {settings} "
+                    f"setting(s), {test}): {verdict}.",
+                ]
+            if len(pairs) < 6:
                 lines.append(
-                    f"(With {len(seeds)} pairs the sign-flip test's smallest possible p is {2 / 2 ** len(seeds):.3g}; "
+                    f"(With {len(pairs)} pairs the sign-flip test's smallest possible p is {2 / 2 ** len(pairs):.3g}; "
                     "the t-test assumes the differences are roughly normal.)"
                 )
+        else:
+            lines += ["", "No dot and additive runs differ only in the attention: nothing to pair."]
     return lines
+
+
+def setting_key(run: dict) -> tuple[tuple, object]:
+    """(everything but the attention and the seed, the seed): runs equal in both differ only in the attention."""
+    overrides = tuple(sorted(o for o in run["overrides"] if not o.startswith(("attention=", "seed="))))
+    hparams = tuple(sorted((k, str(v)) for k, v in run.get("hparams", {}).items() if k not in ("attention", "seed")))
+    return (overrides, hparams), run["seed"]
+
+
+def paired_by_setting(runs: list[dict]) -> list[tuple[dict, dict]]:
+    """(dot run, additive run) pairs that differ only in the attention, both with a test accuracy."""
+    by_key: dict = defaultdict(dict)
+    for m in runs:
+        if m["attention"] in ("dot", "additive") and not math.isnan(m.get("test/acc", math.nan)):
+            setting, seed = setting_key(m)
+            by_key[(setting, seed)][m["attention"]] = m
+    return [(v["dot"], v["additive"]) for _, v in sorted(by_key.items(), key=str) if len(v) == 2]
 
 
 def plot(runs: list[dict], out: Path) -> None:
@@ -226,14 +265,18 @@ def plot(runs: list[dict], out: Path) -> None:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("folder", type=Path)
-    p.add_argument("--objective", default="val/acc")
+    p.add_argument("--objective", default="val/acc", help=f"one of {', '.join(OBJECTIVES)}")
     p.add_argument("--target", type=float, default=0.85, help="validation accuracy for 'time to reach'")
     args = p.parse_args()
+    if args.objective not in OBJECTIVES:
+        print(f"error: --objective={args.objective!r}; allowed: {', '.join(OBJECTIVES)}", file=sys.stderr)
+        sys.exit(2)
     runs = load_runs(args.folder)
     if not runs:
-        raise SystemExit(f"error: no metrics.json under {args.folder}")
+        print(f"error: no metrics.json under {args.folder}", file=sys.stderr)
+        sys.exit(2)
     ranking = rank(runs, args.objective)
-    best = max(runs, key=lambda m: m[args.objective])
+    best = ranked(runs, args.objective)[0]
     print("\n".join(ranking))
     print(f"\nbest: {args.objective} {best[args.objective]:.4f}  {' '.join(best['overrides']) or '(defaults)'}")
     plot(runs, args.folder / "val_acc.png")
