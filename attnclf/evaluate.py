@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from omegaconf import DictConfig
 from torchmetrics.classification import MulticlassAccuracy, MulticlassConfusionMatrix, MulticlassF1Score
 
-from attnclf.checkpoint import run_dir_of
+from attnclf.checkpoint import best_checkpoint, run_dir_of
 from attnclf.data import Reviews, encode_split, load_splits
 from attnclf.errors import AttnclfError
 from attnclf.inference import Classifier
@@ -22,8 +22,11 @@ log = logging.getLogger(__name__)
 
 def evaluate(cfg: DictConfig) -> dict:
     if not cfg.get("ckpt"):
-        raise AttnclfError("give the checkpoint to evaluate: ckpt=<path to .ckpt>")
-    clf = Classifier.from_checkpoint(cfg.ckpt, cfg.get("device", "cpu"))
+        raise AttnclfError("give the checkpoint to evaluate: ckpt=<path to .ckpt or a run folder>")
+    ckpt = best_checkpoint(cfg.ckpt)
+    if ckpt != Path(cfg.ckpt):
+        log.info("evaluating %s, the best checkpoint of %s", ckpt, cfg.ckpt)
+    clf = Classifier.from_checkpoint(ckpt, cfg.get("device", "cpu"))
     data = cfg.data
     ds = load_splits(data.path, data.text_column, data.label_column)
     if data.split not in ds:
@@ -50,7 +53,7 @@ def evaluate(cfg: DictConfig) -> dict:
         confusion.update(pred, y)
 
     result = {
-        "checkpoint": str(cfg.ckpt),
+        "checkpoint": str(ckpt),
         "data": str(data.path),
         "split": data.split,
         "reviews": len(dataset),
@@ -60,7 +63,7 @@ def evaluate(cfg: DictConfig) -> dict:
         "labels": clf.labels,
         "confusion_matrix": confusion.compute().tolist(),  # rows: true label, columns: predicted
     }
-    out = Path(cfg.output) if cfg.get("output") else run_dir_of(Path(cfg.ckpt)) / f"eval_{data.split}.json"
+    out = Path(cfg.output) if cfg.get("output") else run_dir_of(ckpt) / f"eval_{data.split}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
     print_result(result)

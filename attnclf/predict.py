@@ -13,8 +13,10 @@ import csv
 import html
 import io
 import json
+import sys
 from pathlib import Path
 
+from attnclf.checkpoint import best_checkpoint
 from attnclf.errors import AttnclfError
 from attnclf.inference import Classifier, Prediction
 
@@ -23,7 +25,23 @@ INPUTS = (".txt", ".csv", ".jsonl", ".parquet")
 OUTPUTS = (".csv", ".jsonl")
 
 
+HELP = """usage: python predict.py ckpt=<.ckpt or run folder> (text="a review" | input=<file>) [key=value ...]
+
+  ckpt=PATH        a checkpoint, or a run folder (its best checkpoint)
+  text=REVIEW      one review, taken literally
+  input=FILE       .txt (one review per line; blank lines are skipped), or the text column of .csv, .jsonl, .parquet
+  column=NAME      the text column of input= (default: text)
+  output=FILE      write label, probability and top words to .csv or .jsonl
+  html=FILE        the reviews with their words shaded by attention
+  top_k=N          top-weighted words shown (default 5)
+  batch_size=N     reviews per batch (default 64)
+  device=DEVICE    cpu (default) or cuda"""
+
+
 def parse_args(argv: list[str]) -> dict:
+    if any(a in ("-h", "--help") for a in argv):
+        print(HELP)
+        raise SystemExit(0)
     args: dict = {"batch_size": "64", "top_k": "5", "device": "cpu", "column": "text"}
     for a in argv:
         key, eq, value = a.partition("=")
@@ -70,8 +88,12 @@ def read_texts(path: Path, column: str = "text") -> list[str]:
             rows = [str(x) if x is not None else "" for x in table.column(column).to_pylist()]
     else:
         text = decode_utf8(path.read_bytes(), path)
-        if suffix == ".txt":
-            return text.splitlines()
+        if suffix == ".txt":  # one review per line; a blank line is no review
+            lines = text.splitlines()
+            kept = [line for line in lines if line.strip()]
+            if len(kept) < len(lines):
+                print(f"{path}: skipped {len(lines) - len(kept)} blank line(s)", file=sys.stderr)
+            return kept
         if suffix == ".csv":
             reader = csv.DictReader(io.StringIO(text))
             columns = reader.fieldnames or []
@@ -141,7 +163,7 @@ def predict(argv: list[str]) -> list[Prediction]:
     for key in ("output", "html"):  # check before the work, not after
         if key in args and Path(args[key]).is_dir():
             raise AttnclfError(f"{key}={args[key]} is a folder; give a file name")
-    clf = Classifier.from_checkpoint(args["ckpt"], args["device"])
+    clf = Classifier.from_checkpoint(best_checkpoint(args["ckpt"]), args["device"])
     preds = clf.predict(texts, batch_size=args["batch_size"])
     for t, p in zip(texts, preds, strict=True):
         top = ", ".join(f"{w} {v:.2f}" for w, v in p.top_words(args["top_k"]))
