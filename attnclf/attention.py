@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 ATTENTIONS = ("dot", "additive")
+ATTENTION_INITS = ("xavier", "default")  # additive attention's initialisation
 
 
 def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
@@ -160,7 +161,7 @@ class AdditiveAttention(nn.Module):
         self, query_dim: int, key_dim: int, hidden_dim: int | None = None, init: str = "xavier", dropout: float = 0.0
     ):
         super().__init__()
-        hidden_dim = hidden_dim or (query_dim + key_dim) // 2
+        hidden_dim = (query_dim + key_dim) // 2 if hidden_dim is None else hidden_dim
         self.q_proj = nn.Linear(query_dim, hidden_dim, bias=False)
         self.k_proj = nn.Linear(key_dim, hidden_dim, bias=False)
         self.score_proj = nn.Linear(hidden_dim, 1, bias=False)  # v
@@ -170,7 +171,7 @@ class AdditiveAttention(nn.Module):
             nn.init.xavier_uniform_(self.k_proj.weight)
             nn.init.normal_(self.score_proj.weight, std=1e-2)
         elif init != "default":
-            raise ValueError(f"attention init={init!r}; allowed: xavier, default")
+            raise ValueError(f"attention init={init!r}; allowed: {', '.join(ATTENTION_INITS)}")
 
     def forward(self, query, keys, values, mask=None):
         q = self.q_proj(query)  # (B, Tq, h)
@@ -187,7 +188,7 @@ def build_attention(
     name: str, query_dim: int, key_dim: int, attn_dim: int | None, scale: bool = True, init: str = "xavier"
 ) -> nn.Module:
     if name == "dot":
-        return DotAttention(query_dim, key_dim, attn_dim or key_dim, scale=scale)
+        return DotAttention(query_dim, key_dim, key_dim if attn_dim is None else attn_dim, scale=scale)
     if name == "additive":
         return AdditiveAttention(query_dim, key_dim, attn_dim, init=init)
     raise ValueError(f"attention={name!r}; allowed: {', '.join(ATTENTIONS)}")
