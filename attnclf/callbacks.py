@@ -10,7 +10,6 @@ import torch
 from pytorch_lightning.callbacks import RichProgressBar
 from pytorch_lightning.loggers import TensorBoardLogger
 
-from attnclf.module import unpack
 from attnclf.text import UNK
 
 
@@ -21,7 +20,7 @@ class Throughput(L.Callback):
     `log_every_n_steps` steps (Lightning's ThroughputMonitor counts "items" and
     nothing overall), and keeps the totals over the whole fit for metrics.json.
     Validation time is excluded from training time. Tokens are counted from the
-    lengths' host copy (no device sync). Under DDP each rank counts its own
+    lengths, which stay on the host (no device sync). Under DDP each rank counts its own
     batches: logged rates are summed over ranks, and `totals()` sums the counts
     and takes the longest rank's time.
     """
@@ -100,8 +99,7 @@ class Throughput(L.Callback):
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         now = time.perf_counter()
         dt, self._t = now - self._t, now
-        host_lengths = unpack(batch)[3]
-        samples, tokens = len(host_lengths), int(host_lengths.sum())
+        samples, tokens = len(batch[1]), int(batch[1].sum())  # (batch[1]: the lengths, on the host)
         self.train_seconds += dt
         self.train_samples += samples
         self.train_tokens += tokens

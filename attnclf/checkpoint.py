@@ -66,9 +66,7 @@ def best_checkpoint(path: str | Path) -> Path:
     metrics = path / "metrics.json"
     if metrics.is_file():
         best = json.loads(metrics.read_text()).get("best_checkpoint")
-        if best and Path(best).is_file():
-            return Path(best)
-        if best and (path / "checkpoints" / Path(best).name).is_file():  # (a run folder moved elsewhere)
+        if best and (path / "checkpoints" / Path(best).name).is_file():  # (this folder's, if it was copied)
             return path / "checkpoints" / Path(best).name
     found = sorted(p for p in (path / "checkpoints").glob("*.ckpt") if p.name != "last.ckpt")
     if len(found) == 1:
@@ -113,7 +111,7 @@ def find_resume(ckpt_path: str, runs_root: Path, here: Path | None = None, match
         runs = {p.parent.parent.resolve() for p in runs_root.glob("*/checkpoints/last.ckpt")}
         if here is not None and (here / "checkpoints" / "last.ckpt").is_file():
             runs.add(here.resolve())
-        runs = [r for r in runs if not _finished(r)]
+        runs = [r for r in runs if not (r / "metrics.json").exists()]
         if not runs:
             raise AttnclfError(f"ckpt_path=last: no unfinished run with checkpoints/last.ckpt under {runs_root}")
         fitting = [

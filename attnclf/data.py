@@ -454,10 +454,11 @@ class IMDBDataModule(L.LightningDataModule):
         return (t.world_size, t.global_rank) if t is not None else (1, 0)
 
     def transfer_batch_to_device(self, batch, device, dataloader_idx):
-        # (ids, lengths, labels) -> the same on `device`, plus the lengths' host copy: the packed GRU sorts
-        # by it and Throughput counts tokens with it, without waiting for the GPU
-        host = batch[1]
-        return (*super().transfer_batch_to_device(tuple(batch[:3]), device, dataloader_idx), host)
+        # (ids, lengths, labels) -> ids and labels on `device`, the lengths left on the host (the packed GRU
+        # sorts by them and Throughput counts tokens with them, without waiting for the GPU) and their
+        # device copy appended: (ids, host lengths, labels, lengths)
+        ids, lengths, y = super().transfer_batch_to_device(tuple(batch[:3]), device, dataloader_idx)
+        return ids, batch[1], y, lengths
 
     def _on_gpu(self) -> bool:
         t = self.trainer

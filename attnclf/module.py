@@ -41,10 +41,13 @@ def adamw(model: torch.nn.Module, lr: float, weight_decay: float, fused: bool = 
 
 
 def unpack(batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(ids, lengths, labels, host lengths): a batch from the loader, or one moved to the device with the
-    lengths' host copy appended (IMDBDataModule.transfer_batch_to_device)."""
-    ids, lengths, y, *host = batch
-    return ids, lengths, y, host[0] if host else lengths
+    """(ids, lengths, labels, host lengths) of a batch from the loader (ids, lengths, labels), or of one
+    moved to the device (ids, host lengths, labels, lengths: IMDBDataModule.transfer_batch_to_device)."""
+    if len(batch) == 4:
+        ids, host, y, lengths = batch
+        return ids, lengths, y, host
+    ids, lengths, y = batch
+    return ids, lengths, y, lengths
 
 
 class AttnClassifierModule(L.LightningModule):

@@ -118,6 +118,7 @@ QUIET = (
     r".*torch.distributed.nn.functional.all_gather is deprecated",  # Lightning's all_gather
     r"Precision bf16-mixed is not supported by the model summary",  # (it counts parameters in fp32)
     r".*does not have many workers",  # the loaders bucket in-process on purpose (data.num_workers)
+    r".*is called with Trainer configured with multiple `ModelCheckpoint`",  # the first one is the best's
 )
 
 
@@ -234,8 +235,10 @@ def train(cfg: DictConfig) -> float:
 
     best = trainer.checkpoint_callback.best_model_path if trainer.checkpoint_callback else ""
     tested = {}
-    if cfg.get("test", True):  # the best checkpoint by val/acc (its path: "best" would warn of two callbacks)
-        tested = trainer.test(model, datamodule=datamodule, ckpt_path=best or None, verbose=False, weights_only=True)[0]
+    if cfg.get("test", True):  # the best checkpoint by val/acc (the first ModelCheckpoint's)
+        tested = trainer.test(
+            model, datamodule=datamodule, ckpt_path="best" if best else None, verbose=False, weights_only=True
+        )[0]
     nan = float("nan")
     totals = throughput.final or throughput.totals()
     # (read from the state, restored from a checkpoint too: a resumed run may validate no more)

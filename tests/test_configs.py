@@ -1,5 +1,6 @@
 """Every config in conf/ composes, and the keys users rely on exist."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -15,29 +16,64 @@ def test_every_config_composes(group, option):
     OmegaConf.to_container(cfg, resolve=True)
 
 
-def test_documented_keys_exist():
+README = (Path(CONF).parent / "README.md").read_text()
+GROUPS = {p.name for p in Path(CONF).iterdir() if p.is_dir()}
+
+
+def readme_table() -> list[tuple[str, str]]:
+    """(key or group, documented default) of each row of the README's configuration table."""
+    section = README.split("## Configuration (`conf/`)", 1)[1].split("\n## ", 1)[0]
+    pairs = []
+    for line in section.splitlines()[3:]:
+        if not line.startswith("| `"):
+            continue
+        keys_cell, default_cell = line.split(" | ")[:2]
+        keys = re.findall(r"`([^`]+)`", keys_cell)
+        defaults = [d.strip(" `") for d in default_cell.split(", ")]
+        assert len(keys) == len(defaults), line
+        pairs += zip(keys, defaults, strict=True)
+    return pairs
+
+
+def same(value, documented: str) -> bool:
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value] == documented
+    if isinstance(value, (int, float)):
+        return float(documented) == value
+    return str(value) == documented
+
+
+def test_readme_configuration_table_keys_and_defaults():
+    """Every row of the README's table: the key exists with the documented default; a group's default
+    option is the one train.yaml chooses."""
     cfg = compose_cfg(["paths.output_dir=/tmp/x"])
-    for key in (
-        "attention",
-        "data.path",
-        "data.max_length",
-        "data.batch_size",
-        "data.vocab_size",
-        "data.val_size",
-        "model.embed_dim",
-        "model.hidden_dim",
-        "model.dropout",
-        "optimizer.lr",
-        "seed",
-        "trainer.max_epochs",
-        "trainer.accelerator",
-        "trainer.devices",
-        "trainer.precision",
-        "trainer.limit_train_batches",
-    ):
+    defaults = OmegaConf.to_container(OmegaConf.load(Path(CONF) / "train.yaml").defaults)
+    chosen = {k: v for d in defaults if isinstance(d, dict) for k, v in d.items()}
+    rows = readme_table()
+    assert len(rows) >= 20
+    for key, documented in rows:
+        if key in GROUPS and key != "attention":
+            assert chosen[key] == documented and (Path(CONF) / key / f"{documented}.yaml").is_file(), key
+            continue
+        value = OmegaConf.select(cfg, key, default="MISSING")
+        assert value != "MISSING", key
+        assert same(value, documented), (key, value, documented)
+
+
+def test_every_dotted_key_the_readme_names_exists():
+    cfg = compose_cfg(["paths.output_dir=/tmp/x"])
+    named = set(
+        re.findall(r"`((?:data|model|optimizer|trainer|callbacks|paths)\.[a-z_.]*[a-z_])(?:=([^` ]*))?`", README)
+    )
+    assert len(named) >= 25
+    for key, _ in named:
+        if key.endswith(".py"):  # (a file: data.py)
+            continue
         assert OmegaConf.select(cfg, key, default="MISSING") != "MISSING", key
+    assert cfg.callbacks.step_checkpoint.every_n_train_steps == 200 and cfg.trainer.max_epochs == 6
     assert cfg.attention == "dot" and cfg.data.path == "stanfordnlp/imdb"
     assert compose_cfg(["attention=additive", "paths.output_dir=/tmp/x"]).attention == "additive"
+    assert compose_cfg(["trainer=gpu", "paths.output_dir=/tmp/x"]).trainer.precision == "bf16-mixed"
 
 
 def test_eval_config_composes():

@@ -14,7 +14,7 @@ from conftest import ROOT, compose_cfg, tiny_overrides
 
 from attnclf.encoder import ExactBiGRU
 from attnclf.model import AttentionClassifier
-from attnclf.module import adamw
+from attnclf.module import adamw, unpack
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -89,10 +89,12 @@ def test_no_host_sync_inside_a_training_step(attention):
     host = lengths.pin_memory()
 
     def step():
-        batch = (ids.cuda(non_blocking=True), host.cuda(non_blocking=True), y.cuda(non_blocking=True), host)
+        # as IMDBDataModule.transfer_batch_to_device moves it: (ids, host lengths, labels, lengths)
+        batch = (ids.cuda(non_blocking=True), host, y.cuda(non_blocking=True), host.cuda(non_blocking=True))
+        b_ids, b_lengths, b_y, b_host = unpack(batch)
         with torch.autocast("cuda", torch.bfloat16):
-            logits, _ = module(batch[0], batch[1], batch[3])
-            loss = torch.nn.functional.cross_entropy(logits.float(), batch[2])
+            logits, _ = module(b_ids, b_lengths, b_host)
+            loss = torch.nn.functional.cross_entropy(logits.float(), b_y)
         module._check_finite(loss)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(module.parameters(), 1.0)

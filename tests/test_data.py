@@ -169,3 +169,56 @@ def test_parallel_tokenising_matches_one_pass():
     # a datasets column: the workers read their slices of the Arrow table themselves
     split = datasets.Dataset.from_dict({"text": texts, "label": labels})
     assert_same(data.encode_texts(split["text"], split["label"], workers=2))
+
+
+def words_dataset(root, texts):
+    datasets.Dataset.from_dict({"text": texts, "label": [i % 2 for i in range(len(texts))]}).to_parquet(
+        str(root / "train.parquet")
+    )
+    datasets.Dataset.from_dict({"text": ["testonly word"] * 4, "label": [0, 1, 0, 1]}).to_parquet(
+        str(root / "test.parquet")
+    )
+    return root
+
+
+def test_vocabulary_counts_training_rows_only_and_respects_min_freq(tmp_path):
+    """A word in validation rows only (however often), or in test only, is never in the vocabulary;
+    a training word needs min_freq occurrences."""
+    n = 40
+    train_rows, val_rows = split_train_val(n, 0.25, seed=1)  # setup_dm's val_size and seed
+    texts = ["filler"] * n
+    for r in val_rows:
+        texts[r] = "valonly valonly valonly filler"
+    texts[train_rows[0]] = "trainonce filler trainthrice"
+    texts[train_rows[1]] = "trainthrice trainthrice filler"
+    (tmp_path / "d").mkdir()
+    root = words_dataset(tmp_path / "d", texts)
+    for min_freq, expected in ((2, {"filler", "trainthrice"}), (1, {"filler", "trainthrice", "trainonce"})):
+        out = tmp_path / f"min{min_freq}"
+        out.mkdir()
+        dm = setup_dm(root, out, min_freq=min_freq)
+        assert (np.sort(dm.val_set.rows) == val_rows).all()
+        assert set(dm.vocab.itos[2:]) == expected
+
+
+def test_train_size_keeps_a_fixed_subset_of_training_rows(tiny_imdb, tmp_path):
+    full = setup_dm(tiny_imdb, tmp_path)
+    half = setup_dm(tiny_imdb, tmp_path, train_size=0.5)
+    count = setup_dm(tiny_imdb, tmp_path, train_size=30)
+    assert len(half.train_set) == 90 and len(count.train_set) == 30
+    assert set(half.train_set.rows) < set(full.train_set.rows)  # a subset of the training rows...
+    assert (half.val_set.rows == full.val_set.rows).all()  # ...with the same validation rows
+    again = setup_dm(tiny_imdb, tmp_path, train_size=0.5)
+    assert (again.train_set.rows == half.train_set.rows).all()  # the same subset each time
+    with pytest.raises(AttnclfError, match=r"data.train_size=500 gives 500 rows; need 1..180"):
+        setup_dm(tiny_imdb, tmp_path, train_size=500)
+
+
+def test_attnclf_cache_sets_the_cache_folder(tmp_path, monkeypatch):
+    from conftest import compose_cfg
+
+    monkeypatch.setenv("ATTNCLF_CACHE", str(tmp_path / "here"))
+    assert compose_cfg([f"paths.output_dir={tmp_path}"]).data.cache_dir == str(tmp_path / "here")
+    monkeypatch.delenv("ATTNCLF_CACHE")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert compose_cfg([f"paths.output_dir={tmp_path}"]).data.cache_dir == str(tmp_path / "home/.cache/attnclf")

@@ -1,8 +1,10 @@
 """Evaluate and predict from a trained checkpoint, through the Python API and the command lines."""
 
 import json
+import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -38,28 +40,52 @@ def test_classifier_api(tiny_run):
     assert alone.weights == pytest.approx(preds[0].weights, abs=1e-5)
 
 
-def test_eval_command(tiny_run, tiny_imdb, tmp_path):
-    out = tmp_path / "eval.json"
+def test_eval_command_on_a_run_folder_against_an_independent_computation(tiny_run, tmp_path):
+    """eval.py ckpt=<run folder>: the best checkpoint, the default output <run>/eval_<split>.json, and
+    accuracy, loss, macro-F1 and the confusion matrix as computed here from the Python API's predictions.
+    The split is imbalanced (60 positive, 20 negative), so macro-F1 differs from accuracy (micro-F1)."""
+    import datasets
+    import numpy as np
+    from conftest import make_reviews
+
+    data = tmp_path / "data"
+    reviews = make_reviews(120, seed=5)
+    keep = [i for i, y in enumerate(reviews["label"]) if y == 1][:60] + [
+        i for i, y in enumerate(reviews["label"]) if y == 0
+    ][:20]
+    test = datasets.Dataset.from_dict({k: [v[i] for i in keep] for k, v in reviews.items()})
+    test.to_parquet(str(data / "test.parquet"))
+    run = tmp_path / "run"
+    shutil.copytree(tiny_run, run)
     r = cli(
-        "eval.py",
-        f"ckpt={best(tiny_run)}",
-        f"data.path={tiny_imdb}",
-        f"paths.cache_dir={tmp_path}",
-        f"output={out}",
-        f"hydra.run.dir={tmp_path / 'h'}",
+        "eval.py", f"ckpt={run}", f"data.path={data}", f"paths.cache_dir={tmp_path}", f"hydra.run.dir={tmp_path / 'h'}"
     )
     assert r.returncode == 0, r.stderr[-2000:]
-    result = json.loads(out.read_text())
-    assert result["reviews"] == 80 and 0 <= result["accuracy"] <= 1 and 0 <= result["macro_f1"] <= 1
-    assert sum(map(sum, result["confusion_matrix"])) == 80
-    assert "accuracy" in r.stdout and "confusion" in r.stdout
-    # accuracy agrees with the Python API on the same reviews
-    import datasets
+    result = json.loads((run / "eval_test.json").read_text())
+    assert result["checkpoint"] == str(run / "checkpoints" / Path(best(tiny_run)).name)
 
-    test = datasets.load_dataset(str(tiny_imdb))["test"]
-    preds = Classifier.from_checkpoint(best(tiny_run)).predict(test["text"])
-    expected = sum(p.label == y for p, y in zip(preds, test["label"], strict=True)) / 80
-    assert result["accuracy"] == pytest.approx(expected)
+    preds = Classifier.from_checkpoint(result["checkpoint"]).predict(test["text"])
+    y = np.array(test["label"])
+    p = np.array([q.label for q in preds])
+    probs = np.array([q.probs for q in preds])
+    confusion = [[int(((y == t) & (p == c)).sum()) for c in (0, 1)] for t in (0, 1)]
+    f1 = [2 * confusion[c][c] / (2 * confusion[c][c] + sum(confusion[t][c] for t in (0, 1) if t != c)
+          + sum(confusion[c][q] for q in (0, 1) if q != c)) for c in (0, 1)]  # fmt: skip
+    assert result["reviews"] == 80 and result["confusion_matrix"] == confusion
+    assert result["accuracy"] == pytest.approx((y == p).mean())
+    assert result["macro_f1"] == pytest.approx(np.mean(f1), abs=1e-6)
+    assert abs(np.mean(f1) - (y == p).mean()) > 1e-3  # (so that a micro-F1 would not pass)
+    assert result["loss"] == pytest.approx(-np.log(probs[np.arange(80), y]).mean(), abs=1e-5)
+    assert "accuracy" in r.stdout and "confusion" in r.stdout
+
+
+def test_eval_and_predict_help_list_only_what_they_take():
+    ev = cli("eval.py", "--help")
+    assert ev.returncode == 0 and "ckpt" in ev.stdout and "data.split" in ev.stdout
+    for ignored in ("attention", "trainer", "max_length", "optimizer"):
+        assert f"{ignored}:" not in ev.stdout and f"{ignored}=" not in ev.stdout, ignored
+    pr = cli("predict.py", "--help")
+    assert pr.returncode == 0 and pr.stdout.startswith("usage: python predict.py") and "column=" in pr.stdout
 
 
 def test_predict_command_text_and_files(tiny_run, tmp_path):
@@ -82,6 +108,19 @@ def test_predict_command_text_and_files(tiny_run, tmp_path):
     assert "<span" in page.read_text() and "great" in page.read_text()
     predict([f"ckpt={best(tiny_run)}", f"input={tmp_path / 'in.txt'}", f"output={tmp_path / 'out.csv'}"])
     assert (tmp_path / "out.csv").read_text().splitlines()[0] == "text,label,prob,top_words"
+
+    # column= names another text column; a run folder stands for its best checkpoint
+    (tmp_path / "col.csv").write_text('id,review\n1,superb film\n2,"dull, awful"\n')
+    by_col = predict([f"ckpt={tiny_run}", f"input={tmp_path / 'col.csv'}", "column=review"])
+    assert [q.tokens for q in by_col] == [["superb", "film"], ["dull", "awful"]]
+    error_of([f"ckpt={tiny_run}", f"input={tmp_path / 'col.csv'}"], "no 'text' column", "['id', 'review']")
+
+
+def test_blank_lines_of_a_text_file_are_skipped_and_counted(tiny_run, tmp_path, capsys):
+    (tmp_path / "in.txt").write_text("great film\n\n   \nawful film\n")
+    preds = predict([f"ckpt={best(tiny_run)}", f"input={tmp_path / 'in.txt'}"])
+    assert [q.tokens for q in preds] == [["great", "film"], ["awful", "film"]]
+    assert "skipped 2 blank line(s)" in capsys.readouterr().err
 
 
 def one_line_error(r, *needles):

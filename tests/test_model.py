@@ -1,6 +1,8 @@
+import math
 import multiprocessing
 import threading
 
+import numpy as np
 import pytest
 import torch
 
@@ -146,13 +148,72 @@ def test_logits_same_alone_and_in_a_padded_batch(attention, layers):
     torch.testing.assert_close(w_padded.sum(-1), torch.ones(3))
 
 
-def test_model_learns_gradients_flow_to_attention():
+@pytest.mark.parametrize("attention", ["dot", "additive"])
+def test_model_learns_and_its_attention_finds_the_signal_word(attention):
+    """Label = whether token 2 occurs (once, anywhere) among random tokens: a few hundred AdamW steps take the
+    loss far below chance, and the attention puts most of its weight on that one token."""
     torch.manual_seed(0)
-    for attention in ("dot", "additive"):
-        model = AttentionClassifier(30, embed_dim=8, hidden_dim=8, attention=attention)
-        logits, _ = model(torch.randint(2, 30, (4, 9)), torch.tensor([9, 5, 3, 1]))
-        logits.sum().backward()
-        assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in model.attention.parameters())
+    model = AttentionClassifier(30, embed_dim=16, hidden_dim=16, attention=attention, dropout=0.0, embed_dropout=0.0)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+
+    def batch(n=32, T=12):
+        ids = torch.randint(3, 30, (n, T))
+        y = torch.randint(0, 2, (n,))
+        where = torch.randint(0, T, (n,))
+        ids[y == 1, where[y == 1]] = 2
+        return ids, torch.full((n,), T), y, where
+
+    first = None
+    for _ in range(300):
+        ids, lengths, y, _ = batch()
+        loss = torch.nn.functional.cross_entropy(model(ids, lengths)[0], y)
+        first = first if first is not None else loss.item()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.eval()
+    ids, lengths, y, where = batch(256)
+    with torch.no_grad():
+        logits, weights = model(ids, lengths)
+    assert first > 0.6 and torch.nn.functional.cross_entropy(logits, y).item() < 0.1
+    on_signal = weights[y == 1].gather(1, where[y == 1].unsqueeze(1))
+    assert on_signal.mean() > 0.5  # uniform attention would give 1/12
+
+
+def test_learning_rate_warms_up_linearly_then_decays_by_cosine_to_zero():
+    from types import SimpleNamespace
+
+    from attnclf.module import AttnClassifierModule
+
+    module = AttnClassifierModule(50, embed_dim=8, hidden_dim=8, lr=1e-2, warmup_ratio=0.1)
+    module._trainer = SimpleNamespace(estimated_stepping_batches=100, precision_plugin=None)
+    conf = module.configure_optimizers()
+    opt, sched = conf["optimizer"], conf["lr_scheduler"]["scheduler"]
+    assert conf["lr_scheduler"]["interval"] == "step"
+    lrs = []
+    for _ in range(100):
+        lrs.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    assert lrs[:10] == pytest.approx([1e-2 * (i + 1) / 10 for i in range(10)])  # 10 warm-up steps
+    assert lrs[10] == pytest.approx(1e-2)  # the peak, then cosine over the other 90
+    assert lrs[55] == pytest.approx(0.5e-2)  # half-way
+    assert lrs[99] == pytest.approx(1e-2 * 0.5 * (1 + math.cos(math.pi * 89 / 90)))
+    assert all(a >= b for a, b in zip(lrs[10:], lrs[11:], strict=False))
+
+
+def test_weight_decay_only_on_weight_matrices_not_the_embedding_or_biases():
+    from attnclf.module import adamw
+
+    model = AttentionClassifier(50, embed_dim=8, hidden_dim=8, attention="dot")
+    opt = adamw(model, 1e-3, 0.05)
+    names = {id(p): n for n, p in model.named_parameters()}
+    decayed = {names[id(p)] for g in opt.param_groups if g["weight_decay"] == 0.05 for p in g["params"]}
+    free = {names[id(p)] for g in opt.param_groups if g["weight_decay"] == 0.0 for p in g["params"]}
+    assert decayed | free == set(names.values()) and not decayed & free
+    assert "embed.weight" in free and all("bias" in n for n in free - {"embed.weight"})
+    assert decayed == {n for n, p in model.named_parameters() if p.ndim >= 2 and n != "embed.weight"}
+    assert "fc.weight" in decayed and "encoder.fwd.0.weight_hh_l0" in decayed
 
 
 def test_dropout_keeps_1_minus_p_scaled_and_its_gradient_follows_the_mask():
@@ -167,3 +228,16 @@ def test_dropout_keeps_1_minus_p_scaled_and_its_gradient_follows_the_mask():
     torch.testing.assert_close(x.grad, kept.float() / 0.8)
     assert torch.equal(drop.eval()(x), x)
     assert torch.equal(Dropout(1.0)(x), torch.zeros_like(x))
+
+
+def test_an_attention_map_marks_the_highest_weighted_words():
+    from attnclf.callbacks import AttentionMaps
+
+    maps = AttentionMaps(top_k=2, columns=3)
+    words = ["a", "superb", "film", "and", "awful", "end"]
+    weights = np.array([0.05, 0.5, 0.1, 0.05, 0.25, 0.05])
+    assert maps.marked_text(words, weights) == "a **superb**(0.50) film and **awful**(0.25) end"
+    fig = maps.heatmap(words, weights, "title")
+    grid = fig.axes[0].images[0].get_array()
+    assert grid.shape == (2, 3) and np.allclose(np.asarray(grid).ravel(), weights)  # reading order, 3 a row
+    assert [t.get_text() for t in fig.axes[0].texts] == words

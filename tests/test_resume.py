@@ -105,3 +105,72 @@ def test_killed_run_resumes_to_the_same_result(tiny_imdb, tmp_path, precision, h
 def test_resume_errors_are_one_line(tmp_path):
     r = cli([f"ckpt_path={tmp_path / 'nothing'}", f"hydra.run.dir={tmp_path / 'r'}"], tmp_path)
     assert r.returncode == 2 and "does not exist" in r.stderr.strip().splitlines()[-1]
+
+
+def fake_run(root, name, ckpt, mtime, finished=False, **hparams):
+    """A run folder holding a copy of `ckpt` as last.ckpt, with some hyperparameters changed."""
+    run = root / name
+    (run / "checkpoints").mkdir(parents=True)
+    c = torch.load(ckpt, weights_only=True)
+    c["hyper_parameters"].update(hparams)
+    torch.save(c, run / "checkpoints" / "last.ckpt")
+    os.utime(run / "checkpoints" / "last.ckpt", (mtime, mtime))
+    if finished:
+        (run / "metrics.json").write_text("{}")
+    return run
+
+
+def test_last_picks_the_newest_unfinished_run_with_this_commands_settings(tiny_run, tmp_path):
+    from attnclf.checkpoint import find_resume, run_matches
+    from attnclf.errors import AttnclfError
+
+    ckpt = tiny_run / "checkpoints" / "last.ckpt"  # dot, embed 16, hidden 16
+    runs = tmp_path / "runs"
+    old_dot = fake_run(runs, "a_dot_old", ckpt, 1000)
+    fake_run(runs, "b_dot_finished", ckpt, 5000, finished=True)  # newest dot run, but finished
+    fake_run(runs, "c_additive", ckpt, 4000, attention="additive")
+    fake_run(runs, "d_dot_hidden32", ckpt, 3000, hidden_dim=32)
+
+    def last(*overrides, here=None):
+        cfg = compose_cfg(["model.embed_dim=16", "model.hidden_dim=16", *overrides, f"paths.output_dir={tmp_path}"])
+        return find_resume("last", runs, here, lambda hp: run_matches(hp, cfg)).parent.parent
+
+    assert last() == old_dot.resolve()  # not the finished one, nor the additive or hidden-32 ones
+    assert last("attention=additive") == (runs / "c_additive").resolve()
+    assert last("model.hidden_dim=32") == (runs / "d_dot_hidden32").resolve()
+    assert last("model.gru_kernel=padded") == old_dot.resolve()  # how the GRU runs is not a setting
+    with pytest.raises(AttnclfError, match=r"none of the 3 unfinished run\(s\) .* has this command's attention"):
+        last("model.dropout=0.1")
+    # this command's own run folder (hydra.run.dir=X) counts too, wherever it is
+    here = fake_run(tmp_path / "elsewhere", "mine", ckpt, 9000)
+    assert last(here=here) == here.resolve()
+
+
+def test_a_finished_run_is_never_resumed(tiny_run, tmp_path):
+    before = (tiny_run / "metrics.json").read_text()
+    for given in (tiny_run, tiny_run / "checkpoints" / "last.ckpt"):
+        with pytest.raises(Exception, match=r"is finished .*; nothing to resume"):
+            train(compose_cfg([*tiny_overrides(tiny_run, tmp_path), f"ckpt_path={given}"]))
+    assert (tiny_run / "metrics.json").read_text() == before  # its results untouched
+
+
+def test_a_run_killed_in_its_test_phase_resumes_to_its_results(tiny_imdb, tmp_path):
+    """Training ended, the test did not (no metrics.json): resuming runs only the test, and val/acc
+    comes from the checkpoint (it was NaN: the best-so-far metric was not restored)."""
+    cfg = [
+        *tiny_overrides(tiny_imdb, tmp_path),
+        "trainer.max_epochs=2",
+        "logger=none",
+        "callbacks.rich_progress_bar=null",
+    ]
+    train(compose_cfg(cfg))
+    done = json.loads((tmp_path / "metrics.json").read_text())
+    (tmp_path / "metrics.json").unlink()  # as if killed while testing
+    train(compose_cfg([*cfg, f"ckpt_path={tmp_path}"]))
+    again = json.loads((tmp_path / "metrics.json").read_text())
+    assert again["steps"] == done["steps"] and again["epochs"] == done["epochs"]
+    for key in ("val/acc", "test/acc", "test/loss"):
+        assert again[key] == done[key], key
+    # the earlier part's time is kept (fit_seconds was this process's 0.06 s)
+    assert again["train_seconds"] == pytest.approx(done["train_seconds"])
+    assert again["fit_seconds"] >= again["train_seconds"] > 0.1

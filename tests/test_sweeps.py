@@ -117,10 +117,14 @@ def test_optuna_sweep_resumes_and_records_failures(tiny_imdb, tmp_path):
         best = OmegaConf.load(tmp_path / "sweep" / "optimization_results.yaml")
         assert best["best_value"] == max(objectives)
 
-    # the same command again continues the stored study
-    r = sweep(tiny_imdb, tmp_path, *args, "hydra.sweeper.n_trials=1")
+    # the same command again continues the stored study, with new points (a fixed sampler seed replayed
+    # the first ones)
+    r = sweep(tiny_imdb, tmp_path, *args, "hydra.sweeper.n_trials=2")
     assert r.returncode == 0, r.stderr[-3000:]
-    assert len(optuna.load_study(study_name="tiny", storage=f"sqlite:///{db}").trials) == 4
+    trials = optuna.load_study(study_name="tiny", storage=f"sqlite:///{db}").trials
+    assert len(trials) == 5
+    first, again = [t.params for t in trials[:2]], [t.params for t in trials[3:]]
+    assert all(p not in first for p in again)
 
 
 def test_submitit_local_launcher(tiny_imdb, tmp_path):

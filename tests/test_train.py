@@ -1,6 +1,7 @@
 """End to end through the real Hydra config, Lightning and TensorBoard, on tiny data."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -30,7 +31,10 @@ def test_short_run_writes_tensorboard_metrics_and_checkpoint(attention, tiny_imd
     value = train(cfg)
 
     metrics = json.loads((tmp_path / "metrics.json").read_text())
-    assert value == metrics["val/acc"] and 0 <= value <= 1
+    logged = EventAccumulator(str(tmp_path / "tensorboard"))
+    logged.Reload()
+    best_logged = max(e.value for e in logged.Scalars("val/acc"))
+    assert value == metrics["val/acc"] == pytest.approx(best_logged, abs=1e-6) and 0 <= value <= 1
     for key in (
         "attention",
         "seed",
@@ -52,7 +56,15 @@ def test_short_run_writes_tensorboard_metrics_and_checkpoint(attention, tiny_imd
     tags = events.Tags()
     assert TAGS <= set(tags["scalars"]), TAGS - set(tags["scalars"])
     assert {f"attention/review_{i}" for i in range(4)} <= set(tags["images"])
-    assert any(t.startswith("attention/review_0") for t in tags["tensors"])  # the marked text
+    # the marked text: title with the true and predicted labels, the review's words, its top-5 in bold
+    text_tag = next(t for t in tags["tensors"] if t.startswith("attention/review_0"))
+    text = events.Tensors(text_tag)[-1].tensor_proto.string_val[0].decode()
+    assert re.match(rf"\*\*{attention} attention \| true: [01] \| predicted: [01] \(p=0\.\d\d\)\*\*", text), text
+    bold = re.findall(r"\*\*(\S+?)\*\*\((0\.\d\d)\)", text)
+    assert len(bold) == 5
+    plain = [w for w in text.split("\n\n", 1)[1].split() if not w.startswith("**")]
+    shown = [float(v) for _, v in bold]
+    assert min(shown) >= 0 and len(plain) + 5 >= 30  # the callback picks reviews of 30+ tokens
     assert "_hparams_/session_start_info" in events.PluginTagToContent("hparams")  # the HParams dashboard
 
     # the best checkpoint loads with nothing else, and predicts
@@ -143,3 +155,57 @@ def test_smoke_run_shows_its_loss_curve_and_no_warnings_a_user_cannot_act_on(tin
     events = EventAccumulator(str(tmp_path / "tensorboard"))
     events.Reload()
     assert len(events.Scalars("train/loss")) >= 2  # a curve (experiment=smoke logs every 5 of its steps)
+
+
+class Perturb(L.Callback):
+    """After the last validation and checkpoint, scramble the weights in memory: only a test that restores
+    the best checkpoint still gives that checkpoint's numbers."""
+
+    def on_train_end(self, trainer, pl_module):
+        with torch.no_grad():
+            for p in pl_module.parameters():
+                p.add_(torch.randn_like(p))
+
+
+def test_the_best_checkpoint_is_tested_and_the_run_counts_useful_tokens(tiny_imdb, tmp_path):
+    cfg = compose_cfg(
+        [
+            *tiny_overrides(tiny_imdb, tmp_path),
+            "trainer.max_epochs=2",
+            "logger=none",
+            "callbacks.rich_progress_bar=null",
+            "callbacks.attention_maps=null",
+            "+callbacks.perturb._target_=test_train.Perturb",
+        ]
+    )
+    train(cfg)
+    m = json.loads((tmp_path / "metrics.json").read_text())
+    datamodule = IMDBDataModule(**cfg.data, seed=cfg.seed)
+    model = AttnClassifierModule.load_from_checkpoint(m["best_checkpoint"], map_location="cpu", weights_only=True)
+    trainer = L.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False, enable_model_summary=False)
+    again = trainer.test(model, datamodule=datamodule, verbose=False)[0]
+    assert m["test/loss"] == pytest.approx(again["test/loss"], abs=1e-6)
+    assert m["test/acc"] == pytest.approx(again["test/acc"], abs=1e-6)
+    # useful tokens: the reviews' (truncated) lengths, no padding, in each of the 2 epochs
+    assert m["train_tokens"] == 2 * int(datamodule.train_set.lengths.sum())
+    assert m["eval_reviews"] == 2 * len(datamodule.val_set)
+
+
+def test_sweep_fast_early_stopping_stops_a_run_that_does_not_improve(tiny_imdb, tmp_path):
+    cfg = compose_cfg(
+        [
+            *tiny_overrides(tiny_imdb, tmp_path),
+            "experiment=sweep_fast",
+            "data.train_size=null",  # (the tiny data has 180 training rows)
+            "optimizer.lr=1e-9",  # val/acc never changes: no validation improves on the first
+            "logger=none",
+            "callbacks.rich_progress_bar=null",
+            "callbacks.attention_maps=null",
+            "test=false",
+        ]
+    )
+    assert cfg.trainer.max_epochs == 2 and cfg.trainer.val_check_interval == 0.25
+    train(cfg)
+    m = json.loads((tmp_path / "metrics.json").read_text())
+    # 12 steps an epoch, validated every 3: the first validation and 3 without improvement, then stop
+    assert m["steps"] == 12 < 24
