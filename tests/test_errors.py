@@ -19,6 +19,8 @@ from attnclf.train import train
     "override,message",
     [
         ("model.embed_dim=-4", "model.embed_dim=-4 must be a positive integer"),
+        ("model.hidden_dim=0", "model.hidden_dim=0 must be a positive integer"),
+        ("optimizer.lr=-1", "optimizer.lr=-1 must be a number > 0"),
         ("data.batch_size=0", "data.batch_size=0 must be a positive integer"),
         ("data.max_length=0", "data.max_length=0 must be a positive integer"),
         ("optimizer.lr=0", "optimizer.lr=0 must be a number > 0"),
