@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU check, for a CUDA machine with torch but possibly no internet access (about 8 minutes on one H200):
 #   bash scripts/gpu_check.sh /path/to/imdb [/path/to/wheels]
-# 1. installs what is missing (hydra-core, omegaconf, datasets, ...) from the wheel folder when one is given;
+# 1. installs what is missing (hydra-core, omegaconf, datasets, ...) from the wheel folder when one is given
+#    (one wheel per package, --no-deps: docs/performance.md lists them);
 # 2. the CUDA tests (tests/test_cuda.py);
 # 3. one bf16 epoch of each attention on full IMDb; the default run (python train.py trainer=gpu: 6 epochs
 #    and the test); one epoch at batch 256 with the learning rate scaled by 4;
@@ -38,11 +39,12 @@ print("device:", torch.cuda.get_device_name(0), "| torch", torch.__version__, "|
       "| cuDNN", torch.backends.cudnn.version(), "| bf16:", torch.cuda.is_bf16_supported())
 PY
 
-if [ -n "$WHEELS" ]; then
-  step install python -m pip install --no-index --find-links "$WHEELS" --no-deps -e . \
-    hydra-core omegaconf antlr4-python3-runtime datasets dill multiprocess xxhash huggingface-hub \
-    fsspec filelock tqdm requests pyyaml pandas pyarrow torchmetrics lightning-utilities rich \
-    pytest iniconfig pluggy
+# the repository itself is imported from here (no install needed); the missing packages from the wheel folder
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+if [ -n "$WHEELS" ]; then  # e.g. pip download --no-deps --python-version 3.12 ... -d WHEELS hydra-core omegaconf ...
+  step install python -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/attnclf_site \
+    "$WHEELS"/*.whl
+  export PYTHONPATH="$PYTHONPATH:/tmp/attnclf_site"
 fi
 
 step tests python -m pytest -q -p no:cacheprovider tests/test_cuda.py tests/test_precision.py
