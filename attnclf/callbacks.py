@@ -156,6 +156,38 @@ def _tensorboard(trainer) -> TensorBoardLogger | None:
     return next((lg for lg in trainer.loggers if isinstance(lg, TensorBoardLogger)), None)
 
 
+class ConfusionMatrixImage(L.Callback):
+    """After each validation, the confusion matrix (rows: true class, columns: predicted) as an image in
+    TensorBoard under `val/confusion_matrix`, counts in the cells, class names on the axes."""
+
+    def on_validation_end(self, trainer, pl_module):
+        tb = _tensorboard(trainer)
+        confusion = pl_module.confusion.get("val")
+        if tb is None or trainer.sanity_checking or not trainer.is_global_zero or confusion is None:
+            return
+        fig = self.figure(confusion.numpy(), pl_module._class_names())
+        tb.experiment.add_figure("val/confusion_matrix", fig, trainer.global_step, close=True)
+
+    @staticmethod
+    def figure(confusion: np.ndarray, names: list[str]):
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        n = len(names)
+        fig, ax = plt.subplots(figsize=(1.2 + 0.7 * n, 1.0 + 0.6 * n))
+        ax.imshow(confusion, cmap="Blues")
+        for (i, j), v in np.ndenumerate(confusion):
+            ax.text(j, i, str(int(v)), ha="center", va="center", fontsize=8,
+                    color="white" if v > confusion.max() / 2 else "black")  # fmt: skip
+        ax.set_xticks(range(n), names, rotation=45, ha="right", fontsize=8)
+        ax.set_yticks(range(n), names, fontsize=8)
+        ax.set(xlabel="predicted", ylabel="true")
+        fig.tight_layout()
+        return fig
+
+
 class AttentionMaps(L.Callback):
     """Each validation epoch, for a fixed set of validation reviews, log to TensorBoard:
     a heatmap (the review's tokens in reading order, weight as colour, true and

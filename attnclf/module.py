@@ -9,7 +9,7 @@ import pytorch_lightning as L
 import torch
 import torch.nn.functional as F
 from torchmetrics import MaxMetric
-from torchmetrics.classification import MulticlassAccuracy
+from torchmetrics.classification import MulticlassAccuracy, MulticlassConfusionMatrix, MulticlassF1Score
 
 from attnclf.errors import AttnclfError
 from attnclf.model import AttentionClassifier
@@ -93,6 +93,12 @@ class AttnClassifierModule(L.LightningModule):
         self.train_acc = MulticlassAccuracy(num_classes, average="micro", validate_args=False)
         self.val_acc = MulticlassAccuracy(num_classes, average="micro", validate_args=False)
         self.test_acc = MulticlassAccuracy(num_classes, average="micro", validate_args=False)
+        # per-class F1 (macro-F1 is their mean) and the confusion matrix of each evaluation
+        self.val_f1 = MulticlassF1Score(num_classes, average=None, validate_args=False)
+        self.test_f1 = MulticlassF1Score(num_classes, average=None, validate_args=False)
+        self.val_confusion = MulticlassConfusionMatrix(num_classes, validate_args=False)
+        self.test_confusion = MulticlassConfusionMatrix(num_classes, validate_args=False)
+        self.confusion: dict[str, torch.Tensor] = {}  # the last computed one per stage (rows: true label)
         self.val_acc_best = MaxMetric()  # (the sanity check does not update it: on_validation_epoch_end)
         self.val_acc_best.persistent(True)  # in the checkpoint, so a resumed run keeps its best
         self._bad_loss: tuple[torch.Tensor, torch.Tensor] | None = None  # on a GPU: (first bad step, its loss)
@@ -147,7 +153,10 @@ class AttnClassifierModule(L.LightningModule):
     def _eval_step(self, batch, stage: str, acc: MulticlassAccuracy):
         ids, lengths, y, host = unpack(batch)
         logits, weights = self(ids, lengths, host)
-        acc(logits.argmax(-1), y)
+        pred = logits.argmax(-1)
+        acc(pred, y)
+        getattr(self, f"{stage}_f1").update(pred, y)
+        getattr(self, f"{stage}_confusion").update(pred, y)
         entropy, top5 = attention_sharpness(weights)
         n = len(y)
         self.log(f"{stage}/loss", F.cross_entropy(logits, y), batch_size=n, sync_dist=True)
@@ -204,7 +213,25 @@ class AttnClassifierModule(L.LightningModule):
     def validation_step(self, batch, batch_idx):
         self._eval_step(batch, "val", self.val_acc)
 
+    def _log_f1(self, stage: str) -> None:
+        """{stage}/macro_f1 and {stage}/f1/<class> (the class names from the run's vocab.json), and keep the
+        confusion matrix for the callbacks and metrics.json."""
+        f1 = getattr(self, f"{stage}_f1").compute()  # (C,), all ranks
+        names = self._class_names()
+        self.log(f"{stage}/macro_f1", f1.mean())
+        for name, value in zip(names, f1, strict=True):
+            self.log(f"{stage}/f1/{name}", value)
+        self.confusion[stage] = getattr(self, f"{stage}_confusion").compute().cpu()
+        getattr(self, f"{stage}_f1").reset()
+        getattr(self, f"{stage}_confusion").reset()
+
+    def _class_names(self) -> list[str]:
+        dm = self.trainer.datamodule if self._trainer is not None else None
+        names = dm.vocab.meta.get("labels") if dm is not None and getattr(dm, "vocab", None) else None
+        return list(names) if names else [str(c) for c in range(self.hparams.num_classes)]
+
     def on_validation_epoch_end(self) -> None:
+        self._log_f1("val")
         if self.trainer.sanity_checking:
             return
         self.val_acc_best(self.val_acc.compute())
@@ -212,6 +239,9 @@ class AttnClassifierModule(L.LightningModule):
 
     def test_step(self, batch, batch_idx):
         self._eval_step(batch, "test", self.test_acc)
+
+    def on_test_epoch_end(self) -> None:
+        self._log_f1("test")
 
     def _loss_scaler(self):
         return getattr(self.trainer.precision_plugin, "scaler", None) if self._trainer is not None else None

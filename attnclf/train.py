@@ -52,6 +52,8 @@ OBJECTIVES = ("val/acc", "test/acc", "test/loss", "train_tokens_per_sec")
 
 def validate(cfg: DictConfig) -> None:
     """One-line errors for values that would otherwise fail deep inside a library."""
+    if not OmegaConf.select(cfg, "data.path") and not OmegaConf.select(cfg, "data.train_file"):
+        raise AttnclfError("data.path is required here: give the data's file, folder or Hub id, e.g. data.path=my.csv")
     if cfg.attention not in ATTENTIONS:
         raise AttnclfError(f"attention={cfg.attention!r}; allowed: {', '.join(ATTENTIONS)}")
     # (data.* values are checked by the DataModule itself, before any data is read)
@@ -250,6 +252,9 @@ def train(cfg: DictConfig) -> float:
         "val/acc": val_best if math.isfinite(val_best) else nan,
         "test/acc": tested.get("test/acc", nan),
         "test/loss": tested.get("test/loss", nan),
+        "test/macro_f1": tested.get("test/macro_f1", nan),
+        "test/f1": {name: tested.get(f"test/f1/{name}", nan) for name in datamodule.vocab.meta["labels"]},
+        "test/confusion_matrix": model.confusion["test"].tolist() if "test" in model.confusion else None,
         "test/attn_entropy": tested.get("test/attn_entropy", nan),
         "test/attn_top5": tested.get("test/attn_top5", nan),
         "epochs": trainer.current_epoch,
@@ -263,6 +268,9 @@ def train(cfg: DictConfig) -> float:
         "eval_reviews_per_sec": throughput.eval_reviews_per_sec,
         "peak_rss_mb": peak_rss_mb(),
         "peak_gpu_mb": peak_gpu_mb(trainer),
+        "num_classes": datamodule.num_classes,
+        "labels": datamodule.vocab.meta["labels"],
+        "splits": datamodule.splits,  # where train, val and test came from (carved or the dataset's own)
         "best_checkpoint": best,
         "vocab": str(out / "vocab.json"),
         "hparams": hparams_of(cfg),

@@ -44,7 +44,7 @@ import sys, time
 sys.path.insert(0, {root!r})
 t = time.perf_counter()
 from attnclf.data import encode_split, load_splits
-ds = load_splits({data!r}, "text", "label")
+ds = load_splits({data!r})
 n = sum(len(encode_split(ds[s], "text", "label", {cache!r}).labels) for s in ds)
 print(f"{{time.perf_counter() - t:.2f}}", f"{{n}} reviews in splits {{', '.join(ds)}}")
 """

@@ -2,7 +2,7 @@ import datasets
 import numpy as np
 import pytest
 
-import attnclf.data as data
+import attnclf.encoding as encoding
 from attnclf.data import BucketBatchSampler, IMDBDataModule, Reviews, collate, split_train_val
 from attnclf.errors import AttnclfError
 from attnclf.text import PAD, UNK, UNK_ID, Vocab, tokenize
@@ -79,7 +79,7 @@ def test_second_setup_reads_the_cache(tiny_imdb, tmp_path, monkeypatch):
     def fail(*a, **k):
         raise AssertionError("re-tokenised although cached")
 
-    monkeypatch.setattr(data, "encode_texts", fail)
+    monkeypatch.setattr(encoding, "encode_texts", fail)
     second = setup_dm(tiny_imdb, tmp_path)
     assert second.vocab.itos == first.vocab.itos
     assert (second.train_set.tokens(5) == first.train_set.tokens(5)).all()
@@ -158,17 +158,17 @@ def test_parallel_tokenising_matches_one_pass():
     texts = [" ".join(rng.choice(words, size=rng.integers(0, 30))) for _ in range(1500)]
     texts[7] = None  # a missing review
     labels = rng.integers(0, 2, size=len(texts))
-    one = data.encode_texts(texts, labels, workers=1)
+    one = encoding.encode_texts(texts, labels, workers=1)
 
     def assert_same(enc):
         assert enc.table == one.table
         for field in ("ids", "offsets", "labels"):
             np.testing.assert_array_equal(getattr(enc, field), getattr(one, field))
 
-    assert_same(data.encode_texts(texts, labels, workers=2))
+    assert_same(encoding.encode_texts(texts, labels, workers=2))
     # a datasets column: the workers read their slices of the Arrow table themselves
     split = datasets.Dataset.from_dict({"text": texts, "label": labels})
-    assert_same(data.encode_texts(split["text"], split["label"], workers=2))
+    assert_same(encoding.encode_texts(split["text"], split["label"], workers=2))
 
 
 def words_dataset(root, texts):

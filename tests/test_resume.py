@@ -103,8 +103,10 @@ def test_killed_run_resumes_to_the_same_result(tiny_imdb, tmp_path, precision, h
 
 
 def test_resume_errors_are_one_line(tmp_path):
-    r = cli([f"ckpt_path={tmp_path / 'nothing'}", f"hydra.run.dir={tmp_path / 'r'}"], tmp_path)
-    assert r.returncode == 2 and "does not exist" in r.stderr.strip().splitlines()[-1]
+    from attnclf.errors import AttnclfError
+
+    with pytest.raises(AttnclfError, match=r"^ckpt_path='.*nothing': .* does not exist \(give last, a run folder"):
+        train(compose_cfg([f"ckpt_path={tmp_path / 'nothing'}", f"paths.output_dir={tmp_path / 'r'}"]))
 
 
 def fake_run(root, name, ckpt, mtime, finished=False, **hparams):

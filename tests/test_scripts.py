@@ -27,20 +27,29 @@ def test_bench_attention_quick(tmp_path):
 
 
 def test_bench_train_quick(tiny_imdb, tmp_path):
-    """The four contenders run on tiny data and the three ratios are printed."""
+    """Contenders run on tiny data and their ratios are printed (the documents' loop and the product here:
+    each contender is a process of its own, ~10 s of imports; the kernel runs in the interleaved test)."""
     r = subprocess.run(
-        [sys.executable, "scripts/bench_train.py", "--quick", "--data", str(tiny_imdb)]
-        + [f"paths.cache_dir={tmp_path / 'cache'}"],
+        [
+            sys.executable,
+            "scripts/bench_train.py",
+            "--quick",
+            "--contenders",
+            "doc",
+            "product",
+            "--data",
+            str(tiny_imdb),
+            f"paths.cache_dir={tmp_path / 'cache'}",
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=600,
     )
     assert r.returncode == 0, r.stderr[-2000:]
-    for contender in ("doc", "bare", "product", "kernel"):
+    for contender in ("doc", "product"):
         assert re.search(rf"^{contender} +[\d,]+ +[\d,]+ +[\d,]+ ", r.stdout, re.M), r.stdout
-    for other in ("doc", "bare", "kernel"):
-        assert re.search(rf"^ratio product/{other}: \d+\.\d\d$", r.stdout, re.M), r.stdout
+    assert re.search(r"^ratio product/doc: \d+\.\d\d$", r.stdout, re.M), r.stdout
 
 
 def test_bench_step_tiny():

@@ -1,0 +1,184 @@
+"""A user's own data: single files of every type, folders, string and remapped labels, 3 and 5 classes,
+its own validation split, a carved test split, column names found, and the token cache repaired."""
+
+import csv
+import json
+import multiprocessing
+import random
+
+import datasets
+import numpy as np
+import pytest
+from conftest import CONF, compose_cfg, tiny_overrides
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+from attnclf.encoding import encode_split
+from attnclf.errors import AttnclfError
+from attnclf.train import train
+
+WORDS = [
+    ["awful", "dreadful", "terrible"],
+    ["dull", "boring", "flat"],
+    ["fine", "okay", "average"],
+    ["good", "nice", "pleasant"],
+    ["superb", "brilliant", "wonderful"],
+]
+FILLER = ["the", "film", "plot", "was", "and", "a", "story", "it"]
+
+
+def examples(n: int, classes: int, seed: int, names=None) -> dict:
+    """Short texts whose class shows in a few class words among filler; labels i % classes (or names)."""
+    rng = random.Random(seed)
+    texts, labels = [], []
+    for i in range(n):
+        c = i % classes
+        words = [rng.choice(FILLER) for _ in range(rng.randint(3, 12))]
+        for _ in range(2):
+            words.insert(rng.randrange(len(words) + 1), rng.choice(WORDS[c]))
+        texts.append(" ".join(words))
+        labels.append(names[c] if names else c)
+    return {"text": texts, "label": labels}
+
+
+def write(path, rows: dict, kind: str):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    keys = list(rows)
+    records = [dict(zip(keys, vals, strict=True)) for vals in zip(*rows.values(), strict=True)]
+    if kind in ("csv", "tsv"):
+        with open(path, "w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=keys, delimiter="," if kind == "csv" else "\t")
+            w.writeheader()
+            w.writerows(records)
+    elif kind == "jsonl":
+        path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    elif kind == "parquet":
+        datasets.Dataset.from_dict(rows).to_parquet(str(path))
+    elif kind == "txt":  # fastText's format
+        path.write_text("".join(f"__label__{r['label']} {r['text']}\n" for r in records))
+    return path
+
+
+def fit(data, out, *extra):
+    """A short run on `data`; its metrics.json."""
+    overrides = [o for o in tiny_overrides(data, out) if not o.startswith("data.val_size")]
+    train(compose_cfg([*overrides, "trainer.max_epochs=4", "optimizer.lr=1e-2", "callbacks.rich_progress_bar=null",
+                       "callbacks.attention_maps=null", *extra]))  # fmt: skip
+    return json.loads((out / "metrics.json").read_text())
+
+
+@pytest.mark.parametrize("kind", ["csv", "tsv", "jsonl", "parquet", "txt"])
+def test_a_single_file_with_string_labels_trains_and_the_test_split_is_carved(tmp_path, kind):
+    """One file (any of the five types), labels pos/neg: the test split is carved from it, seeded, and
+    metrics.json says so; vocab.json holds the label names."""
+    data = write(tmp_path / f"reviews.{kind}", examples(200, 2, 0, names=["neg", "pos"]), kind)
+    m = fit(data, tmp_path / "run", "logger=none")
+    assert m["num_classes"] == 2 and m["labels"] == ["neg", "pos"]
+    assert m["splits"]["test"].startswith("carved from train (data.test_size=0.1, seed 42)")
+    assert m["splits"]["val"].startswith("carved from train")
+    assert m["test/acc"] >= 0.8  # (the class words are plain)
+    assert json.loads((tmp_path / "run" / "vocab.json").read_text())["labels"] == ["neg", "pos"]
+
+
+def test_a_folder_of_csv_files_with_string_labels(tmp_path):
+    write(tmp_path / "d" / "train.csv", examples(200, 2, 0, names=["neg", "pos"]), "csv")
+    write(tmp_path / "d" / "test.csv", examples(60, 2, 1, names=["neg", "pos"]), "csv")
+    m = fit(tmp_path / "d", tmp_path / "run", "logger=none")
+    assert m["labels"] == ["neg", "pos"] and m["splits"]["test"] == "test"
+
+
+def test_three_classes_with_their_own_validation_split_and_per_class_metrics(tmp_path):
+    """Integer labels 10/20/30 are remapped to 0..2 (their values kept as names); the dataset's own
+    validation split is used, not carved; macro-F1, per-class F1 and the confusion matrix are logged."""
+    for split, n, seed in (("train", 210, 0), ("validation", 45, 1), ("test", 60, 2)):
+        rows = examples(n, 3, seed)
+        rows["label"] = [10 * (y + 1) for y in rows["label"]]
+        write(tmp_path / "d" / f"{split}.jsonl", rows, "jsonl")
+    m = fit(tmp_path / "d", tmp_path / "run")
+    assert m["num_classes"] == 3 and m["labels"] == ["10", "20", "30"]
+    assert m["splits"] == {"train": "train", "val": "validation", "test": "test"}
+    assert m["eval_reviews"] == 4 * 45  # the validation split's 45 rows, each of the 4 epochs
+    assert set(m["test/f1"]) == {"10", "20", "30"} and 0 <= m["test/macro_f1"] <= 1
+    assert np.isclose(m["test/macro_f1"], np.mean(list(m["test/f1"].values())), atol=1e-6)
+    assert np.asarray(m["test/confusion_matrix"]).sum() == 60
+    events = EventAccumulator(str(tmp_path / "run" / "tensorboard"), size_guidance={"images": 0})
+    events.Reload()
+    tags = events.Tags()
+    assert {"val/macro_f1", "val/f1/10", "val/f1/20", "val/f1/30", "test/macro_f1"} <= set(tags["scalars"])
+    assert "val/confusion_matrix" in tags["images"]
+
+
+def test_five_classes_end_to_end_eval_and_predict_with_names(tmp_path, capsys):
+    """A 5-class run with string labels (and the text in a 'sentence' column, found by its usual name):
+    eval.py loads its checkpoint, predict.py prints the class names."""
+    names = ["very negative", "negative", "neutral", "positive", "very positive"]
+    for split, n, seed in (("train", 300, 0), ("test", 100, 1)):
+        rows = examples(n, 5, seed, names=names)
+        write(tmp_path / "d" / f"{split}.parquet", {"sentence": rows["text"], "label": rows["label"]}, "parquet")
+    m = fit(tmp_path / "d", tmp_path / "run", "logger=none", "trainer.max_epochs=6")
+    assert m["labels"] == sorted(names) and m["test/acc"] > 0.6  # chance: 0.2
+    from hydra import compose, initialize_config_dir
+
+    from attnclf.evaluate import evaluate
+    from attnclf.predict import predict
+
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        cfg = compose(
+            "eval", [f"ckpt={tmp_path / 'run'}", f"data.path={tmp_path / 'd'}", f"paths.output_dir={tmp_path}"]
+        )
+    result = evaluate(cfg)
+    assert result == json.loads((tmp_path / "run" / "eval_test.json").read_text())
+    assert result["accuracy"] == pytest.approx(m["test/acc"], abs=1e-6) and len(result["f1"]) == 5
+    assert "F1 per class: negative" in capsys.readouterr().out
+    (pred,) = predict([f"ckpt={tmp_path / 'run'}", "text=a superb brilliant film"])
+    assert pred.label_name == "very positive"
+    assert capsys.readouterr().out.startswith("very positive\t")
+
+
+def test_column_errors_list_what_is_there(tmp_path):
+    write(tmp_path / "a.csv", {"body": ["a", "b"], "y": [0, 1]}, "csv")
+    with pytest.raises(AttnclfError, match=r"has no text column 'text'; columns found: \['body', 'y'\]"):
+        fit(tmp_path / "a.csv", tmp_path / "run")
+    with pytest.raises(AttnclfError, match=r"data file not found: .*nope.csv"):
+        fit(tmp_path / "a.csv", tmp_path / "run", f"data.train_file={tmp_path / 'nope.csv'}")
+
+
+def test_labels_that_are_not_classes_are_refused(tmp_path):
+    write(tmp_path / "r.jsonl", {"text": ["a", "b", "c"], "label": [0.5, 1.0, 2.0]}, "jsonl")
+    with pytest.raises(AttnclfError, match=r"holds float values such as 0.5; labels must be class names"):
+        fit(tmp_path / "r.jsonl", tmp_path / "run")
+
+
+def test_a_cut_short_cache_file_is_rebuilt_with_a_warning(tiny_imdb, tmp_path, caplog):
+    split = datasets.load_dataset(str(tiny_imdb))["train"]
+    first = encode_split(split, "text", "label", str(tmp_path))
+    (cache,) = tmp_path.glob("*.npz")
+    cache.write_bytes(cache.read_bytes()[:100])  # cut short on disk
+    again = encode_split(split, "text", "label", str(tmp_path))
+    assert "cannot be read" in caplog.text and "tokenising again" in caplog.text
+    assert (again.ids == first.ids).all() and again.table == first.table
+    assert (encode_split(split, "text", "label", str(tmp_path)).ids == first.ids).all()  # and rewritten whole
+
+
+def _encode_into(path, cache, queue):
+    split = datasets.load_dataset(path)["train"]
+    queue.put(encode_split(split, "text", "label", cache).ids.sum())
+
+
+def test_two_runs_writing_the_same_cache_at_once_do_not_corrupt_it(tiny_imdb, tmp_path):
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_encode_into, args=(str(tiny_imdb), str(tmp_path), queue)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=120)
+    assert [p.exitcode for p in procs] == [0, 0]
+    sums = [queue.get(timeout=5) for _ in procs]
+    (cache,) = tmp_path.glob("*.npz")  # one cache file, no temporary ones left
+    with np.load(cache) as z:
+        assert int(z["ids"].sum()) == sums[0] == sums[1]
+
+
+def test_the_csv_preset_asks_for_its_file(tmp_path):
+    with pytest.raises(AttnclfError, match=r"^data.path is required here: .* e.g. data.path=my.csv$"):
+        train(compose_cfg(["data=csv", f"paths.output_dir={tmp_path}"]))
