@@ -72,6 +72,8 @@ class Throughput(L.Callback):
         return self.totals()
 
     def load_state_dict(self, state: dict) -> None:
+        if self._trainer is not None and self._trainer.state.fn != "fit":
+            return  # (testing the best checkpoint restores callback states too: not a resumed fit)
         self._base = {k: float(state.get(k, 0.0)) for k in self.COUNTS + self.TIMES}
         for k in self.COUNTS + self.TIMES:
             if k != "fit_seconds":

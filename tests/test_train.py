@@ -4,6 +4,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 import pytorch_lightning as L
@@ -176,8 +177,11 @@ def test_the_best_checkpoint_is_tested_and_the_run_counts_useful_tokens(tiny_imd
             "+callbacks.perturb._target_=test_train.Perturb",
         ]
     )
+    start = time.perf_counter()
     train(cfg)
+    elapsed = time.perf_counter() - start
     m = json.loads((tmp_path / "metrics.json").read_text())
+    assert 0 < m["train_seconds"] < m["fit_seconds"] < elapsed  # (the test's checkpoint does not add its time)
     datamodule = IMDBDataModule(**cfg.data, seed=cfg.seed)
     model = AttnClassifierModule.load_from_checkpoint(m["best_checkpoint"], map_location="cpu", weights_only=True)
     trainer = L.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False, enable_model_summary=False)
