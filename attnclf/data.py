@@ -166,6 +166,7 @@ class IMDBDataModule(L.LightningDataModule):
         self.files = dict(train_file=train_file, validation_file=validation_file, test_file=test_file)
         self.num_classes: int | None = None  # from the data, in setup
         self.splits: dict[str, str] = {}  # where each of train / val / test came from (metrics.json)
+        self.length_stats: dict[str, float] = {}  # the training texts' length percentiles (metrics.json)
         self.vocab: Vocab | None = None
         self._train_sampler: BucketBatchSampler | None = None
         self._resume_at: tuple[int, int] | None = None  # (epoch, batches done) from a checkpoint
@@ -228,6 +229,19 @@ class IMDBDataModule(L.LightningDataModule):
             self.test_set = Reviews(
                 test.remap(self.vocab), test.offsets, test.labels, np.arange(len(test.labels)), **args
             )
+        lengths = train.lengths[train_rows]
+        p50, p90, p99 = (int(v) for v in np.percentile(lengths, [50, 90, 99]))
+        self.length_stats = {
+            "p50": p50,
+            "p90": p90,
+            "p99": p99,
+            "kept_whole": float((lengths <= self.max_length).mean()),
+        }
+        log.info(
+            "training texts: median %d tokens, 90th percentile %d, 99th %d; max_length %d keeps %.1f%% whole "
+            "(batches are padded to their longest text only, so a max_length above the texts costs nothing)",
+            p50, p90, p99, self.max_length, 100 * self.length_stats["kept_whole"],
+        )  # fmt: skip
         self.splits = {
             "train": self.train_split,
             "val": val_split or f"carved from {self.train_split} (data.val_size={self.val_size}, seed {self.seed})",

@@ -271,6 +271,7 @@ def train(cfg: DictConfig) -> float:
         "num_classes": datamodule.num_classes,
         "labels": datamodule.vocab.meta["labels"],
         "splits": datamodule.splits,  # where train, val and test came from (carved or the dataset's own)
+        "text_lengths": datamodule.length_stats,  # tokens per training text: percentiles, share kept whole
         "best_checkpoint": best,
         "vocab": str(out / "vocab.json"),
         "hparams": hparams_of(cfg),

@@ -73,6 +73,7 @@ def test_a_single_file_with_string_labels_trains_and_the_test_split_is_carved(tm
     data = write(tmp_path / f"reviews.{kind}", examples(200, 2, 0, names=["neg", "pos"]), kind)
     m = fit(data, tmp_path / "run", "logger=none")
     assert m["num_classes"] == 2 and m["labels"] == ["neg", "pos"]
+    assert m["text_lengths"]["p50"] <= m["text_lengths"]["p99"] <= 14 and m["text_lengths"]["kept_whole"] == 1.0
     assert m["splits"]["test"].startswith("carved from train (data.test_size=0.1, seed 42)")
     assert m["splits"]["val"].startswith("carved from train")
     assert m["test/acc"] >= 0.8  # (the class words are plain)
