@@ -19,15 +19,15 @@ Kernels (`kernel`), on the same parameters (one nn.GRU per direction):
   on the same two directions' parameters (`torch.func.functional_call`), so
   checkpoints move between kernels. The packing order comes from a host copy of
   the lengths: no host-device sync.
+A fourth formulation, both directions advanced together with a hand-written
+backward pass, was exact but 20-25% slower on CPU and was removed
+(docs/performance.md).
 
 Under mixed precision (autocast) the GRU runs in float32 (TF32 on CUDA):
 autocast would hand cuDNN's RNN float16 whatever the autocast dtype, and
 bf16-mixed has no loss scaler to keep float16 gradients from underflowing. The
 GRU is latency-bound at this size, so its precision costs little; the
 projections around it (attention, classifier) still run in the autocast dtype.
-A fourth formulation, both directions advanced together with a hand-written
-backward pass, was exact but 20-25% slower on CPU and was removed
-(docs/performance.md).
 """
 
 from __future__ import annotations
