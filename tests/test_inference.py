@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import ROOT
+from conftest import CONF, ROOT
 
 from attnclf.errors import AttnclfError
 from attnclf.inference import Classifier
@@ -40,7 +40,7 @@ def test_classifier_api(tiny_run):
     assert alone.weights == pytest.approx(preds[0].weights, abs=1e-5)
 
 
-def test_eval_command_on_a_run_folder_against_an_independent_computation(tiny_run, tmp_path):
+def test_eval_command_on_a_run_folder_against_an_independent_computation(tiny_run, tmp_path, capsys):
     """eval.py ckpt=<run folder>: the best checkpoint, the default output <run>/eval_<split>.json, and
     accuracy, loss, macro-F1 and the confusion matrix as computed here from the Python API's predictions.
     The split is imbalanced (60 positive, 20 negative), so macro-F1 differs from accuracy (micro-F1)."""
@@ -57,11 +57,15 @@ def test_eval_command_on_a_run_folder_against_an_independent_computation(tiny_ru
     test.to_parquet(str(data / "test.parquet"))
     run = tmp_path / "run"
     shutil.copytree(tiny_run, run)
-    r = cli(
-        "eval.py", f"ckpt={run}", f"data.path={data}", f"paths.cache_dir={tmp_path}", f"hydra.run.dir={tmp_path / 'h'}"
-    )
-    assert r.returncode == 0, r.stderr[-2000:]
-    result = json.loads((run / "eval_test.json").read_text())
+    from hydra import compose, initialize_config_dir
+
+    from attnclf.evaluate import evaluate
+
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        overrides = [f"ckpt={run}", f"data.path={data}", f"paths.cache_dir={tmp_path}", f"paths.output_dir={tmp_path}"]
+        evaluate(compose("eval", overrides))
+    stdout = capsys.readouterr().out
+    result = json.loads((run / "eval_test.json").read_text())  # the default output: beside the checkpoint's run
     assert result["checkpoint"] == str(run / "checkpoints" / Path(best(tiny_run)).name)
 
     preds = Classifier.from_checkpoint(result["checkpoint"]).predict(test["text"])
@@ -76,7 +80,7 @@ def test_eval_command_on_a_run_folder_against_an_independent_computation(tiny_ru
     assert result["macro_f1"] == pytest.approx(np.mean(f1), abs=1e-6)
     assert abs(np.mean(f1) - (y == p).mean()) > 1e-3  # (so that a micro-F1 would not pass)
     assert result["loss"] == pytest.approx(-np.log(probs[np.arange(80), y]).mean(), abs=1e-5)
-    assert "accuracy" in r.stdout and "confusion" in r.stdout
+    assert "accuracy" in stdout and "confusion" in stdout
 
 
 def test_eval_and_predict_help_list_only_what_they_take(capsys):
