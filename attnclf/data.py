@@ -34,23 +34,19 @@ log = logging.getLogger(__name__)
 TRUNCATIONS = ("head", "tail", "head_tail")
 
 
-def carve(rows: np.ndarray, size: float, rng: np.random.Generator, key: str) -> tuple[np.ndarray, np.ndarray]:
+def carve(rows: np.ndarray, size: float, rng: np.random.Generator, key: str, purpose: str):
     """(rest, carved): `size` (a fraction or a count) of `rows` taken at random, both sorted."""
     n = len(rows)
     k = int(round(size * n)) if size < 1 else int(size)
     if not 0 < k < n:
-        raise AttnclfError(f"{key}={size} leaves {k} of {n} rows; need 1..{n - 1}")
+        raise AttnclfError(f"{key}={size} leaves {k} of {n} rows for {purpose}; need 1..{n - 1}")
     perm = rng.permutation(rows)
     return np.sort(perm[k:]), np.sort(perm[:k])
 
 
 def split_train_val(n: int, val_size: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Disjoint train/validation row indices, the same for the same (n, val_size, seed)."""
-    n_val = int(round(val_size * n)) if val_size < 1 else int(val_size)
-    if not 0 < n_val < n:
-        raise AttnclfError(f"data.val_size={val_size} leaves {n_val} of {n} rows for validation; need 1..{n - 1}")
-    perm = np.random.default_rng(seed).permutation(n)
-    return np.sort(perm[n_val:]), np.sort(perm[:n_val])
+    return carve(np.arange(n), val_size, np.random.default_rng(seed), "data.val_size", "validation")
 
 
 # ---------------------------------------------------------------- batches
@@ -191,13 +187,13 @@ class IMDBDataModule(L.LightningDataModule):
         rows = np.arange(len(train.labels))
         test_rows = None
         if test_split is None:  # carved from train, seeded (never touching a validation split)
-            rows, test_rows = carve(rows, self.test_size, np.random.default_rng([self.seed, 2]), "data.test_size")
+            rng = np.random.default_rng([self.seed, 2])
+            rows, test_rows = carve(rows, self.test_size, rng, "data.test_size", "testing")
             log.warning("no %r split in %r: testing on %d training rows carved at random", self.test_split,
                         self.path, len(test_rows))  # fmt: skip
-        if val_split is None:
-            train_rows, val_rows = split_train_val(len(train.labels), self.val_size, self.seed)
-            if test_rows is not None:  # (the validation rows come from what the test left)
-                train_rows, val_rows = carve(rows, self.val_size, np.random.default_rng(self.seed), "data.val_size")
+        if val_split is None:  # (from what a carved test split left; all training rows otherwise)
+            rng = np.random.default_rng(self.seed)
+            train_rows, val_rows = carve(rows, self.val_size, rng, "data.val_size", "validation")
         else:
             train_rows, val_rows = rows, None
         if self.train_size is not None:  # a fixed random subset of the training rows (quick runs, scaling)
@@ -217,18 +213,16 @@ class IMDBDataModule(L.LightningDataModule):
         args = dict(max_length=self.max_length, truncation=self.truncation)
         train_ids = train.remap(self.vocab)
         self.train_set = Reviews(train_ids, train.offsets, train.labels, train_rows, **args)
-        if val_split is None:
-            self.val_set = Reviews(train_ids, train.offsets, train.labels, val_rows, **args)
-        else:
-            val = encoded(val_split)
-            self.val_set = Reviews(val.remap(self.vocab), val.offsets, val.labels, np.arange(len(val.labels)), **args)
-        if test_split is None:
-            self.test_set = Reviews(train_ids, train.offsets, train.labels, test_rows, **args)
-        else:
-            test = encoded(test_split)
-            self.test_set = Reviews(
-                test.remap(self.vocab), test.offsets, test.labels, np.arange(len(test.labels)), **args
-            )
+
+        def own_or_carved(split: str | None, carved_rows) -> Reviews:
+            """The dataset's own split whole, or the rows carved from train."""
+            if split is None:
+                return Reviews(train_ids, train.offsets, train.labels, carved_rows, **args)
+            enc = encoded(split)
+            return Reviews(enc.remap(self.vocab), enc.offsets, enc.labels, np.arange(len(enc.labels)), **args)
+
+        self.val_set = own_or_carved(val_split, val_rows)
+        self.test_set = own_or_carved(test_split, test_rows)
         lengths = train.lengths[train_rows]
         p50, p90, p99 = (int(v) for v in np.percentile(lengths, [50, 90, 99]))
         self.length_stats = {
