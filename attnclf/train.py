@@ -138,15 +138,16 @@ def instantiate_group(group: DictConfig | None) -> list:
     return [instantiate(c) for c in (group or {}).values() if c is not None and "_target_" in c]
 
 
-def instantiate_loggers(group: DictConfig | None, resume: Path | None) -> list:
-    """The loggers; on resume, TensorBoard drops what the interrupted run logged after its checkpoint."""
+def instantiate_loggers(group: DictConfig | None, resumed_step: int | None) -> list:
+    """The loggers; on resume (at `resumed_step`), TensorBoard drops what the interrupted run logged after
+    its checkpoint."""
     loggers = []
     for c in (group or {}).values():
         if c is None or "_target_" not in c:
             continue
         extra = {}
-        if resume is not None and c._target_.endswith("TensorBoardLogger"):
-            extra["purge_step"] = load_checkpoint(resume)["global_step"]
+        if resumed_step is not None and c._target_.endswith("TensorBoardLogger"):
+            extra["purge_step"] = resumed_step
         loggers.append(instantiate(c, **extra))
     return loggers
 
@@ -213,18 +214,22 @@ def train(cfg: DictConfig) -> float:
         **cfg.model,
         **cfg.optimizer,
     )
-    if resume is not None:
-        saved = load_checkpoint(resume).get("hyper_parameters", {}).get("vocab_size")
-        if saved != len(datamodule.vocab):
+    resumed_step = None
+    if resume is not None:  # (read once here; Lightning reads it again to restore)
+        saved = load_checkpoint(resume)
+        resumed_step = saved["global_step"]
+        saved_vocab = saved.get("hyper_parameters", {}).get("vocab_size")
+        if saved_vocab != len(datamodule.vocab):
             raise AttnclfError(
-                f"ckpt_path: {resume} has a vocabulary of {saved} words, this command's data settings give "
+                f"ckpt_path: {resume} has a vocabulary of {saved_vocab} words, this command's data settings give "
                 f"{len(datamodule.vocab)}; resume with the run's own data.* settings"
             )
+        del saved
     callbacks = instantiate_group(cfg.get("callbacks"))
     throughput = next((c for c in callbacks if isinstance(c, Throughput)), None) or Throughput()
     if throughput not in callbacks:
         callbacks.append(throughput)
-    loggers = instantiate_loggers(cfg.get("logger"), resume)
+    loggers = instantiate_loggers(cfg.get("logger"), resumed_step)
     if not loggers:  # logger=none: the learning-rate monitor has nowhere to write (Lightning refuses it)
         callbacks = [c for c in callbacks if not isinstance(c, L.callbacks.LearningRateMonitor)]
     trainer: L.Trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=loggers, plugins=[AtomicCheckpointIO()])
