@@ -193,8 +193,9 @@ class ConfusionMatrixImage(L.Callback):
 class AttentionMaps(L.Callback):
     """Each validation epoch, for a fixed set of validation reviews, log to TensorBoard:
     a heatmap (the review's tokens in reading order, weight as colour, true and
-    predicted label in the title) under `attention/review_<i>`, and the review as
-    text with its `top_k` highest-weighted words in bold.
+    predicted label in the title) under `attention/review_<i>`, the review as
+    text with its `top_k` highest-weighted words in bold, and its words shaded by
+    attention, gradient x input and leave-one-out under `attention/importance_<i>`.
     """
 
     def __init__(
@@ -235,6 +236,30 @@ class AttentionMaps(L.Callback):
             tb.experiment.add_text(
                 f"attention/review_{i}", f"**{title}**\n\n" + self.marked_text(words, weights), trainer.global_step
             )
+        self.log_importance(tb, pl_module, dm.vocab, reviews, trainer.global_step)
+
+    @staticmethod
+    def log_importance(tb, pl_module, vocab, reviews: list[np.ndarray], step: int) -> None:
+        """Each review's words shaded by attention, by gradient x input and by leave-one-out, one above the
+        other, under `attention/importance_<i>` (attnclf.faithfulness; `python faithfulness.py` for the
+        measures over many reviews)."""
+        from attnclf import faithfulness as F
+
+        was_training = pl_module.training
+        pl_module.eval()
+        seqs = [np.asarray(r, dtype=np.int64) for r in reviews]
+        try:
+            # (validation runs in inference mode, which gradients cannot leave)
+            with torch.inference_mode(False), torch.enable_grad():
+                attr = F.attributions(pl_module.model, seqs)
+                loo = F.leave_one_out(pl_module.model, seqs, attr.probs)
+        finally:
+            pl_module.train(was_training)
+        for i, ids in enumerate(seqs):
+            rows = {"attention": attr.weights[i], "gradient x input": attr.gradient[i], "leave-one-out": loo[i]}
+            title = f"{pl_module.hparams.attention} attention: importance of each word for the predicted class"
+            fig = importance_figure(vocab.decode(ids), rows, title)
+            tb.experiment.add_figure(f"attention/importance_{i}", fig, step, close=True)
 
     @staticmethod
     @torch.no_grad()
@@ -272,13 +297,16 @@ class AttentionMaps(L.Callback):
         return fig
 
 
-def draw_weights(ax, words: list[str], weights, columns: int):
-    """The words in reading order on a grid `columns` wide, each cell coloured by its attention weight."""
+def draw_weights(ax, words: list[str], weights, columns: int, signed: bool = False):
+    """The words in reading order on a grid `columns` wide, each cell coloured by its weight
+    (`signed`: a diverging scale centred on 0)."""
     weights = np.asarray(weights, dtype=float)
     rows = -(-len(words) // columns)
     grid = np.full(rows * columns, np.nan)
     grid[: len(words)] = weights[: len(words)]
-    im = ax.imshow(grid.reshape(rows, columns), cmap="Reds", aspect="auto", vmin=0, vmax=float(weights.max()))
+    top = float(np.abs(weights).max()) or 1.0
+    cmap, vmin = ("RdBu_r", -top) if signed else ("Reds", 0)
+    im = ax.imshow(grid.reshape(rows, columns), cmap=cmap, aspect="auto", vmin=vmin, vmax=top)
     for j, w in enumerate(words):
         ax.text(
             j % columns,
@@ -291,3 +319,26 @@ def draw_weights(ax, words: list[str], weights, columns: int):
         )
     ax.set_xticks([])
     return im
+
+
+def importance_figure(words: list[str], rows: dict[str, np.ndarray], title: str, columns: int = 12):
+    """A review's words shaded by several importance measures, one grid above the other: attention
+    (>= 0) in reds, signed measures (gradient x input, leave-one-out) in red for the predicted class
+    and blue against it, centred on 0."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    grid_rows = -(-len(words) // columns)
+    fig, axes = plt.subplots(len(rows), 1, figsize=(columns * 0.95, len(rows) * (0.42 * grid_rows + 0.6) + 0.5))
+    for ax, (name, scores) in zip(np.atleast_1d(axes), rows.items(), strict=True):
+        scores = np.nan_to_num(np.asarray(scores, dtype=float))
+        signed = bool((scores < 0).any())
+        im = draw_weights(ax, words, scores, columns, signed=signed)
+        ax.set_yticks([])
+        ax.set_title(name, fontsize=8, loc="left")
+        fig.colorbar(im, ax=ax, fraction=0.03, pad=0.01)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    return fig

@@ -29,15 +29,9 @@ def evaluate(cfg: DictConfig) -> dict:
         log.info("evaluating %s, the best checkpoint of %s", ckpt, cfg.ckpt)
     clf = Classifier.from_checkpoint(ckpt, cfg.get("device", "cpu"))
     data = cfg.data
-    ds = load_splits(data.path, data.get("name"))
-    if data.split not in ds:
-        raise AttnclfError(f"data.split={data.split!r}; splits in {data.path!r}: {', '.join(ds)}")
-    text_col, label_col = resolve_columns(ds, data.text_column, data.label_column, data.path)
-    ds, names, remap = prepare_labels(ds, label_col, data.path)
-    enc = encode_split(ds[data.split], text_col, label_col, data.cache_dir)
+    dataset = split_as_trained(data, clf)
+    labels = dataset.labels
     n = clf.module.hparams.num_classes
-    labels = labels_as_trained(enc.labels, names, remap, clf.labels, data.split)
-    dataset = Reviews(enc.remap(clf.vocab), enc.offsets, labels, np.arange(len(labels)), clf.max_length, clf.truncation)
 
     acc = MulticlassAccuracy(n, average="micro")
     f1 = MulticlassF1Score(n, average="macro")
@@ -71,6 +65,19 @@ def evaluate(cfg: DictConfig) -> dict:
     print_result(result)
     print(f"written to {out}")
     return result
+
+
+def split_as_trained(data: DictConfig, clf: Classifier) -> Reviews:
+    """The split `data.split` of `data.path`, encoded with the checkpoint's vocabulary, read as in its
+    training (max_length, truncation), with labels as the checkpoint's class ids."""
+    ds = load_splits(data.path, data.get("name"))
+    if data.split not in ds:
+        raise AttnclfError(f"data.split={data.split!r}; splits in {data.path!r}: {', '.join(ds)}")
+    text_col, label_col = resolve_columns(ds, data.text_column, data.label_column, data.path)
+    ds, names, remap = prepare_labels(ds, label_col, data.path)
+    enc = encode_split(ds[data.split], text_col, label_col, data.cache_dir)
+    labels = labels_as_trained(enc.labels, names, remap, clf.labels, data.split)
+    return Reviews(enc.remap(clf.vocab), enc.offsets, labels, np.arange(len(labels)), clf.max_length, clf.truncation)
 
 
 def labels_as_trained(values: np.ndarray, names: list[str], remap, trained: list[str], split: str) -> np.ndarray:

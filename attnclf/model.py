@@ -49,8 +49,29 @@ class AttentionClassifier(nn.Module):
 
         `host_lengths`: a CPU copy of `lengths`, when they are on a GPU (saves the encoder a sync).
         """
-        x = self.embed_dropout(self.embed(ids))  # (B, T, E)
-        out, final = self.encoder(x, lengths, host_lengths)  # (B, T, 2H), (B, 2H)
-        mask = torch.arange(ids.size(1), device=ids.device) < lengths.to(ids.device).unsqueeze(1)  # (B, T)
+        out, final, mask = self.encode(self.embed(ids), lengths, host_lengths)
         context, weights = self.attention(final.unsqueeze(1), out, out, mask)  # (B, 1, 2H), (B, 1, T)
-        return self.fc(self.dropout(context.squeeze(1))), weights.squeeze(1)
+        return self.classify(context.squeeze(1)), weights.squeeze(1)
+
+    def encode(
+        self, x: torch.Tensor, lengths: torch.Tensor, host_lengths: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Embedded reviews x (B, T, E) -> encoder outputs (B, T, 2H), query (B, 2H), real-token mask (B, T).
+
+        Starts from the embeddings so that attnclf.faithfulness can take gradients with respect to them.
+        """
+        out, final = self.encoder(self.embed_dropout(x), lengths, host_lengths)  # (B, T, 2H), (B, 2H)
+        mask = torch.arange(x.size(1), device=x.device) < lengths.to(x.device).unsqueeze(1)  # (B, T)
+        return out, final, mask
+
+    def pool(self, out: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        """The attention-weighted sum of the encoder outputs (B, T, 2H) under given weights (B, T) -> (B, 2H).
+
+        forward() gets the same sum from the attention itself; attnclf.faithfulness calls this one with
+        permuted, uniform or the model's own weights.
+        """
+        return torch.bmm(weights.unsqueeze(1).to(out.dtype), out).squeeze(1)
+
+    def classify(self, context: torch.Tensor) -> torch.Tensor:
+        """Pooled review (B, 2H) -> logits (B, C)."""
+        return self.fc(self.dropout(context))

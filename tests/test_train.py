@@ -57,6 +57,7 @@ def test_short_run_writes_tensorboard_metrics_and_checkpoint(attention, tiny_imd
     tags = events.Tags()
     assert TAGS <= set(tags["scalars"]), TAGS - set(tags["scalars"])
     assert {f"attention/review_{i}" for i in range(4)} <= set(tags["images"])
+    assert {f"attention/importance_{i}" for i in range(4)} <= set(tags["images"])  # attention, gradient, LOO
     # the marked text: title with the true and predicted labels, the review's words, its top-5 in bold
     text_tag = next(t for t in tags["tensors"] if t.startswith("attention/review_0"))
     text = events.Tensors(text_tag)[-1].tensor_proto.string_val[0].decode()

@@ -1,0 +1,309 @@
+"""Faithfulness measures (attnclf.faithfulness, faithfulness.py) against models whose truth is known.
+
+Two known-truth models share one design: the encoder is the identity (each position holds its own
+token's embedding), so what the output depends on is set by hand.
+- `forced`: the attention puts all its weight on one signal token, and the output reads only the
+  attention-pooled vector: erasing that token flips every decision, gradients and leave-one-out
+  agree with the attention, shuffled or uniform weights change the output.
+- `ignoring`: the output is the mean of the tokens, whatever the attention says, and the attention
+  looks at a feature that has nothing to do with sentiment: shuffled weights change nothing, and
+  erasing by attention does no better than erasing at random.
+Each measure gets opposite verdicts from the two, so a measure that always says the same fails.
+"""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from conftest import CONF
+from hydra import compose, initialize_config_dir
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+from torch import nn
+
+from attnclf import faithfulness as F
+from attnclf.attention import masked_softmax
+from attnclf.errors import AttnclfError
+from attnclf.explain import check_ks, faithfulness, sample
+from attnclf.model import AttentionClassifier
+
+SIGNAL = 3
+V, E = 50, 4
+
+
+class LooksAt(nn.Module):
+    """Attention whose scores are `scale` times one feature of each token (dimension `dim`)."""
+
+    def __init__(self, dim: int, scale: float):
+        super().__init__()
+        self.dim, self.scale = dim, scale
+
+    def forward(self, query, keys, values, mask):
+        w = masked_softmax(self.scale * keys[..., self.dim].unsqueeze(1), mask)  # (B, 1, T)
+        return torch.bmm(w, values), w
+
+
+class KnownTruth(AttentionClassifier):
+    """Identity encoder; logit(positive) - logit(negative) = the pooled vector's first feature."""
+
+    def __init__(self, embeddings: torch.Tensor, attention: nn.Module, ignore_weights: bool = False):
+        super().__init__(V, 2, embed_dim=E, hidden_dim=E // 2, dropout=0.0, embed_dropout=0.0)
+        self.embed.weight.data.copy_(embeddings)
+        self.attention = attention
+        self.ignore_weights = ignore_weights
+        self.fc.weight.data.zero_()
+        self.fc.weight.data[1, 0] = 1.0
+        self.fc.bias.data.zero_()
+        self.eval()
+
+    def encode(self, x, lengths, host_lengths=None):
+        mask = torch.arange(x.size(1)) < lengths.unsqueeze(1)
+        return x, x.mean(1), mask
+
+    def pool(self, out, weights):
+        if self.ignore_weights:  # the mean of the real tokens (feature 2 is 1 on each of them, 0 on padding)
+            return out.sum(1) / out[..., 2].sum(1, keepdim=True)
+        return super().pool(out, weights)
+
+
+def forced_model() -> KnownTruth:
+    emb = torch.zeros(V, E)
+    emb[1:, 0], emb[1:, 2] = -1.0, 1.0  # every real token: negative, counted
+    emb[SIGNAL] = torch.tensor([4.0, 1.0, 1.0, 0.0])  # the signal token, marked by feature 1
+    return KnownTruth(emb, LooksAt(dim=1, scale=50.0))
+
+
+def forced_reviews(n=60, seed=0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(n):
+        r = rng.integers(4, V, size=rng.integers(10, 30))
+        r[rng.integers(len(r))] = SIGNAL
+        out.append(r.astype(np.int64))
+    return out
+
+
+POS, NEG = range(4, 10), range(10, 16)
+
+
+def ignoring_model() -> KnownTruth:
+    rng = np.random.default_rng(1)
+    emb = torch.zeros(V, E)
+    emb[1:, 2] = 1.0
+    emb[list(POS), 0], emb[list(NEG), 0] = 1.5, -1.5
+    emb[1:, 3] = torch.from_numpy(rng.random(V - 1)).float()  # what the attention looks at: unrelated to sentiment
+    return KnownTruth(emb, LooksAt(dim=3, scale=8.0), ignore_weights=True)
+
+
+def ignoring_reviews(n=200, seed=0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        r = list(rng.integers(16, V, size=rng.integers(10, 30)))
+        for _ in range(rng.integers(1, 3)):
+            r.insert(rng.integers(len(r) + 1), rng.choice(list(POS if i % 2 else NEG)))
+        out.append(np.asarray(r, dtype=np.int64))
+    return out
+
+
+def all_measures(model, seqs):
+    attr = F.attributions(model, seqs)
+    loo = F.leave_one_out(model, seqs, attr.probs)
+    rng = np.random.default_rng(0)
+    orders = {
+        "attention": [F.ranking(w) for w in attr.weights],
+        "gradient": [F.ranking(g) for g in attr.gradient],
+        "random": [rng.permutation(len(s)) for s in seqs],
+    }
+    erasure = F.erasure(model, seqs, attr.probs, orders, [1, 3, 0.1])
+    flips = F.tokens_to_flip(model, seqs, attr.probs, orders["attention"])
+    tv, entropy = F.permutation(model, seqs, permutations=30)
+    uniform = F.uniform(model, seqs)
+    return attr, loo, erasure, flips, tv, uniform
+
+
+def test_attention_forced_onto_one_token():
+    model, seqs = forced_model(), forced_reviews()
+    attr, loo, erasure, flips, tv, uniform = all_measures(model, seqs)
+    assert (attr.pred == 1).all()
+    # gradients and leave-one-out single out the same token as the attention
+    assert np.nanmean(F.kendall(attr.weights, attr.gradient)) > 0.9
+    assert np.nanmean(F.kendall(attr.weights, loo)) > 0.9
+    assert F.top1_agreement(attr.weights, attr.gradient) == 1.0 == F.top1_agreement(attr.weights, loo)
+    # erasing the top-attention token flips every decision; one random token rarely does
+    assert erasure["attention"]["k1"]["flipped"] == 1.0 and erasure["attention"]["k1"]["prob_drop"] > 0.5
+    assert erasure["random"]["k1"]["flipped"] < 0.2
+    assert (flips == 1).all()
+    # moving its weight elsewhere or spreading it out changes the output
+    assert np.median(tv) > 0.5
+    assert (uniform.argmax(-1) != attr.pred).mean() > 0.9
+
+
+def test_output_that_ignores_the_attention():
+    model, seqs = ignoring_model(), ignoring_reviews()
+    attr, loo, erasure, flips, tv, uniform = all_measures(model, seqs)
+    labels = np.arange(len(seqs)) % 2
+    assert (attr.pred == labels).mean() == 1.0
+    assert np.abs(tv).max() < 1e-6 and (uniform.argmax(-1) == attr.pred).all()
+    for k in ("k1", "k3", "k10pct"):  # by attention: no better than random; by gradient: far better
+        assert abs(erasure["attention"][k]["flipped"] - erasure["random"][k]["flipped"]) < 0.12, k
+    assert erasure["gradient"]["k3"]["flipped"] > erasure["attention"]["k3"]["flipped"] + 0.4
+    assert abs(np.nanmean(F.kendall(attr.weights, attr.gradient))) < 0.2
+    assert np.nanmean(F.kendall(attr.gradient, loo)) > 0.2  # the two non-attention measures agree
+    assert np.nanmedian(flips) > 2
+
+
+@pytest.mark.parametrize("attention", ["dot", "additive"])
+def test_measures_on_a_real_model_match_one_review_at_a_time(attention):
+    """The batched passes (padding, length groups) give each review what it gets alone, and the pooled
+    path the measures use is the model's own forward."""
+    torch.manual_seed(0)
+    model = AttentionClassifier(V, 3, embed_dim=8, hidden_dim=6, attention=attention).eval()
+    rng = np.random.default_rng(2)
+    seqs = [rng.integers(1, V, size=n).astype(np.int64) for n in (7, 3, 12, 1, 9)]
+    attr = F.attributions(model, seqs, batch_tokens=20)  # several groups
+    loo = F.leave_one_out(model, seqs, attr.probs, batch_tokens=20, group_tokens=30)
+    for i, s in enumerate(seqs):
+        ids = torch.as_tensor(s).unsqueeze(0)
+        with torch.no_grad():
+            logits, w = model(ids, torch.tensor([len(s)]))
+        p = torch.softmax(logits, -1)[0]
+        c = int(p.argmax())
+        torch.testing.assert_close(torch.from_numpy(attr.probs[i]).float(), p, atol=1e-5, rtol=1e-4)
+        np.testing.assert_allclose(attr.weights[i], w[0].numpy(), atol=1e-6)
+        x = model.embed(ids).detach().requires_grad_(True)
+        torch.softmax(model.classify(model.pool(*_out_and_weights(model, x, len(s)))), -1)[0, c].backward()
+        np.testing.assert_allclose(attr.gradient[i], (x.grad * x).sum(-1)[0].detach().numpy(), atol=1e-6)
+        if len(s) == 1:
+            assert np.isnan(loo[i]).all()
+            continue
+        for t in range(len(s)):
+            rest = torch.as_tensor(np.delete(s, t)).unsqueeze(0)
+            with torch.no_grad():
+                q = torch.softmax(model(rest, torch.tensor([len(s) - 1]))[0], -1)[0, c]
+            assert loo[i][t] == pytest.approx(float(p[c] - q), abs=1e-5)
+
+
+def _out_and_weights(model, x, n):
+    out, final, mask = model.encode(x, torch.tensor([n]))
+    _, w = model.attention(final.unsqueeze(1), out, out, mask)
+    return out, w.squeeze(1)
+
+
+def test_erasure_sizes_and_helpers():
+    assert [F.erase_count(k, 20) for k in (1, 3, 0.1, 0.5, 50)] == [1, 3, 2, 10, 19]
+    assert F.erase_count(0.1, 4) == 1 and F.erase_count(5, 2) == 1  # at least one token erased, one kept
+    assert F.k_name(3) == "k3" and F.k_name(0.1) == "k10pct"
+    assert list(F.ranking(np.array([0.1, 0.5, 0.1, 0.3]))) == [1, 3, 0, 2]
+    assert np.isnan(F.kendall([np.array([1.0])], [np.array([1.0])])[0])
+    same = F.js_distance([np.array([0.2, 0.8])], [np.array([0.2, 0.8])])[0]
+    apart = F.js_distance([np.array([1.0, 0.0])], [np.array([0.0, 1.0])])[0]
+    assert same == pytest.approx(0.0, abs=1e-7) and apart == pytest.approx(1.0)
+    assert check_ks([1, 3, 0.1]) == [1.0, 3.0, 0.1]
+    for bad in ([0], [1.5], [-1], [True], ["a"], []):
+        with pytest.raises(AttnclfError, match="ks"):
+            check_ks(bad)
+    lengths = np.array([5, 300, 10, 20])
+    assert list(sample(lengths, 3, 256, 0, "test")) == [0, 2, 3]
+    with pytest.raises(AttnclfError, match=r"reviews=4 is more than split 'test' has with at most 256 tokens \(3 of"):
+        sample(lengths, 4, 256, 0, "test")
+
+
+def compose_faith(overrides):
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        return compose(config_name="faithfulness", overrides=overrides)
+
+
+def test_faithfulness_command_writes_json_summary_and_tensorboard(tiny_run, tiny_imdb, tmp_path, capsys):
+    out = tmp_path / "faith"
+    cfg = compose_faith(
+        [
+            f"ckpt={tiny_run}",
+            f"data.path={tiny_imdb}",
+            f"paths.cache_dir={tmp_path}",
+            "reviews=30",
+            "max_tokens=64",
+            "permutations=10",
+            f"output={out}",
+        ]  # fmt: skip
+    )
+    result = faithfulness(cfg)
+    saved = json.loads((out / "faithfulness.json").read_text())
+    assert saved["reviews"] == 30 and saved["attention"] == "dot" and saved["max_tokens"] == 64
+    assert set(saved["erasure"]) == {"attention", "gradient", "loo", "random"}
+    assert set(saved["erasure"]["attention"]) == {"k1", "k3", "k5", "k10pct"}
+    assert -1 <= saved["agreement"]["kendall_tau"]["gradient"]["mean"] <= 1
+    assert saved["permutation"]["permutations"] == 10 and len(saved["permutation"]["by_entropy_quartile"]) >= 1
+    assert saved == json.loads(json.dumps(result))
+    md = (out / "summary.md").read_text()
+    assert "Kendall tau" in md and "| attention |" in md and md in capsys.readouterr().out
+    assert (out / "summary.png").stat().st_size > 10_000
+    events = EventAccumulator(str(out), size_guidance={"images": 0})
+    events.Reload()
+    tags = events.Tags()
+    assert {"faithfulness/kendall_tau_gradient", "faithfulness/erasure_flipped/attention_k1"} <= set(tags["scalars"])
+    assert {"faithfulness/summary", "faithfulness/review_0", "faithfulness/review_3"} <= set(tags["images"])
+    # the same sample every time (seeded)
+    again = faithfulness(compose_faith([*cfg_overrides(cfg), f"output={tmp_path / 'again'}"]))
+    assert again["agreement"] == result["agreement"] and again["erasure"] == result["erasure"]
+
+
+def cfg_overrides(cfg):
+    return [f"ckpt={cfg.ckpt}", f"data.path={cfg.data.path}", f"paths.cache_dir={cfg.paths.cache_dir}",
+            "reviews=30", "max_tokens=64", "permutations=10"]  # fmt: skip
+
+
+def test_faithfulness_bad_input(tiny_run, tiny_imdb, tmp_path):
+    base = [f"ckpt={tiny_run}", f"data.path={tiny_imdb}", f"paths.cache_dir={tmp_path}", f"output={tmp_path / 'o'}"]
+    with pytest.raises(AttnclfError, match=r"reviews=500 is more than split 'test' has"):
+        faithfulness(compose_faith([*base, "reviews=500"]))
+    with pytest.raises(AttnclfError, match=r"ks: 0 is out of range"):
+        faithfulness(compose_faith([*base, "ks=[1,0]"]))
+    with pytest.raises(AttnclfError, match=r"permutations=0"):
+        faithfulness(compose_faith([*base, "permutations=0"]))
+    other = tmp_path / "other.ckpt"
+    torch.save({"weights": torch.zeros(2)}, other)
+    with pytest.raises(AttnclfError, match="not a Lightning checkpoint"):
+        faithfulness(compose_faith([*base[1:], f"ckpt={other}"]))
+    assert not (tmp_path / "o").exists()
+
+
+def test_attention_agreement_across_seeds_and_attentions(tiny_run, tiny_run_additive, tiny_imdb, tmp_path, capsys):
+    """Two copies of one run agree exactly (distance 0); dot against additive does not; bad input is one line."""
+    import shutil
+    import sys
+
+    sys.path.insert(0, str(Path(CONF).parent / "scripts"))
+    from attention_agreement import main
+
+    twin = tmp_path / "twin"
+    shutil.copytree(tiny_run, twin)
+    out = tmp_path / "agreement.json"
+    args = [str(tiny_run), str(twin), str(tiny_run_additive), "--data", str(tiny_imdb), "--reviews", "20",
+            "--max-tokens", "64", "--cache-dir", str(tmp_path), "--output", str(out)]  # fmt: skip
+    assert main(args) == 0
+    r = json.loads(out.read_text())
+    assert r["reviews"] == 20 and r["within"]["dot"]["pairs"] == 1
+    assert r["within"]["dot"]["mean_js"] == pytest.approx(0.0, abs=1e-6)
+    assert 0.01 < r["across"]["additive vs dot"]["mean_js"] <= 1 and r["across"]["additive vs dot"]["pairs"] == 2
+    assert all(0 < v["mean_js_to_uniform"] < 1 for v in r["runs"].values())
+    assert "additive vs dot" in capsys.readouterr().out
+    assert main([str(tiny_run), "--data", str(tiny_imdb), "--cache-dir", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip() == "error: give two or more runs to compare"
+
+
+def test_faithfulness_command_line(tiny_run, tmp_path):
+    import subprocess
+    import sys
+
+    root = Path(CONF).parent
+    help_ = subprocess.run([sys.executable, "faithfulness.py", "--help"], cwd=root, capture_output=True, text=True)
+    assert help_.returncode == 0 and "max_tokens" in help_.stdout and "attention_agreement.py" in help_.stdout
+    bad = subprocess.run(
+        [sys.executable, "faithfulness.py", f"ckpt={tiny_run}", "ks=[1,2.5]", f"hydra.run.dir={tmp_path / 'h'}"],
+        cwd=root, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
+        "error: ks: 2.5 is out of range; allowed: whole numbers >= 1 or fractions in (0, 1)"
+    ]
