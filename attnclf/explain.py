@@ -140,9 +140,22 @@ def measure(clf: Classifier, seqs: list[np.ndarray], labels: np.ndarray, cfg: Di
             "median_tv": float(np.median(0.5 * np.abs(uni - attr.probs).sum(-1))),
         },
         "seconds": seconds,
+        # per review, in sample order (null where undefined), for comparing checkpoints
+        "per_review": {
+            "kendall_tau_gradient": _list(tau["gradient"]),
+            "kendall_tau_loo": _list(tau["loo"]),
+            "tokens_to_flip": _list(flip),
+            "tokens": lengths.tolist(),
+            "permutation_tv": _list(tv),
+            "entropy": _list(entropy),
+        },
     }
     arrays = {"attr": attr, "loo": loo, "tau": tau, "flip_frac": flip_frac, "tv": tv, "entropy": entropy}
     return result, arrays
+
+
+def _list(x: np.ndarray) -> list:
+    return [float(v) if np.isfinite(v) else None for v in np.asarray(x, dtype=float)]
 
 
 def flip_summary(count: np.ndarray, fraction: np.ndarray) -> dict:

@@ -12,6 +12,7 @@ Each measure gets opposite verdicts from the two, so a measure that always says 
 """
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -247,6 +248,16 @@ def test_faithfulness_command_writes_json_summary_and_tensorboard(tiny_run, tiny
     # the same sample every time (seeded)
     again = faithfulness(compose_faith([*cfg_overrides(cfg), f"output={tmp_path / 'again'}"]))
     assert again["agreement"] == result["agreement"] and again["erasure"] == result["erasure"]
+    assert len(saved["per_review"]["kendall_tau_loo"]) == 30 == len(saved["per_review"]["tokens"])
+
+    sys.path.insert(0, str(Path(CONF).parent / "scripts"))
+    from compare_faithfulness import main
+
+    assert main([str(out), str(tmp_path / "again" / "faithfulness.json"), "--out", str(tmp_path / "c.png")]) == 0
+    table = capsys.readouterr().out
+    assert "| flipped, top-1 by attention removed |" in table and (tmp_path / "c.png").stat().st_size > 10_000
+    flipped = f"{result['erasure']['random']['k3']['flipped']:.1%}"
+    assert f"| flipped, top-3 by random removed | {flipped} | {flipped} |" in table
 
 
 def cfg_overrides(cfg):

@@ -1,0 +1,124 @@
+"""Put faithfulness.py's results for several checkpoints side by side: one Markdown table and one figure.
+
+    python scripts/compare_faithfulness.py RESULT [RESULT ...] [--out faithfulness.png]
+
+RESULT: a faithfulness.json, or the folder that holds it (<run>/faithfulness_test).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+
+def load(path: str) -> dict:
+    p = Path(path)
+    p = p / "faithfulness.json" if p.is_dir() else p
+    if not p.is_file():
+        raise SystemExit(f"error: no faithfulness.json at {path} (run faithfulness.py first)")
+    r = json.loads(p.read_text())
+    r["_label"] = f"{r['attention']} ({Path(r['checkpoint']).parent.parent.name})"
+    return r
+
+
+def table(results: list[dict]) -> str:
+    rows = [
+        ("accuracy on the sample", lambda r: f"{r['accuracy']:.2%}"),
+        ("tau vs gradient x input (mean ± sd)", lambda r: _tau(r, "gradient")),
+        ("tau vs leave-one-out (mean ± sd)", lambda r: _tau(r, "loo")),
+        ("tau gradient vs leave-one-out (yardstick)", lambda r: _tau_ref(r)),
+        ("top-1 token = gradient's / LOO's", lambda r: "{:.1%} / {:.1%}".format(*_top1(r))),
+    ]
+    for k in results[0]["ks"]:
+        for name in ("attention", "gradient", "loo", "random"):
+            rows.append((f"flipped, top-{k[1:]} by {name} removed", _flip(name, k)))
+    rows += [
+        ("top-attention tokens removed to flip (median, share of review)", lambda r: _to_flip(r, "attention")),
+        ("random tokens removed to flip (median, share of review)", lambda r: _to_flip(r, "random")),
+        ("never flips (attention order)", lambda r: f"{r['tokens_to_flip']['attention']['never']:.1%}"),
+        ("permuted weights: median output change (TV)", lambda r: f"{r['permutation']['median_tv']:.4f}"),
+        ("permuted weights: reviews moving < 0.05", lambda r: f"{r['permutation']['share_tv_below_0.05']:.1%}"),
+        ("Spearman(entropy, change)", lambda r: f"{r['permutation']['spearman_entropy_tv']:.3f}"),
+        ("uniform weights: accuracy change", lambda r: f"{r['uniform']['accuracy_change']:+.2%}"),
+        ("uniform weights: decisions changed", lambda r: f"{r['uniform']['decisions_changed']:.1%}"),
+        ("seconds", lambda r: f"{r['total_seconds']:.0f}"),
+    ]
+    lines = ["| measure | " + " | ".join(r["_label"] for r in results) + " |", "|---|" + "---|" * len(results)]
+    lines += [f"| {name} | " + " | ".join(fn(r) for r in results) + " |" for name, fn in rows]
+    return "\n".join(lines)
+
+
+def _tau(r, name):
+    t = r["agreement"]["kendall_tau"][name]
+    return f"{t['mean']:.3f} ± {t['sd']:.3f}"
+
+
+def _tau_ref(r):
+    t = r["agreement"]["kendall_tau_gradient_vs_loo"]
+    return f"{t['mean']:.3f} ± {t['sd']:.3f}"
+
+
+def _top1(r):
+    return r["agreement"]["top1_same"]["gradient"], r["agreement"]["top1_same"]["loo"]
+
+
+def _flip(name, k):
+    return lambda r: f"{r['erasure'][name][k]['flipped']:.1%}"
+
+
+def _to_flip(r, order):
+    f = r["tokens_to_flip"][order]
+    return f"{f['median_tokens']:g}, {f['median_fraction']:.1%}"
+
+
+def figure(results: list[dict], out: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(1, 3, figsize=(15, 4.2))
+    bins = np.linspace(-1, 1, 41)
+    for r in results:
+        tau = np.array([v for v in r["per_review"]["kendall_tau_loo"] if v is not None])
+        ax[0].hist(tau, bins=bins, histtype="step", linewidth=1.5, label=r["_label"])
+    ax[0].set(title="Kendall tau, attention vs leave-one-out", xlabel="tau per review", ylabel="reviews")
+    ks = results[0]["ks"]
+    x = np.arange(len(ks))
+    for r, style in zip(results, ["-", "--", ":", "-."], strict=False):
+        for name, colour in (("attention", "C3"), ("loo", "C0"), ("random", "C7")):
+            ax[1].plot(x, [r["erasure"][name][k]["flipped"] for k in ks], style, color=colour, marker="o",
+                       label=f"{r['attention']}: by {name}")  # fmt: skip
+    ax[1].set_xticks(x, [k[1:] for k in ks])
+    ax[1].set(title="decisions flipped after removing the top-k tokens", xlabel="k", ylabel="share of reviews")
+    edges = np.linspace(0, 1.1, 23)
+    for r in results:
+        pr = r["per_review"]
+        frac = [f / (n - 1) if f is not None else 1.05 for f, n in zip(pr["tokens_to_flip"], pr["tokens"], strict=True)]
+        ax[2].hist(frac, bins=edges, histtype="step", linewidth=1.5, label=r["_label"])
+    ax[2].set(title="share of top-attention tokens removed to flip (>1: never)", xlabel="share", ylabel="reviews")
+    for a in ax:
+        a.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python scripts/compare_faithfulness.py", description=__doc__.split("\n\n")[0])
+    p.add_argument("results", nargs="+")
+    p.add_argument("--out", help="write the figure (PNG) here")
+    args = p.parse_args(argv)
+    results = [load(x) for x in args.results]
+    print(table(results))
+    if args.out:
+        figure(results, args.out)
+        print(f"figure written to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
