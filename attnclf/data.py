@@ -7,6 +7,7 @@ batch samplers: attnclf/sampling.py. The vocabulary comes from the training rows
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from pathlib import Path
 
@@ -167,6 +168,19 @@ class IMDBDataModule(L.LightningDataModule):
         self._train_sampler: BucketBatchSampler | None = None
         self._resume_at: tuple[int, int] | None = None  # (epoch, batches done) from a checkpoint
 
+    def word_vector_texts(self, unlabeled_split: str | None = "unsupervised"):
+        """The texts word vectors may learn from, and a key for them: the training split (less a test split
+        carved from it) and the unlabeled split where the data has one. Never the test split."""
+        ds, text_col, label_col, train = self._corpus
+        rows = self._train_text_rows
+        texts = [(train, rows)]
+        key = [ds[self.train_split]._fingerprint, hashlib.sha1(rows.tobytes()).hexdigest()[:12], text_col]
+        if unlabeled_split and unlabeled_split in ds and unlabeled_split not in (self.test_split, self.train_split):
+            unlabeled = encode_split(ds[unlabeled_split], text_col, label_col, self.cache_dir)
+            texts.append((unlabeled, np.arange(len(unlabeled.labels))))
+            key.append(ds[unlabeled_split]._fingerprint)
+        return texts, key
+
     def setup(self, stage: str | None = None) -> None:
         if self.vocab is not None:
             return
@@ -184,6 +198,7 @@ class IMDBDataModule(L.LightningDataModule):
             return enc
 
         train = encoded(self.train_split)
+        self._corpus = (ds, text_col, label_col, train)  # for word_vector_texts()
         rows = np.arange(len(train.labels))
         test_rows = None
         if test_split is None:  # carved from train, seeded (never touching a validation split)
@@ -221,6 +236,7 @@ class IMDBDataModule(L.LightningDataModule):
             enc = encoded(split)
             return Reviews(enc.remap(self.vocab), enc.offsets, enc.labels, np.arange(len(enc.labels)), **args)
 
+        self._train_text_rows = rows  # every training-split row but a carved test split's
         self.val_set = own_or_carved(val_split, val_rows)
         self.test_set = own_or_carved(test_split, test_rows)
         lengths = train.lengths[train_rows]

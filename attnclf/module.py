@@ -65,6 +65,8 @@ class AttnClassifierModule(L.LightningModule):
         dropout: float = 0.3,
         embed_dropout: float = 0.2,
         gru_kernel: str = "auto",
+        embeddings: str = "random",
+        freeze_embeddings: bool = False,
         lr: float = 2e-3,
         weight_decay: float = 0.01,
         schedule: str = "cosine",
@@ -89,6 +91,9 @@ class AttnClassifierModule(L.LightningModule):
             embed_dropout,
             gru_kernel,
         )
+        # `embeddings` (random, word2vec or a vectors file) is where train() took the initial embedding from:
+        # a record only, as the weights themselves are in the state dict
+        self.model.embed.weight.requires_grad_(not freeze_embeddings)
         # validate_args=False: the checks read the labels back from the device, a sync every step
         self.train_acc = MulticlassAccuracy(num_classes, average="micro", validate_args=False)
         self.val_acc = MulticlassAccuracy(num_classes, average="micro", validate_args=False)

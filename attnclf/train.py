@@ -24,6 +24,7 @@ from attnclf.data import IMDBDataModule
 from attnclf.errors import AttnclfError
 from attnclf.memory import keep_freed_memory
 from attnclf.module import AttnClassifierModule
+from attnclf.vectors import check_embeddings, initial_embeddings
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,8 @@ HPARAMS = (
     "model.dropout",
     "model.attention_scale",
     "model.attention_init",
+    "model.embeddings",
+    "model.freeze_embeddings",
     "data.max_length",
     "data.batch_size",
     "data.vocab_size",
@@ -80,6 +83,7 @@ def validate(cfg: DictConfig) -> None:
     init = OmegaConf.select(cfg, "model.attention_init")
     if init not in ATTENTION_INITS:
         raise AttnclfError(f"model.attention_init={init!r}; allowed: {', '.join(ATTENTION_INITS)}")
+    check_embeddings(str(OmegaConf.select(cfg, "model.embeddings") or "random"), cfg.model.embed_dim)
     check_devices(cfg)
 
 
@@ -214,6 +218,14 @@ def train(cfg: DictConfig) -> float:
         **cfg.model,
         **cfg.optimizer,
     )
+    embeddings = {"source": "random"}
+    source = cfg.model.get("embeddings", "random")
+    if resume is None and source != "random":  # (a resumed run has its embedding in the checkpoint)
+        matrix, embeddings = initial_embeddings(
+            source, datamodule, cfg.model.embed_dim, OmegaConf.to_container(cfg.get("word2vec") or {}),
+            cfg.paths.cache_dir,
+        )  # fmt: skip
+        model.model.embed.weight.data.copy_(torch.from_numpy(matrix))
     resumed_step = None
     if resume is not None:  # (read once here; Lightning reads it again to restore)
         saved = load_checkpoint(resume)
@@ -276,6 +288,7 @@ def train(cfg: DictConfig) -> float:
         "num_classes": datamodule.num_classes,
         "labels": datamodule.vocab.meta["labels"],
         "splits": datamodule.splits,  # where train, val and test came from (carved or the dataset's own)
+        "embeddings": embeddings,  # where the initial embedding came from (random, word2vec, a vectors file)
         "text_lengths": datamodule.length_stats,  # tokens per training text: percentiles, share kept whole
         "best_checkpoint": best,
         "vocab": str(out / "vocab.json"),

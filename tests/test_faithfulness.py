@@ -283,7 +283,6 @@ def test_faithfulness_bad_input(tiny_run, tiny_imdb, tmp_path):
 def test_attention_agreement_across_seeds_and_attentions(tiny_run, tiny_run_additive, tiny_imdb, tmp_path, capsys):
     """Two copies of one run agree exactly (distance 0); dot against additive does not; bad input is one line."""
     import shutil
-    import sys
 
     sys.path.insert(0, str(Path(CONF).parent / "scripts"))
     from attention_agreement import main
@@ -306,7 +305,6 @@ def test_attention_agreement_across_seeds_and_attentions(tiny_run, tiny_run_addi
 
 def test_faithfulness_command_line(tiny_run, tmp_path):
     import subprocess
-    import sys
 
     root = Path(CONF).parent
     help_ = subprocess.run([sys.executable, "faithfulness.py", "--help"], cwd=root, capture_output=True, text=True)

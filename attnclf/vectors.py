@@ -1,0 +1,148 @@
+"""Word vectors for the embedding layer: trained with gensim's word2vec on the training and unlabeled
+texts (never the test split), or read from a vectors file.
+
+Trained vectors are cached under `<cache_dir>/word2vec/`, keyed by the texts' `datasets` fingerprints,
+the tokenizer version and the word2vec settings: every run and seed on the same data shares one
+training. The cache file is in word2vec's binary format, so it also works as `model.embeddings=<path>`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from attnclf.encoding import Encoded
+from attnclf.errors import AttnclfError
+from attnclf.text import PAD_ID, TOKENIZER_VERSION, Vocab
+
+log = logging.getLogger(__name__)
+
+EMBEDDINGS = ("random", "word2vec")  # or a path to a vectors file
+ALGORITHMS = ("skipgram", "cbow")
+
+
+Texts = list[tuple[Encoded, np.ndarray]]  # tokenised splits and the rows of each to read
+
+
+class Sentences:
+    """The texts' rows as lists of tokens, re-iterable (word2vec reads them once for its vocabulary, then
+    once per epoch)."""
+
+    def __init__(self, texts: Texts):
+        self.texts = texts
+
+    def __iter__(self):
+        for enc, rows in self.texts:
+            table = np.asarray(enc.table, dtype=object)
+            for r in rows:
+                a, b = enc.offsets[r], enc.offsets[r + 1]
+                if b > a:
+                    yield table[enc.ids[a:b]].tolist()
+
+
+def train_word2vec(texts: Texts, dim: int, settings: dict, workers: int | None = None):
+    """gensim KeyedVectors of `dim` dimensions trained on the texts."""
+    from gensim.models import Word2Vec
+
+    algorithm = settings.get("algorithm", "skipgram")
+    if algorithm not in ALGORITHMS:
+        raise AttnclfError(f"word2vec.algorithm={algorithm!r}; allowed: {', '.join(ALGORITHMS)}")
+    t = time.perf_counter()
+    model = Word2Vec(
+        Sentences(texts),
+        vector_size=dim,
+        sg=int(algorithm == "skipgram"),
+        window=int(settings.get("window", 5)),
+        min_count=int(settings.get("min_count", 2)),
+        negative=int(settings.get("negative", 5)),
+        epochs=int(settings.get("epochs", 5)),
+        workers=workers or max(1, min(4, os.cpu_count() or 1)),
+        seed=int(settings.get("seed", 0)),
+    )
+    log.info("word2vec: %d words x %d dims in %.0f s", len(model.wv), dim, time.perf_counter() - t)
+    return model.wv
+
+
+def cached_word2vec(texts: Texts, fingerprints: list[str], dim: int, settings: dict, cache_dir: str | None):
+    """Trained vectors from the cache, or trained now and cached."""
+    from gensim.models import KeyedVectors
+
+    key = hashlib.sha1(
+        f"{'|'.join(fingerprints)}|{TOKENIZER_VERSION}|{dim}|{sorted(settings.items())}".encode()
+    ).hexdigest()[:16]
+    path = Path(cache_dir) / "word2vec" / f"{key}.bin" if cache_dir else None
+    if path is not None and path.is_file():
+        log.info("word2vec: vectors from the cache %s", path)
+        return KeyedVectors.load_word2vec_format(str(path), binary=True), path
+    n = sum(len(rows) for _, rows in texts)
+    log.info("word2vec: training %d-dim vectors on %d texts (cached afterwards)", dim, n)
+    wv = train_word2vec(texts, dim, settings)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+        wv.save_word2vec_format(str(tmp), binary=True)
+        os.replace(tmp, path)
+    return wv, path
+
+
+def read_vectors(path: str, dim: int):
+    """KeyedVectors from a word2vec file (.bin binary; otherwise text: .txt, .vec, GloVe with a header)."""
+    from gensim.models import KeyedVectors
+
+    p = Path(path)
+    if not p.is_file():
+        allowed = ", ".join(EMBEDDINGS)
+        raise AttnclfError(f"model.embeddings={path!r}: no such file; allowed: {allowed} or a vectors file")
+    try:
+        wv = KeyedVectors.load_word2vec_format(str(p), binary=p.suffix == ".bin")
+    except (ValueError, UnicodeDecodeError, EOFError) as e:
+        raise AttnclfError(f"model.embeddings={path!r} is not a word2vec vectors file: {e}") from e
+    if wv.vector_size != dim:
+        raise AttnclfError(
+            f"model.embeddings={path!r} has {wv.vector_size}-dim vectors, model.embed_dim={dim}; "
+            f"set model.embed_dim={wv.vector_size}"
+        )
+    return wv
+
+
+def embedding_matrix(wv, vocab: Vocab, seed: int = 0) -> tuple[np.ndarray, float]:
+    """(vocabulary size, dim) rows: each word's vector; words without one get random vectors of the same
+    scale; padding is 0. Also the share of the vocabulary (past padding and <unk>) that had a vector."""
+    vectors = wv.vectors
+    scale = float(vectors.std()) if len(vectors) else 0.1
+    rng = np.random.default_rng(seed)
+    out = rng.normal(0.0, scale, size=(len(vocab), wv.vector_size)).astype(np.float32)
+    found = 0
+    for i, word in enumerate(vocab.itos):
+        j = wv.key_to_index.get(word)
+        if j is not None:
+            out[i] = vectors[j]
+            found += 1
+    out[PAD_ID] = 0.0
+    return out, found / max(1, len(vocab) - 2)
+
+
+def check_embeddings(source: str, dim: int) -> None:
+    """Before any data work: `model.embeddings` is random, word2vec, or a readable vectors file of `dim` dims."""
+    if source not in EMBEDDINGS:
+        read_vectors(source, dim)
+
+
+def initial_embeddings(source: str, datamodule, dim: int, settings: dict, cache_dir: str | None) -> tuple:
+    """(the embedding matrix for the datamodule's vocabulary, its summary for metrics.json)."""
+    if source == "word2vec":
+        texts, key = datamodule.word_vector_texts(settings.get("unlabeled_split", "unsupervised"))
+        train_settings = {k: v for k, v in settings.items() if k != "unlabeled_split"}
+        wv, path = cached_word2vec(texts, key, dim, train_settings, cache_dir)
+        summary = {"texts": int(sum(len(rows) for _, rows in texts)), "vectors_file": str(path) if path else None}
+    else:
+        wv = read_vectors(source, dim)
+        summary = {"vectors_file": str(source)}
+    matrix, coverage = embedding_matrix(wv, datamodule.vocab)
+    log.info("embeddings from %s: %.1f%% of the vocabulary has a vector", source, 100 * coverage)
+    return matrix, {"source": source, "coverage": coverage, **summary}

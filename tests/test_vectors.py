@@ -1,0 +1,136 @@
+"""Word vectors (model.embeddings=word2vec | <file>): trained by gensim on training and unlabeled text,
+never on test text; cached; loaded into the embedding; bad files refused in one line."""
+
+import json
+
+import datasets
+import numpy as np
+import pytest
+import torch
+from conftest import compose_cfg, make_reviews, tiny_overrides
+
+from attnclf.data import IMDBDataModule
+from attnclf.errors import AttnclfError
+from attnclf.inference import Classifier
+from attnclf.train import train
+from attnclf.vectors import cached_word2vec, embedding_matrix, read_vectors
+
+TEST_ONLY, UNLABELED_ONLY, CARVED_ONLY = "zzqtestword", "zzqunlabeledword", "zzqcarvedword"
+SETTINGS = {"algorithm": "cbow", "window": 3, "min_count": 1, "negative": 3, "epochs": 2, "seed": 0}
+
+
+@pytest.fixture(scope="module")
+def with_unlabeled(tmp_path_factory):
+    """train / test / unsupervised, laid out like the Hub's files; one word only in test, one only unlabeled."""
+    root = tmp_path_factory.mktemp("imdb_unlabeled")
+    (root / "data").mkdir()
+    for split, n, seed in (("train", 160, 0), ("test", 60, 1), ("unsupervised", 80, 2)):
+        reviews = make_reviews(n, seed)
+        extra = {"test": TEST_ONLY, "unsupervised": UNLABELED_ONLY}.get(split)
+        if extra:
+            reviews["text"] = [f"{t} {extra} {extra}" for t in reviews["text"]]
+        if split == "unsupervised":
+            reviews["label"] = [-1] * n
+        datasets.Dataset.from_dict(reviews).to_parquet(str(root / "data" / f"{split}-00000-of-00001.parquet"))
+    return root
+
+
+def test_word_vectors_learn_from_training_and_unlabeled_text_never_test(with_unlabeled, tmp_path):
+    dm = IMDBDataModule(str(with_unlabeled), vocab_size=200, cache_dir=str(tmp_path), max_length=64)
+    dm.setup("fit")
+    texts, key = dm.word_vector_texts()
+    assert [len(rows) for _, rows in texts] == [160, 80]  # every training row (validation's too), all unlabeled
+    wv, path = cached_word2vec(texts, key, 8, SETTINGS, str(tmp_path))
+    assert UNLABELED_ONLY in wv.key_to_index and TEST_ONLY not in wv.key_to_index
+    assert "great" in wv.key_to_index and wv.vector_size == 8
+    # cached: a second call reads the file instead of training
+    stamp = path.stat().st_mtime_ns
+    again, same = cached_word2vec(texts, key, 8, SETTINGS, str(tmp_path))
+    assert same == path and path.stat().st_mtime_ns == stamp and np.array_equal(again["great"], wv["great"])
+    # other settings, other vectors
+    _, other = cached_word2vec(texts, key, 8, {**SETTINGS, "window": 2}, str(tmp_path))
+    assert other != path
+
+
+def test_a_test_split_carved_from_training_text_stays_out(tmp_path):
+    """One file, no test split: the test rows carved from it are not read by word2vec."""
+    reviews = make_reviews(100, 3)
+    path = tmp_path / "reviews.csv"
+    datasets.Dataset.from_dict(reviews).to_csv(str(path))
+    dm = IMDBDataModule(str(path), vocab_size=200, cache_dir=str(tmp_path), test_size=0.2, seed=1)
+    dm.setup("fit")
+    texts, _ = dm.word_vector_texts()
+    ((enc, rows),) = texts
+    carved = set(range(100)) - set(rows.tolist())
+    assert len(carved) == 20 and len(dm.test_set) == 20 and carved == set(dm.test_set.rows.tolist())
+
+
+def test_training_from_word2vec_vectors_frozen(with_unlabeled, tmp_path):
+    """The embedding starts as the vectors (frozen: stays so), metrics.json says where it came from, and the
+    checkpoint loads without the vectors."""
+    out = tmp_path / "run"
+    cfg = compose_cfg(
+        [
+            "experiment=smoke",
+            "logger=none",
+            "callbacks.rich_progress_bar=null",
+            "callbacks.attention_maps=null",
+            "model.embeddings=word2vec",
+            "model.freeze_embeddings=true",
+            *[f"word2vec.{k}={v}" for k, v in SETTINGS.items()],
+            *tiny_overrides(with_unlabeled, out),
+        ]
+    )
+    train(cfg)
+    metrics = json.loads((out / "metrics.json").read_text())
+    emb = metrics["embeddings"]
+    assert emb["source"] == "word2vec" and emb["texts"] == 240 and emb["coverage"] > 0.9
+    clf = Classifier.from_checkpoint(metrics["best_checkpoint"])
+    assert clf.module.hparams.embeddings == "word2vec" and clf.module.hparams.freeze_embeddings
+    wv = read_vectors(emb["vectors_file"], 16)
+    expected, _ = embedding_matrix(wv, clf.vocab)
+    weight = clf.module.model.embed.weight.detach().numpy()
+    known = [i for i, w in enumerate(clf.vocab.itos) if w in wv.key_to_index]
+    assert len(known) > 10 and np.array_equal(weight[known], expected[known])
+    assert not weight[0].any()  # padding
+
+
+def test_bad_vectors_files(tiny_imdb, tmp_path):
+    from gensim.models import KeyedVectors
+
+    wv = KeyedVectors(8)
+    wv.add_vectors(["good", "bad"], np.ones((2, 8), dtype=np.float32))
+    text = tmp_path / "v.txt"
+    wv.save_word2vec_format(str(text))
+    assert read_vectors(str(text), 8)["good"].shape == (8,)
+    for path, dim, message in (
+        (text, 16, f"model.embeddings='{text}' has 8-dim vectors, model.embed_dim=16; set model.embed_dim=8"),
+        (tmp_path / "none.vec", 16, "no such file; allowed: random, word2vec or a vectors file"),
+    ):
+        with pytest.raises(AttnclfError, match=message.replace("(", r"\(").replace(")", r"\)")):
+            read_vectors(str(path), dim)
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(b"\x00\x01 not vectors")
+    with pytest.raises(AttnclfError, match="is not a word2vec vectors file"):
+        read_vectors(str(junk), 8)
+    # checked by train() before any data work, and nothing is left behind
+    out = tmp_path / "run"
+    with pytest.raises(AttnclfError, match="has 8-dim vectors"):
+        train(compose_cfg([f"model.embeddings={text}", *tiny_overrides(tiny_imdb, out)]))
+    assert not (out / "checkpoints").exists()
+
+
+def test_embedding_matrix_scales_missing_words_like_the_vectors():
+    from gensim.models import KeyedVectors
+
+    from attnclf.text import Vocab
+
+    wv = KeyedVectors(4)
+    rng = np.random.default_rng(0)
+    wv.add_vectors([f"w{i}" for i in range(200)], (rng.normal(size=(200, 4)) * 0.3).astype(np.float32))
+    vocab = Vocab(["<pad>", "<unk>", "w1", "w2", "unseen", *[f"x{i}" for i in range(300)]])
+    m, coverage = embedding_matrix(wv, vocab)
+    assert coverage == pytest.approx(2 / (len(vocab) - 2))
+    assert np.array_equal(m[2], wv["w1"]) and not m[0].any()
+    assert 0.2 < m[5:].std() < 0.4  # unseen words: random at the vectors' scale
+    assert torch.from_numpy(m).dtype == torch.float32
