@@ -50,7 +50,129 @@ def unpack(batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tenso
     return ids, lengths, y, lengths
 
 
-class AttnClassifierModule(L.LightningModule):
+class TrainingModule(L.LightningModule):
+    """What every model trained here shares: AdamW on `self.model` with warm-up and cosine decay, gradient
+    clipping that keeps the fused optimizer, and a stop on a nan/inf loss. The hyperparameters `lr`,
+    `weight_decay`, `schedule` and `warmup_ratio` come from the subclass's save_hyperparameters()."""
+
+    _bad_loss: tuple[torch.Tensor, torch.Tensor] | None = None  # on a GPU: (first bad step, its loss)
+
+    def _check_finite(self, loss: torch.Tensor) -> None:
+        """Stop on a nan/inf loss. On CPU at once; on a GPU the first bad step is kept on the device and
+        read every `log_every_n_steps` steps and before a checkpoint (reading it each step would wait for
+        the step to finish, and the GPU would idle while the next one is launched)."""
+        if loss.device.type == "cpu":
+            if not torch.isfinite(loss):
+                self._raise_bad_loss(self.global_step, loss.item())
+            return
+        loss = loss.detach().float()
+        if self._bad_loss is None:
+            self._bad_loss = (torch.full((), -1, device=loss.device), torch.zeros((), device=loss.device))
+        step, value = self._bad_loss
+        first = ~torch.isfinite(loss) & (step < 0)
+        self._bad_loss = (torch.where(first, self.global_step, step), torch.where(first, loss, value))
+
+    def _stop_if_bad_loss(self) -> None:
+        if self._bad_loss is not None and int(self._bad_loss[0]) >= 0:
+            self._raise_bad_loss(int(self._bad_loss[0]), float(self._bad_loss[1]))
+
+    def _raise_bad_loss(self, step: int, value: float):
+        raise AttnclfError(
+            f"train/loss became {value} at step {step}; stopping "
+            "(the last good checkpoint is kept; try a smaller optimizer.lr)"
+        )
+
+    def on_train_batch_end(self, outputs, batch, batch_idx) -> None:
+        if self.global_step % self.trainer.log_every_n_steps == 0:
+            self._stop_if_bad_loss()
+
+    def on_train_epoch_end(self) -> None:
+        self._stop_if_bad_loss()
+
+    def _loss_scaler(self):
+        return getattr(self.trainer.precision_plugin, "scaler", None) if self._trainer is not None else None
+
+    def configure_gradient_clipping(self, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None):
+        """Clip with torch's own functions when no loss scaler is in play (32-true, bf16-mixed).
+
+        Lightning's mixed-precision plugin refuses to clip for a fused optimizer under any *-mixed
+        precision, bf16 included, although only a loss scaler (16-mixed) needs the gradients unscaled
+        first; with one, the optimizer is not fused and Lightning's own path unscales, then clips.
+        """
+        if self._loss_scaler() is not None:
+            return self.clip_gradients(optimizer, gradient_clip_val, gradient_clip_algorithm)
+        if not gradient_clip_val:
+            return
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        if gradient_clip_algorithm == "value":
+            torch.nn.utils.clip_grad_value_(params, gradient_clip_val)
+        else:  # (no error_if_nonfinite: that reads the norm back from the device every step)
+            torch.nn.utils.clip_grad_norm_(params, gradient_clip_val)
+
+    def configure_optimizers(self):
+        hp = self.hparams
+        opt = adamw(self.model, hp.lr, hp.weight_decay, fused=self._loss_scaler() is None)
+        if hp.schedule == "constant":
+            return opt
+        total = max(int(self.trainer.estimated_stepping_batches), 1)
+        warmup = int(hp.warmup_ratio * total)
+
+        def factor(step: int) -> float:  # linear warm-up, then cosine decay to 0
+            if step < warmup:
+                return (step + 1) / warmup
+            return 0.5 * (1 + math.cos(math.pi * min(1.0, (step - warmup) / max(total - warmup, 1))))
+
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, factor)
+        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
+
+    def on_save_checkpoint(self, checkpoint: dict) -> None:
+        # never replace a good checkpoint with a diverged one
+        self._stop_if_bad_loss()
+        bad = next((n for n, p in self.named_parameters() if not torch.isfinite(p).all()), None)
+        if bad is not None:
+            raise AttnclfError(
+                f"parameter {bad} became nan/inf by step {self.global_step}; stopping "
+                "(the last good checkpoint is kept; try a smaller optimizer.lr)"
+            )
+        # dropout's random streams, so that a resumed run continues exactly where it stopped: every rank's
+        # own (their batches differ), the CPU's and, where dropout draws on a GPU, that device's
+        checkpoint["rng_states"] = self._gather_rng_states()
+
+    def _gather_rng_states(self) -> list[dict[str, torch.Tensor]]:
+        device = self.trainer.strategy.root_device
+        states = {"cpu": torch.get_rng_state()}
+        if device.type == "cuda":
+            states["cuda"] = torch.cuda.get_rng_state(device)
+        if self.trainer.world_size == 1:
+            return [states]
+        # (every rank saves the checkpoint's contents; rank 0 writes them)
+        gathered = {k: self.all_gather(v.to(device)).cpu() for k, v in states.items()}  # (world, N) each
+        return [{k: v[r].clone() for k, v in gathered.items()} for r in range(self.trainer.world_size)]  # (own storage)
+
+    def on_load_checkpoint(self, checkpoint: dict) -> None:
+        if self._trainer is None:  # loaded for evaluation or prediction: leave the process's RNG alone
+            return
+        states = checkpoint.get("rng_states")
+        if states is None and "torch_rng_state" in checkpoint:  # checkpoints from before rng_states
+            states = [{"cpu": checkpoint["torch_rng_state"]}]
+        if not states:
+            return
+        rank = self.trainer.global_rank
+        if len(states) != self.trainer.world_size:
+            log.warning(
+                "the checkpoint holds random states of %d rank(s), this run has %d: dropout will not "
+                "continue exactly as the interrupted run would have",
+                len(states),
+                self.trainer.world_size,
+            )
+        own = states[min(rank, len(states) - 1)]
+        torch.set_rng_state(own["cpu"].cpu().clone())  # (a view segfaults it)
+        device = self.trainer.strategy.root_device
+        if "cuda" in own and device.type == "cuda":
+            torch.cuda.set_rng_state(own["cuda"].cpu().clone(), device)
+
+
+class AttnClassifierModule(TrainingModule):
     def __init__(
         self,
         vocab_size: int,
@@ -106,44 +228,11 @@ class AttnClassifierModule(L.LightningModule):
         self.confusion: dict[str, torch.Tensor] = {}  # the last computed one per stage (rows: true label)
         self.val_acc_best = MaxMetric()  # (the sanity check does not update it: on_validation_epoch_end)
         self.val_acc_best.persistent(True)  # in the checkpoint, so a resumed run keeps its best
-        self._bad_loss: tuple[torch.Tensor, torch.Tensor] | None = None  # on a GPU: (first bad step, its loss)
 
     def forward(
         self, ids: torch.Tensor, lengths: torch.Tensor, host_lengths: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         return self.model(ids, lengths, host_lengths)
-
-    def _check_finite(self, loss: torch.Tensor) -> None:
-        """Stop on a nan/inf loss. On CPU at once; on a GPU the first bad step is kept on the device and
-        read every `log_every_n_steps` steps and before a checkpoint (reading it each step would wait for
-        the step to finish, and the GPU would idle while the next one is launched)."""
-        if loss.device.type == "cpu":
-            if not torch.isfinite(loss):
-                self._raise_bad_loss(self.global_step, loss.item())
-            return
-        loss = loss.detach().float()
-        if self._bad_loss is None:
-            self._bad_loss = (torch.full((), -1, device=loss.device), torch.zeros((), device=loss.device))
-        step, value = self._bad_loss
-        first = ~torch.isfinite(loss) & (step < 0)
-        self._bad_loss = (torch.where(first, self.global_step, step), torch.where(first, loss, value))
-
-    def _stop_if_bad_loss(self) -> None:
-        if self._bad_loss is not None and int(self._bad_loss[0]) >= 0:
-            self._raise_bad_loss(int(self._bad_loss[0]), float(self._bad_loss[1]))
-
-    def _raise_bad_loss(self, step: int, value: float):
-        raise AttnclfError(
-            f"train/loss became {value} at step {step}; stopping "
-            "(the last good checkpoint is kept; try a smaller optimizer.lr)"
-        )
-
-    def on_train_batch_end(self, outputs, batch, batch_idx) -> None:
-        if self.global_step % self.trainer.log_every_n_steps == 0:
-            self._stop_if_bad_loss()
-
-    def on_train_epoch_end(self) -> None:
-        self._stop_if_bad_loss()
 
     def training_step(self, batch, batch_idx):
         ids, lengths, y, host = unpack(batch)
@@ -168,52 +257,6 @@ class AttnClassifierModule(L.LightningModule):
         self.log(f"{stage}/acc", acc, batch_size=n, prog_bar=True)
         self.log(f"{stage}/attn_entropy", entropy.mean(), batch_size=n, sync_dist=True)
         self.log(f"{stage}/attn_top5", top5.mean(), batch_size=n, sync_dist=True)
-
-    def on_save_checkpoint(self, checkpoint: dict) -> None:
-        # never replace a good checkpoint with a diverged one
-        self._stop_if_bad_loss()
-        bad = next((n for n, p in self.named_parameters() if not torch.isfinite(p).all()), None)
-        if bad is not None:
-            raise AttnclfError(
-                f"parameter {bad} became nan/inf by step {self.global_step}; stopping "
-                "(the last good checkpoint is kept; try a smaller optimizer.lr)"
-            )
-        # dropout's random streams, so that a resumed run continues exactly where it stopped: every rank's
-        # own (their batches differ), the CPU's and, where dropout draws on a GPU, that device's
-        checkpoint["rng_states"] = self._gather_rng_states()
-
-    def _gather_rng_states(self) -> list[dict[str, torch.Tensor]]:
-        device = self.trainer.strategy.root_device
-        states = {"cpu": torch.get_rng_state()}
-        if device.type == "cuda":
-            states["cuda"] = torch.cuda.get_rng_state(device)
-        if self.trainer.world_size == 1:
-            return [states]
-        # (every rank saves the checkpoint's contents; rank 0 writes them)
-        gathered = {k: self.all_gather(v.to(device)).cpu() for k, v in states.items()}  # (world, N) each
-        return [{k: v[r].clone() for k, v in gathered.items()} for r in range(self.trainer.world_size)]  # (own storage)
-
-    def on_load_checkpoint(self, checkpoint: dict) -> None:
-        if self._trainer is None:  # loaded for evaluation or prediction: leave the process's RNG alone
-            return
-        states = checkpoint.get("rng_states")
-        if states is None and "torch_rng_state" in checkpoint:  # checkpoints from before rng_states
-            states = [{"cpu": checkpoint["torch_rng_state"]}]
-        if not states:
-            return
-        rank = self.trainer.global_rank
-        if len(states) != self.trainer.world_size:
-            log.warning(
-                "the checkpoint holds random states of %d rank(s), this run has %d: dropout will not "
-                "continue exactly as the interrupted run would have",
-                len(states),
-                self.trainer.world_size,
-            )
-        own = states[min(rank, len(states) - 1)]
-        torch.set_rng_state(own["cpu"].cpu().clone())  # (a view segfaults it)
-        device = self.trainer.strategy.root_device
-        if "cuda" in own and device.type == "cuda":
-            torch.cuda.set_rng_state(own["cuda"].cpu().clone(), device)
 
     def validation_step(self, batch, batch_idx):
         self._eval_step(batch, "val", self.val_acc)
@@ -247,39 +290,3 @@ class AttnClassifierModule(L.LightningModule):
 
     def on_test_epoch_end(self) -> None:
         self._log_f1("test")
-
-    def _loss_scaler(self):
-        return getattr(self.trainer.precision_plugin, "scaler", None) if self._trainer is not None else None
-
-    def configure_gradient_clipping(self, optimizer, gradient_clip_val=None, gradient_clip_algorithm=None):
-        """Clip with torch's own functions when no loss scaler is in play (32-true, bf16-mixed).
-
-        Lightning's mixed-precision plugin refuses to clip for a fused optimizer under any *-mixed
-        precision, bf16 included, although only a loss scaler (16-mixed) needs the gradients unscaled
-        first; with one, the optimizer is not fused and Lightning's own path unscales, then clips.
-        """
-        if self._loss_scaler() is not None:
-            return self.clip_gradients(optimizer, gradient_clip_val, gradient_clip_algorithm)
-        if not gradient_clip_val:
-            return
-        params = [p for group in optimizer.param_groups for p in group["params"]]
-        if gradient_clip_algorithm == "value":
-            torch.nn.utils.clip_grad_value_(params, gradient_clip_val)
-        else:  # (no error_if_nonfinite: that reads the norm back from the device every step)
-            torch.nn.utils.clip_grad_norm_(params, gradient_clip_val)
-
-    def configure_optimizers(self):
-        hp = self.hparams
-        opt = adamw(self.model, hp.lr, hp.weight_decay, fused=self._loss_scaler() is None)
-        if hp.schedule == "constant":
-            return opt
-        total = max(int(self.trainer.estimated_stepping_batches), 1)
-        warmup = int(hp.warmup_ratio * total)
-
-        def factor(step: int) -> float:  # linear warm-up, then cosine decay to 0
-            if step < warmup:
-                return (step + 1) / warmup
-            return 0.5 * (1 + math.cos(math.pi * min(1.0, (step - warmup) / max(total - warmup, 1))))
-
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, factor)
-        return {"optimizer": opt, "lr_scheduler": {"scheduler": sched, "interval": "step"}}
