@@ -189,6 +189,7 @@ class AttnClassifierModule(TrainingModule):
         gru_kernel: str = "auto",
         embeddings: str = "random",
         freeze_embeddings: bool = False,
+        init_from: str | None = None,
         lr: float = 2e-3,
         weight_decay: float = 0.01,
         schedule: str = "cosine",
@@ -213,8 +214,8 @@ class AttnClassifierModule(TrainingModule):
             embed_dropout,
             gru_kernel,
         )
-        # `embeddings` (random, word2vec or a vectors file) is where train() took the initial embedding from:
-        # a record only, as the weights themselves are in the state dict
+        # `embeddings` (random, word2vec or a vectors file) and `init_from` (a pretrain.py checkpoint) are where
+        # train() took the initial weights from: a record only, as the weights themselves are in the state dict
         self.model.embed.weight.requires_grad_(not freeze_embeddings)
         # validate_args=False: the checks read the labels back from the device, a sync every step
         self.train_acc = MulticlassAccuracy(num_classes, average="micro", validate_args=False)

@@ -42,6 +42,7 @@ HPARAMS = (
     "model.attention_init",
     "model.embeddings",
     "model.freeze_embeddings",
+    "model.init_from",
     "data.max_length",
     "data.batch_size",
     "data.vocab_size",
@@ -84,6 +85,11 @@ def validate(cfg: DictConfig) -> None:
     if init not in ATTENTION_INITS:
         raise AttnclfError(f"model.attention_init={init!r}; allowed: {', '.join(ATTENTION_INITS)}")
     check_embeddings(str(OmegaConf.select(cfg, "model.embeddings") or "random"), cfg.model.embed_dim)
+    if OmegaConf.select(cfg, "model.init_from"):
+        from attnclf.pretrain import check_init_from  # (it builds on this module)
+
+        m = cfg.model
+        check_init_from(str(m.init_from), m.embed_dim, m.hidden_dim, m.num_layers)
     check_devices(cfg)
 
 
@@ -226,6 +232,11 @@ def train(cfg: DictConfig) -> float:
             cfg.paths.cache_dir,
         )  # fmt: skip
         model.model.embed.weight.data.copy_(torch.from_numpy(matrix))
+    pretrained = None
+    if resume is None and cfg.model.get("init_from"):
+        from attnclf.pretrain import load_pretrained  # (it builds on this module)
+
+        pretrained = load_pretrained(model.model, str(cfg.model.init_from), datamodule.vocab)
     resumed_step = None
     if resume is not None:  # (read once here; Lightning reads it again to restore)
         saved = load_checkpoint(resume)
@@ -289,6 +300,7 @@ def train(cfg: DictConfig) -> float:
         "labels": datamodule.vocab.meta["labels"],
         "splits": datamodule.splits,  # where train, val and test came from (carved or the dataset's own)
         "embeddings": embeddings,  # where the initial embedding came from (random, word2vec, a vectors file)
+        "init_from": pretrained,  # the pretrain.py checkpoint the encoder started from
         "text_lengths": datamodule.length_stats,  # tokens per training text: percentiles, share kept whole
         "best_checkpoint": best,
         "vocab": str(out / "vocab.json"),
@@ -332,8 +344,9 @@ def move_log_to(run: Path, fresh: Path) -> None:
 
 
 def remove_if_unused(folder: Path) -> None:
-    """Remove a run folder that holds nothing but Hydra's config and an empty or only-started log."""
-    if folder.is_dir() and {p.name for p in folder.iterdir()} <= {".hydra", "train.log"}:
+    """Remove a run folder that holds nothing but Hydra's config, an empty or only-started log and the
+    vocabulary (a start that failed before training)."""
+    if folder.is_dir() and {p.name for p in folder.iterdir()} <= {".hydra", "train.log", "vocab.json"}:
         shutil.rmtree(folder, ignore_errors=True)
 
 

@@ -1,0 +1,191 @@
+"""`pretrain(cfg)`: the forward and backward language models (attnclf/lm.py), and `load_pretrained`,
+which starts a classifier from them (`python train.py model.init_from=<checkpoint or run folder>`)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import time
+from pathlib import Path
+
+import pytorch_lightning as L
+import torch
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from attnclf.callbacks import Throughput
+from attnclf.checkpoint import AtomicCheckpointIO, best_checkpoint, find_resume, load_checkpoint, run_dir_of
+from attnclf.errors import AttnclfError
+from attnclf.lm import KIND, LanguageModelModule, LMDataModule
+from attnclf.memory import keep_freed_memory
+from attnclf.model import AttentionClassifier
+from attnclf.text import Vocab
+from attnclf.train import instantiate_group, instantiate_loggers, move_log_to, peak_rss_mb, quiet_known_warnings
+
+log = logging.getLogger(__name__)
+
+MIN_SHARED_VOCAB = 0.5  # below this, init_from's vocabulary is another data's
+
+
+def validate(cfg: DictConfig) -> None:
+    for key in ("model.embed_dim", "model.hidden_dim"):
+        value = OmegaConf.select(cfg, key)
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise AttnclfError(f"{key}={value!r} must be a positive integer")
+    if cfg.model.num_layers != 1:
+        raise AttnclfError(f"model.num_layers={cfg.model.num_layers!r}; pretraining has one layer per direction: 1")
+    lr = cfg.lm.lr
+    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr < math.inf:
+        raise AttnclfError(f"lm.lr={lr!r} must be a number > 0")
+    cutoffs = cfg.lm.cutoffs
+    if not OmegaConf.is_list(cutoffs) or not all(isinstance(c, int) and not isinstance(c, bool) and c > 0
+                                                 for c in cutoffs):  # fmt: skip
+        raise AttnclfError(f"lm.cutoffs={cutoffs!r}; allowed: a list of positive integers, e.g. [2000,10000]")
+    if not 0 <= cfg.lm.dropout < 1:
+        raise AttnclfError(f"lm.dropout={cfg.lm.dropout!r} must be in [0, 1)")
+
+
+def matches(hp: dict, cfg: DictConfig) -> bool:
+    """Whether a checkpoint is a language model of this command's sizes (for ckpt_path=last)."""
+    return (
+        hp.get("kind") == KIND
+        and hp.get("embed_dim") == cfg.model.embed_dim
+        and hp.get("hidden_dim") == cfg.model.hidden_dim
+    )
+
+
+def pretrain(cfg: DictConfig) -> float:
+    """Fit both language models, write metrics.json; return the best val/loss (mean NLL per token)."""
+    validate(cfg)
+    quiet_known_warnings()
+    if cfg.get("num_threads"):
+        torch.set_num_threads(cfg.num_threads)
+    if cfg.get("keep_freed_memory"):
+        keep_freed_memory()
+    resume = None
+    if cfg.get("ckpt_path"):
+        here = Path(cfg.paths.output_dir)
+        resume = find_resume(cfg.ckpt_path, Path(cfg.paths.runs_dir), here, lambda hp: matches(hp, cfg))
+        if run_dir_of(resume).resolve() != here.resolve():
+            cfg.paths.output_dir = str(run_dir_of(resume))
+            move_log_to(run_dir_of(resume), here)
+        log.info("resuming %s", resume)
+    L.seed_everything(cfg.seed, workers=True)
+    out = Path(cfg.paths.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+
+    lm = cfg.lm
+    datamodule = LMDataModule(
+        **cfg.data, seed=cfg.seed, vocab_path=str(out / "vocab.json"),
+        unlabeled_split=lm.unlabeled_split, val_texts=lm.val_texts,
+    )  # fmt: skip
+    datamodule.setup("fit")
+    module = LanguageModelModule(
+        vocab_size=len(datamodule.vocab),
+        embed_dim=cfg.model.embed_dim,
+        hidden_dim=cfg.model.hidden_dim,
+        dropout=lm.dropout,
+        cutoffs=list(lm.cutoffs),
+        div_value=lm.div_value,
+        lr=lm.lr,
+        weight_decay=lm.weight_decay,
+        warmup_ratio=lm.warmup_ratio,
+    )
+    resumed_step = None
+    if resume is not None:
+        saved = load_checkpoint(resume)
+        resumed_step = saved["global_step"]
+        if saved.get("hyper_parameters", {}).get("vocab_size") != len(datamodule.vocab):
+            raise AttnclfError(f"ckpt_path: {resume} has another vocabulary; resume with the run's own data.* settings")
+        del saved
+    callbacks = instantiate_group(cfg.get("callbacks"))
+    throughput = next((c for c in callbacks if isinstance(c, Throughput)), None) or Throughput()
+    if throughput not in callbacks:
+        callbacks.append(throughput)
+    loggers = instantiate_loggers(cfg.get("logger"), resumed_step)
+    if not loggers:
+        callbacks = [c for c in callbacks if not isinstance(c, L.callbacks.LearningRateMonitor)]
+    trainer: L.Trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=loggers, plugins=[AtomicCheckpointIO()])
+    start = time.perf_counter()
+    trainer.fit(module, datamodule=datamodule, ckpt_path=str(resume) if resume else None, weights_only=True)
+    fit_seconds = time.perf_counter() - start
+    if trainer.interrupted:
+        raise AttnclfError("pretraining was interrupted; checkpoints so far are in " + str(out / "checkpoints"))
+    ckpt_cb = trainer.checkpoint_callback
+    best = ckpt_cb.best_model_path if ckpt_cb else ""
+    score = ckpt_cb.best_model_score if ckpt_cb is not None else None
+    val_loss = float(score) if score is not None else float(trainer.callback_metrics.get("val/loss", math.nan))
+    totals = throughput.final or throughput.totals()
+    metrics = {
+        "kind": KIND,
+        "val/loss": val_loss,  # mean negative log-likelihood per predicted token, both directions
+        "val/ppl": math.exp(val_loss) if math.isfinite(val_loss) else math.nan,
+        "epochs": trainer.current_epoch,
+        "steps": trainer.global_step,
+        "fit_seconds": throughput.total_fit_seconds(fit_seconds),
+        "train_tokens": int(totals["train_tokens"]),
+        "train_tokens_per_sec": throughput.tokens_per_sec,
+        "peak_rss_mb": peak_rss_mb(),
+        "texts": datamodule.splits,
+        "best_checkpoint": best,
+        "vocab": str(out / "vocab.json"),
+    }
+    if trainer.is_global_zero:
+        (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+        log.info("val/loss %.4f  val/ppl %.1f  %.0f s  %.0f tokens/s  -> %s  (python train.py model.init_from=%s)",
+                 val_loss, metrics["val/ppl"], metrics["fit_seconds"], metrics["train_tokens_per_sec"],
+                 out / "metrics.json", out)  # fmt: skip
+    return val_loss
+
+
+def check_init_from(path: str, embed_dim: int, hidden_dim: int, num_layers: int) -> tuple[Path, dict]:
+    """(the checkpoint file, its contents) of a pretrain.py checkpoint or run folder that fits a model of
+    these sizes; one-line errors otherwise. train() calls it before any data work."""
+    ckpt_path = best_checkpoint(path) if Path(path).is_dir() else Path(path)
+    ckpt = load_checkpoint(ckpt_path)
+    hp = ckpt.get("hyper_parameters") or {}
+    if hp.get("kind") != KIND:
+        what = "a classifier's" if "attention" in hp else "another kind of"
+        raise AttnclfError(
+            f"model.init_from={path}: {what} checkpoint, not a language model; give what pretrain.py wrote"
+        )
+    if num_layers != 1:
+        raise AttnclfError(
+            f"model.init_from needs model.num_layers=1 (the language models have one layer), got {num_layers}"
+        )
+    theirs = (hp.get("embed_dim"), hp.get("hidden_dim"))
+    if theirs != (embed_dim, hidden_dim):
+        raise AttnclfError(
+            f"model.init_from={path} has embed_dim={theirs[0]}, hidden_dim={theirs[1]}; this model "
+            f"{embed_dim}, {hidden_dim}: set model.embed_dim={theirs[0]} model.hidden_dim={theirs[1]}"
+        )
+    return ckpt_path, ckpt
+
+
+def load_pretrained(model: AttentionClassifier, path: str, vocab: Vocab) -> dict:
+    """Start `model` from a pretrain.py checkpoint (or run folder: its best checkpoint): the forward LM's GRU
+    into the encoder's forward direction, the backward LM's into the backward one, and the embedding
+    row by row for the words both vocabularies have (the others keep their initialisation)."""
+    ckpt_path, ckpt = check_init_from(path, model.embed.embedding_dim, model.encoder.hidden_dim, len(model.encoder.fwd))
+    enc = model.encoder
+    vocab_file = run_dir_of(ckpt_path) / "vocab.json"
+    if not vocab_file.is_file():
+        raise AttnclfError(f"model.init_from={path}: its vocabulary {vocab_file} is missing")
+    lm_vocab = Vocab.load(vocab_file)
+    pairs = [(i, lm_vocab.stoi[w]) for i, w in enumerate(vocab.itos) if w in lm_vocab.stoi]
+    shared = sum(i >= 2 for i, _ in pairs) / max(1, len(vocab) - 2)  # (past padding and <unk>)
+    if shared < MIN_SHARED_VOCAB:
+        raise AttnclfError(
+            f"model.init_from={path}: its vocabulary has {shared:.0%} of this run's words (another dataset?); "
+            f"pretrain on this run's data"
+        )
+    sd = ckpt["state_dict"]
+    with torch.no_grad():
+        ours, theirs = torch.tensor([p[0] for p in pairs]), torch.tensor([p[1] for p in pairs])
+        model.embed.weight[ours] = sd["model.embed.weight"][theirs].to(model.embed.weight.dtype)
+        for direction, gru in (("fwd", enc.fwd[0]), ("bwd", enc.bwd[0])):
+            for name, param in gru.named_parameters():
+                param.copy_(sd[f"model.{direction}.{name}"])
+    log.info("model.init_from=%s: encoder and %.1f%% of the vocabulary's embeddings", ckpt_path, 100 * shared)
+    return {"checkpoint": str(ckpt_path), "vocab_shared": shared}

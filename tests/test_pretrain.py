@@ -1,0 +1,169 @@
+"""pretrain.py: forward and backward GRU language models that train.py starts from (model.init_from)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+from conftest import CONF, ROOT, compose_cfg, tiny_overrides
+from hydra import compose, initialize_config_dir
+
+from attnclf.checkpoint import load_checkpoint
+from attnclf.errors import AttnclfError
+from attnclf.inference import Classifier
+from attnclf.lm import BiGRULanguageModel, adaptive_cutoffs
+from attnclf.model import AttentionClassifier
+from attnclf.pretrain import load_pretrained, pretrain
+from attnclf.text import Vocab
+from attnclf.train import train
+
+LM = [
+    "model.embed_dim=16",
+    "model.hidden_dim=16",
+    "data.vocab_size=200",
+    "data.max_length=64",
+    "data.batch_size=16",
+    "lm.val_texts=20",
+    "trainer.accelerator=cpu",
+    "trainer.enable_model_summary=false",
+    "trainer.log_every_n_steps=1",
+    "callbacks.rich_progress_bar=null",
+]
+
+
+def compose_lm(overrides):
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        return compose(config_name="pretrain", overrides=overrides)
+
+
+@pytest.fixture(scope="module")
+def lm_run(tiny_imdb, tmp_path_factory):
+    out = tmp_path_factory.mktemp("lm_run")
+    pretrain(compose_lm([f"data.path={tiny_imdb}", f"paths.output_dir={out}", f"paths.cache_dir={out}", *LM]))
+    return out
+
+
+def test_pretraining_writes_what_training_starts_from(lm_run, tiny_imdb, tmp_path):
+    metrics = json.loads((lm_run / "metrics.json").read_text())
+    assert metrics["kind"] == "bigru_lm" and 1 < metrics["val/ppl"] < 200 and metrics["train_tokens_per_sec"] > 0
+    assert metrics["texts"] == {"train": "220 texts", "val": "20 texts held out"}  # 240 training texts, no test
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(lm_run / "tensorboard"))
+    events.Reload()
+    assert {"train/loss", "train/ppl", "val/loss", "val/ppl", "train/tokens_per_sec"} <= set(events.Tags()["scalars"])
+
+    out = tmp_path / "clf"
+    cfg = compose_cfg(
+        [
+            "experiment=smoke",
+            "logger=none",
+            "callbacks.rich_progress_bar=null",
+            "callbacks.attention_maps=null",
+            f"model.init_from={lm_run}",
+            "optimizer.lr=1e-9",
+            *tiny_overrides(tiny_imdb, out),
+        ]  # fmt: skip
+    )
+    train(cfg)
+    run = json.loads((out / "metrics.json").read_text())
+    assert run["init_from"]["checkpoint"] == metrics["best_checkpoint"] and run["init_from"]["vocab_shared"] == 1.0
+    lm = load_checkpoint(metrics["best_checkpoint"])["state_dict"]
+    clf = Classifier.from_checkpoint(run["best_checkpoint"]).module.model  # (lr 1e-9: still the LM's weights)
+    torch.testing.assert_close(clf.encoder.fwd[0].weight_hh_l0, lm["model.fwd.weight_hh_l0"], atol=1e-6, rtol=0)
+    torch.testing.assert_close(clf.encoder.bwd[0].weight_hh_l0, lm["model.bwd.weight_hh_l0"], atol=1e-6, rtol=0)
+
+
+def test_each_language_model_becomes_its_own_direction_of_the_encoder(lm_run):
+    """The encoder's forward outputs are the forward LM's states; its backward outputs are the backward LM's
+    states on the reversed review, put back in reading order; the embedding is the LM's, word for word, in
+    a vocabulary of another order."""
+    ckpt = load_checkpoint(json.loads((lm_run / "metrics.json").read_text())["best_checkpoint"])
+    hp = ckpt["hyper_parameters"]
+    lm = BiGRULanguageModel(hp["vocab_size"], hp["embed_dim"], hp["hidden_dim"], cutoffs=hp["cutoffs"]).eval()
+    lm.load_state_dict({k.removeprefix("model."): v for k, v in ckpt["state_dict"].items()})
+    lm_vocab = Vocab.load(lm_run / "vocab.json")
+    shuffled = Vocab(lm_vocab.itos[:2] + lm_vocab.itos[2:][::-1])  # same words, other ids
+    clf = AttentionClassifier(len(shuffled), embed_dim=16, hidden_dim=16, embed_dropout=0.0).eval()
+    summary = load_pretrained(clf, str(lm_run), shuffled)
+    assert summary["vocab_shared"] == 1.0
+    words = ["great", "film", "boring", "the"]
+    ids_lm = torch.tensor([lm_vocab.encode_tokens(words)])
+    ids_clf = torch.tensor([shuffled.encode_tokens(words)])
+    torch.testing.assert_close(clf.embed(ids_clf), lm.embed(ids_lm))
+    with torch.no_grad():
+        out, _ = clf.encoder(clf.embed(ids_clf), torch.tensor([4]))
+        h_f, h_b, _ = lm.states(ids_lm, torch.tensor([4]))
+    torch.testing.assert_close(out[..., :16], h_f)
+    torch.testing.assert_close(out[..., 16:], h_b.flip(1))  # (one review, no padding: reversed = flipped)
+
+
+def test_a_killed_pretraining_resumes_where_it_stopped(tiny_imdb, tmp_path):
+    from test_resume import KILLER
+
+    common = [f"data.path={tiny_imdb}", f"paths.cache_dir={tmp_path / 'cache'}", f"paths.runs_dir={tmp_path / 'none'}",
+              "trainer.max_epochs=2", "callbacks.step_checkpoint.every_n_train_steps=5", "trainer.deterministic=true",
+              *LM]  # fmt: skip
+    (tmp_path / "killer.py").write_text(KILLER)
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    run = tmp_path / "run"
+
+    def cli(*args):
+        return subprocess.run([sys.executable, "pretrain.py", *common, *args], cwd=ROOT, capture_output=True,
+                              text=True, timeout=300, env=env)  # fmt: skip
+
+    killed = cli(f"hydra.run.dir={run}", "+callbacks.killer._target_=killer.KillAt", "+callbacks.killer.step=17")
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    assert load_checkpoint(run / "checkpoints" / "last.ckpt")["global_step"] == 15
+    resumed = cli(f"hydra.run.dir={run}", "ckpt_path=last")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    pretrain(compose_lm([*common, f"paths.output_dir={tmp_path / 'straight'}"]))
+    a, b = (json.loads((d / "metrics.json").read_text()) for d in (run, tmp_path / "straight"))
+    assert a["steps"] == b["steps"] == 28 and a["val/loss"] == b["val/loss"]
+    final = [load_checkpoint(d / "checkpoints" / "last.ckpt")["state_dict"] for d in (run, tmp_path / "straight")]
+    for name, tensor in final[0].items():
+        torch.testing.assert_close(tensor, final[1][name], rtol=0, atol=0, msg=name)
+
+
+def test_bad_init_from_and_pretraining_values(lm_run, tiny_run, tiny_imdb, tmp_path):
+    base = ["logger=none", *tiny_overrides(tiny_imdb, tmp_path / "o")]
+    cases = [
+        (f"model.init_from={tmp_path / 'none.ckpt'}", "checkpoint not found"),
+        (f"model.init_from={tiny_run}", "a classifier's checkpoint, not a language model"),
+        (f"model.init_from={lm_run}", "has embed_dim=16, hidden_dim=16; this model 16, 32: set model.embed_dim=16"),
+    ]  # fmt: skip
+    for override, message in cases:
+        extra = ["model.hidden_dim=32"] if "this model" in message else []
+        with pytest.raises(AttnclfError, match=message.replace("(", r"\(")):
+            train(compose_cfg([*base, override, *extra]))
+    assert not (tmp_path / "o" / "checkpoints").exists()
+    # another vocabulary: words mostly not the LM's
+    clf = AttentionClassifier(300, embed_dim=16, hidden_dim=16)
+    other = Vocab(["<pad>", "<unk>", *[f"zz{i}" for i in range(298)]])
+    with pytest.raises(AttnclfError, match=r"its vocabulary has 0% of this run's words"):
+        load_pretrained(clf, str(lm_run), other)
+    for override, message in (
+        ("model.num_layers=2", "model.num_layers=2; pretraining has one layer per direction: 1"),
+        ("lm.cutoffs=[0]", r"lm.cutoffs=\[0\]; allowed: a list of positive integers"),
+        ("lm.val_texts=5000", "lm.val_texts=5000 leaves nothing to train on: the data has 240 texts"),
+    ):
+        with pytest.raises(AttnclfError, match=message):
+            pretrain(compose_lm([f"data.path={tiny_imdb}", f"paths.output_dir={tmp_path / 'p'}",
+                                 f"paths.cache_dir={tmp_path}", *LM, override]))  # fmt: skip
+
+
+def test_adaptive_softmax_cutoffs_fit_the_vocabulary():
+    assert adaptive_cutoffs([2000, 10000], 30000) == [2000, 10000]
+    assert adaptive_cutoffs([2000, 10000], 5000) == [2000]
+    assert adaptive_cutoffs([2000, 10000], 200) == [100]
+    lm = BiGRULanguageModel(50, 8, 8, cutoffs=(20,))
+    ids = torch.tensor([[5, 6, 7, 0], [8, 9, 0, 0]])
+    loss_f, loss_b = lm(ids, torch.tensor([3, 2]))
+    assert loss_f.item() > 0 and loss_b.item() > 0
+    # padding predicts nothing: the same review alone gives the same loss
+    alone_f, _ = lm.eval()(ids[:1, :3], torch.tensor([3]))
+    both_f, _ = lm(torch.tensor([[5, 6, 7, 0, 0, 0]]), torch.tensor([3]))
+    assert np.isclose(alone_f.item(), both_f.item())
