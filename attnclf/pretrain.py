@@ -139,9 +139,25 @@ def pretrain(cfg: DictConfig) -> float:
     return val_loss
 
 
-def check_init_from(path: str, embed_dim: int, hidden_dim: int, num_layers: int) -> tuple[Path, dict]:
-    """(the checkpoint file, its contents) of a pretrain.py checkpoint or run folder that fits a model of
-    these sizes; one-line errors otherwise. train() calls it before any data work."""
+def latest_pretraining(root: Path) -> Path:
+    """The newest finished pretrain.py run (one with metrics.json) under `root`."""
+    runs = sorted((p.parent for p in root.glob("*/metrics.json")), key=lambda p: p.stat().st_mtime)
+    runs = [r for r in runs if json.loads((r / "metrics.json").read_text()).get("kind") == KIND]
+    if not runs:
+        raise AttnclfError(
+            f"model.init_from=latest: no finished pretraining under {root}; run python pretrain.py first"
+        )
+    return runs[-1]
+
+
+def check_init_from(
+    path: str, embed_dim: int, hidden_dim: int, num_layers: int, pretrain_dir: str = "outputs/pretrain"
+) -> tuple[Path, dict]:
+    """(the checkpoint file, its contents) of a pretrain.py checkpoint or run folder (`latest`: the newest
+    finished one under `pretrain_dir`) that fits a model of these sizes; one-line errors otherwise.
+    train() calls it before any data work."""
+    if path == "latest":
+        path = str(latest_pretraining(Path(pretrain_dir)))
     ckpt_path = best_checkpoint(path) if Path(path).is_dir() else Path(path)
     ckpt = load_checkpoint(ckpt_path)
     hp = ckpt.get("hyper_parameters") or {}
@@ -163,12 +179,14 @@ def check_init_from(path: str, embed_dim: int, hidden_dim: int, num_layers: int)
     return ckpt_path, ckpt
 
 
-def load_pretrained(model: AttentionClassifier, path: str, vocab: Vocab) -> dict:
+def load_pretrained(
+    model: AttentionClassifier, path: str, vocab: Vocab, pretrain_dir: str = "outputs/pretrain"
+) -> dict:
     """Start `model` from a pretrain.py checkpoint (or run folder: its best checkpoint): the forward LM's GRU
     into the encoder's forward direction, the backward LM's into the backward one, and the embedding
     row by row for the words both vocabularies have (the others keep their initialisation)."""
-    ckpt_path, ckpt = check_init_from(path, model.embed.embedding_dim, model.encoder.hidden_dim, len(model.encoder.fwd))
     enc = model.encoder
+    ckpt_path, ckpt = check_init_from(path, model.embed.embedding_dim, enc.hidden_dim, len(enc.fwd), pretrain_dir)
     vocab_file = run_dir_of(ckpt_path) / "vocab.json"
     if not vocab_file.is_file():
         raise AttnclfError(f"model.init_from={path}: its vocabulary {vocab_file} is missing")
@@ -187,5 +205,7 @@ def load_pretrained(model: AttentionClassifier, path: str, vocab: Vocab) -> dict
         for direction, gru in (("fwd", enc.fwd[0]), ("bwd", enc.bwd[0])):
             for name, param in gru.named_parameters():
                 param.copy_(sd[f"model.{direction}.{name}"])
-    log.info("model.init_from=%s: encoder and %.1f%% of the vocabulary's embeddings", ckpt_path, 100 * shared)
+    log.info(
+        "model.init_from=%s (%s): encoder and %.1f%% of the vocabulary's embeddings", path, ckpt_path, 100 * shared
+    )
     return {"checkpoint": str(ckpt_path), "vocab_shared": shared}

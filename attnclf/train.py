@@ -89,7 +89,7 @@ def validate(cfg: DictConfig) -> None:
         from attnclf.pretrain import check_init_from  # (it builds on this module)
 
         m = cfg.model
-        check_init_from(str(m.init_from), m.embed_dim, m.hidden_dim, m.num_layers)
+        check_init_from(str(m.init_from), m.embed_dim, m.hidden_dim, m.num_layers, cfg.paths.pretrain_dir)
     check_devices(cfg)
 
 
@@ -236,7 +236,7 @@ def train(cfg: DictConfig) -> float:
     if resume is None and cfg.model.get("init_from"):
         from attnclf.pretrain import load_pretrained  # (it builds on this module)
 
-        pretrained = load_pretrained(model.model, str(cfg.model.init_from), datamodule.vocab)
+        pretrained = load_pretrained(model.model, str(cfg.model.init_from), datamodule.vocab, cfg.paths.pretrain_dir)
     resumed_step = None
     if resume is not None:  # (read once here; Lightning reads it again to restore)
         saved = load_checkpoint(resume)

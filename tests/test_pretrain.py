@@ -16,7 +16,7 @@ from attnclf.errors import AttnclfError
 from attnclf.inference import Classifier
 from attnclf.lm import BiGRULanguageModel, adaptive_cutoffs
 from attnclf.model import AttentionClassifier
-from attnclf.pretrain import load_pretrained, pretrain
+from attnclf.pretrain import check_init_from, load_pretrained, pretrain
 from attnclf.text import Vocab
 from attnclf.train import train
 
@@ -140,6 +140,10 @@ def test_bad_init_from_and_pretraining_values(lm_run, tiny_run, tiny_imdb, tmp_p
         with pytest.raises(AttnclfError, match=message.replace("(", r"\(")):
             train(compose_cfg([*base, override, *extra]))
     assert not (tmp_path / "o" / "checkpoints").exists()
+    with pytest.raises(AttnclfError, match="model.init_from=latest: no finished pretraining under"):
+        train(compose_cfg([*base, "model.init_from=latest", f"paths.pretrain_dir={tmp_path / 'empty'}"]))
+    found, _ = check_init_from("latest", 16, 16, 1, str(lm_run.parent))  # (tiny_run's metrics.json is skipped)
+    assert found.parent.parent == lm_run
     # another vocabulary: words mostly not the LM's
     clf = AttentionClassifier(300, embed_dim=16, hidden_dim=16)
     other = Vocab(["<pad>", "<unk>", *[f"zz{i}" for i in range(298)]])

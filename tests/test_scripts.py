@@ -167,3 +167,13 @@ def test_gpu_check_says_why_it_stops_without_a_gpu(tiny_imdb):
         ["bash", "scripts/gpu_check.sh", str(tiny_imdb)], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
     assert r.returncode != 0 and "no CUDA device" in r.stderr
+
+
+def test_bench_lm_runs():
+    r = subprocess.run(
+        [sys.executable, "scripts/bench_lm.py", "--vocab", "300", "--batch", "4", "--length", "10", "--repeats", "1",
+         "--threads", "1"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "GRUs + adaptive softmax" in r.stdout and "GRUs + full softmax" in r.stdout

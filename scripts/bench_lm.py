@@ -1,0 +1,75 @@
+"""What pretraining's output layer costs: a full softmax over the vocabulary against the adaptive softmax,
+each against the GRUs they sit on (one training step's forward + backward, both directions).
+
+    python scripts/bench_lm.py [--vocab 30000] [--batch 64] [--length 200] [--repeats 5] [--threads 2]
+
+Prints milliseconds per step for: the two GRUs alone; GRUs + full softmax; GRUs + adaptive softmax
+(attnclf.lm's cutoffs), and the output layers' cost as a multiple of the GRUs'.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+from torch import nn
+
+from attnclf.lm import adaptive_cutoffs
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(prog="python scripts/bench_lm.py")
+    p.add_argument("--vocab", type=int, default=30000)
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--length", type=int, default=200)
+    p.add_argument("--dim", type=int, default=128)
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--threads", type=int, default=2)
+    args = p.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(0)
+    V, B, T, D = args.vocab, args.batch, args.length, args.dim
+    embed = nn.Embedding(V, D)
+    grus = nn.ModuleList([nn.GRU(D, D, batch_first=True) for _ in range(2)])
+    full = nn.Linear(D, V)
+    adaptive = nn.AdaptiveLogSoftmaxWithLoss(D, V, adaptive_cutoffs([2000, 10000], V), div_value=4.0)
+    # Zipf-distributed tokens, as text is: the adaptive softmax's head serves most of them
+    ranks = torch.arange(1, V + 1, dtype=torch.float)
+    ids = torch.multinomial(1.0 / ranks, B * T, replacement=True).view(B, T)
+    target = ids[:, 1:].reshape(-1)
+
+    def step(head: str) -> None:
+        x = embed(ids)
+        loss = 0
+        for gru in grus:
+            h = gru(x)[0][:, :-1].reshape(-1, D)
+            if head == "full":
+                loss = loss + nn.functional.cross_entropy(full(h), target)
+            elif head == "adaptive":
+                loss = loss + adaptive(h, target).loss
+            else:
+                loss = loss + h.square().mean()
+        loss.backward()
+
+    results = {}
+    for head in ("none", "adaptive", "full"):
+        step(head)  # warm-up
+        times = []
+        for _ in range(args.repeats):
+            t = time.perf_counter()
+            step(head)
+            times.append(time.perf_counter() - t)
+        results[head] = sorted(times)[len(times) // 2] * 1000
+    gru = results["none"]
+    print(f"vocab {V}, batch {B} x {T} tokens, dim {D}, {args.threads} threads; median of {args.repeats} steps")
+    print(f"{'GRUs alone':<28}{gru:9.0f} ms")
+    for head in ("adaptive", "full"):
+        extra = results[head] - gru
+        label = f"GRUs + {head} softmax"
+        print(f"{label:<28}{results[head]:9.0f} ms   output layer = {extra / gru:5.2f}x the GRUs")
+    print(f"full / adaptive output layer: {(results['full'] - gru) / max(results['adaptive'] - gru, 1e-9):.1f}x")
+
+
+if __name__ == "__main__":
+    main()
