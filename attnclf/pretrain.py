@@ -11,17 +11,14 @@ from pathlib import Path
 
 import pytorch_lightning as L
 import torch
-from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from attnclf.callbacks import Throughput
-from attnclf.checkpoint import AtomicCheckpointIO, best_checkpoint, find_resume, load_checkpoint, run_dir_of
+from attnclf.checkpoint import best_checkpoint, load_checkpoint, run_dir_of
 from attnclf.errors import AttnclfError
 from attnclf.lm import KIND, LanguageModelModule, LMDataModule
-from attnclf.memory import keep_freed_memory
 from attnclf.model import AttentionClassifier
 from attnclf.text import Vocab
-from attnclf.train import instantiate_group, instantiate_loggers, move_log_to, peak_rss_mb, quiet_known_warnings
+from attnclf.train import make_trainer, peak_rss_mb, prepare_process, resume_point, resumed_step_of
 
 log = logging.getLogger(__name__)
 
@@ -58,19 +55,8 @@ def matches(hp: dict, cfg: DictConfig) -> bool:
 def pretrain(cfg: DictConfig) -> float:
     """Fit both language models, write metrics.json; return the best val/loss (mean NLL per token)."""
     validate(cfg)
-    quiet_known_warnings()
-    if cfg.get("num_threads"):
-        torch.set_num_threads(cfg.num_threads)
-    if cfg.get("keep_freed_memory"):
-        keep_freed_memory()
-    resume = None
-    if cfg.get("ckpt_path"):
-        here = Path(cfg.paths.output_dir)
-        resume = find_resume(cfg.ckpt_path, Path(cfg.paths.runs_dir), here, lambda hp: matches(hp, cfg))
-        if run_dir_of(resume).resolve() != here.resolve():
-            cfg.paths.output_dir = str(run_dir_of(resume))
-            move_log_to(run_dir_of(resume), here)
-        log.info("resuming %s", resume)
+    prepare_process(cfg)
+    resume = resume_point(cfg, lambda hp: matches(hp, cfg))
     L.seed_everything(cfg.seed, workers=True)
     out = Path(cfg.paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -92,21 +78,7 @@ def pretrain(cfg: DictConfig) -> float:
         weight_decay=lm.weight_decay,
         warmup_ratio=lm.warmup_ratio,
     )
-    resumed_step = None
-    if resume is not None:
-        saved = load_checkpoint(resume)
-        resumed_step = saved["global_step"]
-        if saved.get("hyper_parameters", {}).get("vocab_size") != len(datamodule.vocab):
-            raise AttnclfError(f"ckpt_path: {resume} has another vocabulary; resume with the run's own data.* settings")
-        del saved
-    callbacks = instantiate_group(cfg.get("callbacks"))
-    throughput = next((c for c in callbacks if isinstance(c, Throughput)), None) or Throughput()
-    if throughput not in callbacks:
-        callbacks.append(throughput)
-    loggers = instantiate_loggers(cfg.get("logger"), resumed_step)
-    if not loggers:
-        callbacks = [c for c in callbacks if not isinstance(c, L.callbacks.LearningRateMonitor)]
-    trainer: L.Trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=loggers, plugins=[AtomicCheckpointIO()])
+    trainer, throughput = make_trainer(cfg, resumed_step_of(resume, len(datamodule.vocab)))
     start = time.perf_counter()
     trainer.fit(module, datamodule=datamodule, ckpt_path=str(resume) if resume else None, weights_only=True)
     fit_seconds = time.perf_counter() - start

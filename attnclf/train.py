@@ -191,26 +191,63 @@ def peak_gpu_mb(trainer: L.Trainer) -> float:
     return torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else float("nan")
 
 
-def train(cfg: DictConfig) -> float:
-    """Fit, test the best checkpoint, write metrics.json; return the metric `cfg.optimized_metric`."""
-    validate(cfg)
+def prepare_process(cfg: DictConfig) -> None:
+    """Process-wide settings of an entry point: warnings, threads, the allocator."""
     quiet_known_warnings()
     if cfg.get("num_threads"):
         torch.set_num_threads(cfg.num_threads)
     if cfg.get("keep_freed_memory"):
         keep_freed_memory()
-    resume = None
-    if cfg.get("ckpt_path"):
-        here = Path(cfg.paths.output_dir)
-        resume = find_resume(cfg.ckpt_path, Path(cfg.paths.runs_dir), here, lambda hp: run_matches(hp, cfg))
-        if run_dir_of(resume).resolve() != here.resolve():  # continue in the interrupted run's folder
-            cfg.paths.output_dir = str(run_dir_of(resume))
-            move_log_to(run_dir_of(resume), here)
-        if cfg.ckpt_path == "last":
-            log.info(
-                "ckpt_path=last: the newest unfinished run with attention=%s and these model settings", cfg.attention
-            )
-        log.info("resuming %s", resume)
+
+
+def resume_point(cfg: DictConfig, matches) -> Path | None:
+    """The checkpoint `cfg.ckpt_path` names (None: a fresh run); a resumed run continues in its own folder."""
+    if not cfg.get("ckpt_path"):
+        return None
+    here = Path(cfg.paths.output_dir)
+    resume = find_resume(cfg.ckpt_path, Path(cfg.paths.runs_dir), here, matches)
+    if run_dir_of(resume).resolve() != here.resolve():  # continue in the interrupted run's folder
+        cfg.paths.output_dir = str(run_dir_of(resume))
+        move_log_to(run_dir_of(resume), here)
+    log.info("resuming %s", resume)
+    return resume
+
+
+def resumed_step_of(resume: Path | None, vocab_size: int) -> int | None:
+    """The step a checkpoint resumes at, once its vocabulary is this run's (read once here; Lightning
+    reads it again to restore)."""
+    if resume is None:
+        return None
+    saved = load_checkpoint(resume)
+    saved_vocab = saved.get("hyper_parameters", {}).get("vocab_size")
+    if saved_vocab != vocab_size:
+        raise AttnclfError(
+            f"ckpt_path: {resume} has a vocabulary of {saved_vocab} words, this command's data settings give "
+            f"{vocab_size}; resume with the run's own data.* settings"
+        )
+    return saved["global_step"]
+
+
+def make_trainer(cfg: DictConfig, resumed_step: int | None) -> tuple[L.Trainer, Throughput]:
+    """The Trainer with the configured callbacks (a Throughput among them, always) and loggers."""
+    callbacks = instantiate_group(cfg.get("callbacks"))
+    throughput = next((c for c in callbacks if isinstance(c, Throughput)), None) or Throughput()
+    if throughput not in callbacks:
+        callbacks.append(throughput)
+    loggers = instantiate_loggers(cfg.get("logger"), resumed_step)
+    if not loggers:  # logger=none: the learning-rate monitor has nowhere to write (Lightning refuses it)
+        callbacks = [c for c in callbacks if not isinstance(c, L.callbacks.LearningRateMonitor)]
+    trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=loggers, plugins=[AtomicCheckpointIO()])
+    return trainer, throughput
+
+
+def train(cfg: DictConfig) -> float:
+    """Fit, test the best checkpoint, write metrics.json; return the metric `cfg.optimized_metric`."""
+    validate(cfg)
+    prepare_process(cfg)
+    resume = resume_point(cfg, lambda hp: run_matches(hp, cfg))
+    if resume is not None and cfg.ckpt_path == "last":
+        log.info("ckpt_path=last: the newest unfinished run with attention=%s and these model settings", cfg.attention)
     L.seed_everything(cfg.seed, workers=True)
     out = Path(cfg.paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -237,25 +274,8 @@ def train(cfg: DictConfig) -> float:
         from attnclf.pretrain import load_pretrained  # (it builds on this module)
 
         pretrained = load_pretrained(model.model, str(cfg.model.init_from), datamodule.vocab, cfg.paths.pretrain_dir)
-    resumed_step = None
-    if resume is not None:  # (read once here; Lightning reads it again to restore)
-        saved = load_checkpoint(resume)
-        resumed_step = saved["global_step"]
-        saved_vocab = saved.get("hyper_parameters", {}).get("vocab_size")
-        if saved_vocab != len(datamodule.vocab):
-            raise AttnclfError(
-                f"ckpt_path: {resume} has a vocabulary of {saved_vocab} words, this command's data settings give "
-                f"{len(datamodule.vocab)}; resume with the run's own data.* settings"
-            )
-        del saved
-    callbacks = instantiate_group(cfg.get("callbacks"))
-    throughput = next((c for c in callbacks if isinstance(c, Throughput)), None) or Throughput()
-    if throughput not in callbacks:
-        callbacks.append(throughput)
-    loggers = instantiate_loggers(cfg.get("logger"), resumed_step)
-    if not loggers:  # logger=none: the learning-rate monitor has nowhere to write (Lightning refuses it)
-        callbacks = [c for c in callbacks if not isinstance(c, L.callbacks.LearningRateMonitor)]
-    trainer: L.Trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=loggers, plugins=[AtomicCheckpointIO()])
+    resumed_step = resumed_step_of(resume, len(datamodule.vocab))
+    trainer, throughput = make_trainer(cfg, resumed_step)
 
     start = time.perf_counter()
     trainer.fit(model, datamodule=datamodule, ckpt_path=str(resume) if resume else None, weights_only=True)

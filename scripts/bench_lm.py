@@ -26,6 +26,7 @@ def main(argv=None) -> None:
     p.add_argument("--dim", type=int, default=128)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--cutoffs", type=int, nargs="+", default=[2000, 10000], help="the adaptive softmax's (lm.cutoffs)")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
@@ -33,7 +34,7 @@ def main(argv=None) -> None:
     embed = nn.Embedding(V, D)
     grus = nn.ModuleList([nn.GRU(D, D, batch_first=True) for _ in range(2)])
     full = nn.Linear(D, V)
-    adaptive = nn.AdaptiveLogSoftmaxWithLoss(D, V, adaptive_cutoffs([2000, 10000], V), div_value=4.0)
+    adaptive = nn.AdaptiveLogSoftmaxWithLoss(D, V, adaptive_cutoffs(args.cutoffs, V), div_value=4.0)
     # Zipf-distributed tokens, as text is: the adaptive softmax's head serves most of them
     ranks = torch.arange(1, V + 1, dtype=torch.float)
     ids = torch.multinomial(1.0 / ranks, B * T, replacement=True).view(B, T)
@@ -62,7 +63,8 @@ def main(argv=None) -> None:
             times.append(time.perf_counter() - t)
         results[head] = sorted(times)[len(times) // 2] * 1000
     gru = results["none"]
-    print(f"vocab {V}, batch {B} x {T} tokens, dim {D}, {args.threads} threads; median of {args.repeats} steps")
+    print(f"vocab {V}, batch {B} x {T} tokens, dim {D}, {args.threads} threads, adaptive cutoffs {args.cutoffs}; "
+          f"median of {args.repeats} steps")  # fmt: skip
     print(f"{'GRUs alone':<28}{gru:9.0f} ms")
     for head in ("adaptive", "full"):
         extra = results[head] - gru
