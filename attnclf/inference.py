@@ -44,6 +44,11 @@ class Classifier:
         """Load a checkpoint (no code is unpickled) and the vocabulary its run saved beside it."""
         path = Path(path)
         ckpt = load_checkpoint(path, map_location=device)
+        if (ckpt.get("hyper_parameters") or {}).get("kind") == "bigru_lm":
+            raise AttnclfError(
+                f"{path} is a pretrain.py language model, not a classifier; train one from it: "
+                f"python train.py model.init_from={path}"
+            )
         vocab_path = run_dir_of(path) / "vocab.json"
         if not vocab_path.is_file():
             raise AttnclfError(

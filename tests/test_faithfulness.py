@@ -277,6 +277,10 @@ def test_faithfulness_bad_input(tiny_run, tiny_imdb, tmp_path):
     torch.save({"weights": torch.zeros(2)}, other)
     with pytest.raises(AttnclfError, match="not a Lightning checkpoint"):
         faithfulness(compose_faith([*base[1:], f"ckpt={other}"]))
+    lm = tmp_path / "lm.ckpt"
+    torch.save({"state_dict": {}, "hyper_parameters": {"kind": "bigru_lm", "vocab_size": 10}}, lm)
+    with pytest.raises(AttnclfError, match="is a pretrain.py language model, not a classifier"):
+        faithfulness(compose_faith([*base[1:], f"ckpt={lm}"]))
     assert not (tmp_path / "o").exists()
 
 
