@@ -97,7 +97,7 @@ def measure(clf: Classifier, seqs: list[np.ndarray], labels: np.ndarray, cfg: Di
     lengths = np.array([len(s) for s in seqs])
     tau = {"gradient": F.kendall(attr.weights, attr.gradient), "loo": F.kendall(attr.weights, loo)}
     tau_ref = F.kendall(attr.gradient, loo)  # two non-attention measures against each other: the yardstick
-    flip_frac = flip / (lengths - 1)
+    flip_frac = share_removed(flip, lengths)
     edges = np.quantile(entropy, np.linspace(0, 1, 5))
     bins = np.clip(np.searchsorted(edges, entropy, side="right") - 1, 0, 3)
     result = {
@@ -114,7 +114,7 @@ def measure(clf: Classifier, seqs: list[np.ndarray], labels: np.ndarray, cfg: Di
         "erasure": erasure,
         "tokens_to_flip": {
             "attention": flip_summary(flip, flip_frac),
-            "random": flip_summary(flip_random, flip_random / (lengths - 1)),
+            "random": flip_summary(flip_random, share_removed(flip_random, lengths)),
         },
         "permutation": {
             "permutations": int(cfg.permutations),
@@ -156,6 +156,11 @@ def measure(clf: Classifier, seqs: list[np.ndarray], labels: np.ndarray, cfg: Di
 
 def _list(x: np.ndarray) -> list:
     return [float(v) if np.isfinite(v) else None for v in np.asarray(x, dtype=float)]
+
+
+def share_removed(count: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Tokens removed as a share of those that could be (all but one; nan for a one-token review)."""
+    return np.divide(count, lengths - 1, out=np.full(len(count), np.nan), where=lengths > 1)
 
 
 def flip_summary(count: np.ndarray, fraction: np.ndarray) -> dict:
