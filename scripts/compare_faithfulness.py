@@ -100,7 +100,7 @@ def figure(results: list[dict], out: str) -> None:
         pr = r["per_review"]
         frac = [f / (n - 1) if f is not None else 1.05 for f, n in zip(pr["tokens_to_flip"], pr["tokens"], strict=True)]
         ax[2].hist(frac, bins=edges, histtype="step", linewidth=1.5, label=r["_label"])
-    ax[2].set(title="share of top-attention tokens removed to flip (>1: never)", xlabel="share", ylabel="reviews")
+    ax[2].set(title="top-attention tokens removed to flip (>1: never)", xlabel="share of the review", ylabel="reviews")
     for a in ax:
         a.legend(fontsize=7)
     fig.tight_layout()
