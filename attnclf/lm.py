@@ -16,6 +16,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 from torch import nn
+from torchmetrics import MeanMetric
 
 from attnclf.data import IMDBDataModule, Reviews
 from attnclf.encoder import reverse_within_length
@@ -94,6 +95,7 @@ class LanguageModelModule(TrainingModule):
         super().__init__()
         self.save_hyperparameters(logger=False)
         self.model = BiGRULanguageModel(vocab_size, embed_dim, hidden_dim, dropout, tuple(cutoffs), div_value)
+        self.val_nll = MeanMetric()  # this validation's mean NLL per predicted token, for val/ppl
 
     def _losses(self, batch) -> tuple[torch.Tensor, torch.Tensor, int]:
         ids, lengths, _, host = unpack(batch)
@@ -110,15 +112,16 @@ class LanguageModelModule(TrainingModule):
 
     def validation_step(self, batch, batch_idx):
         loss_f, loss_b, n = self._losses(batch)
-        kw = dict(batch_size=max(n, 1), sync_dist=True)  # (weighted by predicted tokens)
-        self.log("val/loss", (loss_f + loss_b) / 2, prog_bar=True, **kw)
+        loss = (loss_f + loss_b) / 2
+        self.val_nll.update(loss, max(n, 1))  # (weighted by predicted tokens, summed over ranks)
+        kw = dict(batch_size=max(n, 1), sync_dist=True)
+        self.log("val/loss", loss, prog_bar=True, **kw)
         self.log("val/loss_forward", loss_f, **kw)
         self.log("val/loss_backward", loss_b, **kw)
 
     def on_validation_epoch_end(self) -> None:
-        loss = self.trainer.callback_metrics.get("val/loss")
-        if loss is not None and not self.trainer.sanity_checking:
-            self.log("val/ppl", torch.exp(loss), sync_dist=False)
+        self.log("val/ppl", torch.exp(self.val_nll.compute()))
+        self.val_nll.reset()
 
 
 class LMDataModule(IMDBDataModule):

@@ -55,6 +55,8 @@ def test_pretraining_writes_what_training_starts_from(lm_run, tiny_imdb, tmp_pat
     events = EventAccumulator(str(lm_run / "tensorboard"))
     events.Reload()
     assert {"train/loss", "train/ppl", "val/loss", "val/ppl", "train/tokens_per_sec"} <= set(events.Tags()["scalars"])
+    (loss,), (ppl,) = events.Scalars("val/loss"), events.Scalars("val/ppl")  # (one epoch: one validation)
+    assert ppl.value == pytest.approx(np.exp(loss.value), rel=1e-4) == pytest.approx(metrics["val/ppl"], rel=1e-4)
 
     out = tmp_path / "clf"
     cfg = compose_cfg(
