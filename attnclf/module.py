@@ -17,6 +17,8 @@ from attnclf.model import AttentionClassifier
 log = logging.getLogger(__name__)
 
 SCHEDULES = ("cosine", "constant")
+# model.* keys that say where the weights start from (train() acts on them), not the network's shape
+START_KEYS = ("embeddings", "freeze_embeddings", "init_from")
 
 
 def attention_sharpness(weights: torch.Tensor, k: int = 5) -> tuple[torch.Tensor, torch.Tensor]:

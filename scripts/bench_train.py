@@ -153,9 +153,10 @@ def bare_model(cfg, vocab_size: int, **model_overrides):
     import torch.nn.functional as F
 
     from attnclf.model import AttentionClassifier
-    from attnclf.module import adamw
+    from attnclf.module import START_KEYS, adamw
 
-    model = AttentionClassifier(vocab_size, attention=cfg.attention, **{**cfg.model, **model_overrides})
+    shape = {k: v for k, v in cfg.model.items() if k not in START_KEYS}  # (a random start, as the documents')
+    model = AttentionClassifier(vocab_size, attention=cfg.attention, **{**shape, **model_overrides})
     opt = adamw(model, cfg.optimizer.lr, cfg.optimizer.weight_decay)
 
     def train_step(ids, lengths, y):
