@@ -221,57 +221,41 @@ class AttentionMaps(L.Callback):
         if tb is None or trainer.sanity_checking or not trainer.is_global_zero or dm is None:
             return
         picked = self._pick(dm.val_set)
-        reviews = [dm.val_set.tokens(i) for i in picked]
+        reviews = [np.asarray(dm.val_set.tokens(i), dtype=np.int64) for i in picked]
         labels = [dm.val_set[i][1] for i in picked]
         names = dm.vocab.meta.get("labels") or [str(c) for c in range(pl_module.hparams.num_classes)]
-        for i, (ids, weights, probs) in enumerate(self.attend(pl_module, reviews)):
-            words = dm.vocab.decode(ids)
+        attr, loo = self.importance(pl_module, reviews)
+        step = trainer.global_step
+        for i, ids in enumerate(reviews):
+            words, weights, probs = dm.vocab.decode(ids), attr.weights[i], attr.probs[i]
             pred = int(probs.argmax())
             title = (
                 f"{pl_module.hparams.attention} attention | true: {names[labels[i]]} | "
                 f"predicted: {names[pred]} (p={probs[pred]:.2f})"
             )
             fig = self.heatmap(words, weights, title)
-            tb.experiment.add_figure(f"attention/review_{i}", fig, trainer.global_step, close=True)
-            tb.experiment.add_text(
-                f"attention/review_{i}", f"**{title}**\n\n" + self.marked_text(words, weights), trainer.global_step
+            tb.experiment.add_figure(f"attention/review_{i}", fig, step, close=True)
+            tb.experiment.add_text(f"attention/review_{i}", f"**{title}**\n\n" + self.marked_text(words, weights), step)
+            rows = {"attention": weights, "gradient x input": attr.gradient[i], "leave-one-out": loo[i]}
+            title = f"{pl_module.hparams.attention} attention: importance of each word for the predicted class"
+            tb.experiment.add_figure(
+                f"attention/importance_{i}", importance_figure(words, rows, title), step, close=True
             )
-        self.log_importance(tb, pl_module, dm.vocab, reviews, trainer.global_step)
 
     @staticmethod
-    def log_importance(tb, pl_module, vocab, reviews: list[np.ndarray], step: int) -> None:
-        """Each review's words shaded by attention, by gradient x input and by leave-one-out, one above the
-        other, under `attention/importance_<i>` (attnclf.faithfulness; `python faithfulness.py` for the
-        measures over many reviews)."""
+    def importance(pl_module, reviews: list[np.ndarray]):
+        """attnclf.faithfulness's attributions (attention weights, probabilities, gradient x input) and
+        leave-one-out of each review, in eval mode (`python faithfulness.py` for the measures over many
+        reviews)."""
         from attnclf import faithfulness as F
 
         was_training = pl_module.training
         pl_module.eval()
-        seqs = [np.asarray(r, dtype=np.int64) for r in reviews]
         try:
             # (validation runs in inference mode, which gradients cannot leave)
             with torch.inference_mode(False), torch.enable_grad():
-                attr = F.attributions(pl_module.model, seqs)
-                loo = F.leave_one_out(pl_module.model, seqs, attr.probs)
-        finally:
-            pl_module.train(was_training)
-        for i, ids in enumerate(seqs):
-            rows = {"attention": attr.weights[i], "gradient x input": attr.gradient[i], "leave-one-out": loo[i]}
-            title = f"{pl_module.hparams.attention} attention: importance of each word for the predicted class"
-            fig = importance_figure(vocab.decode(ids), rows, title)
-            tb.experiment.add_figure(f"attention/importance_{i}", fig, step, close=True)
-
-    @staticmethod
-    @torch.no_grad()
-    def attend(pl_module, reviews: list[np.ndarray]):
-        """(ids, weights, probabilities) for each review, run one at a time in eval mode."""
-        was_training = pl_module.training
-        pl_module.eval()
-        try:
-            for ids in reviews:
-                x = torch.as_tensor(ids, dtype=torch.long, device=pl_module.device).unsqueeze(0)  # (1, T)
-                logits, w = pl_module(x, torch.tensor([len(ids)], device=pl_module.device))
-                yield ids, w[0].float().cpu().numpy(), torch.softmax(logits[0].float(), -1).cpu().numpy()
+                attr = F.attributions(pl_module.model, reviews)
+                return attr, F.leave_one_out(pl_module.model, reviews, attr.probs)
         finally:
             pl_module.train(was_training)
 
