@@ -64,11 +64,12 @@ def summarize(x: np.ndarray) -> dict:
     }
 
 
-def measure(clf: Classifier, seqs: list[np.ndarray], labels: np.ndarray, cfg: DictConfig) -> tuple[dict, dict]:
+def measure(
+    clf: Classifier, seqs: list[np.ndarray], labels: np.ndarray, ks: list[float], cfg: DictConfig
+) -> tuple[dict, dict]:
     """All the measures on the reviews: (the JSON result, per-review arrays for figures)."""
     model = clf.module.model
     bt = int(cfg.batch_tokens)
-    ks = check_ks(cfg.ks)
     seconds: dict[str, float] = {}
 
     def timed(name, fn, *args, **kwargs):
@@ -180,7 +181,7 @@ def faithfulness(cfg: DictConfig) -> dict:
         raise AttnclfError("give the checkpoint to examine: ckpt=<path to .ckpt or a run folder>")
     ckpt = best_checkpoint(cfg.ckpt)
     clf = Classifier.from_checkpoint(ckpt, cfg.get("device", "cpu"))
-    check_ks(cfg.ks)
+    ks = check_ks(cfg.ks)
     if not isinstance(cfg.permutations, int) or cfg.permutations < 1:
         raise AttnclfError(f"permutations={cfg.permutations!r}; allowed: a whole number >= 1")
     dataset = split_as_trained(cfg.data, clf)
@@ -196,7 +197,7 @@ def faithfulness(cfg: DictConfig) -> dict:
     )
 
     t0 = time.perf_counter()
-    result, arrays = measure(clf, seqs, labels, cfg)
+    result, arrays = measure(clf, seqs, labels, ks, cfg)
     result = {
         "checkpoint": str(ckpt),
         "attention": clf.module.hparams.attention,
@@ -207,7 +208,7 @@ def faithfulness(cfg: DictConfig) -> dict:
         "eligible_share": float(np.mean(dataset.lengths <= cfg.max_tokens)),
         "mean_tokens": float(np.mean([len(s) for s in seqs])),
         "seed": int(cfg.seed),
-        "ks": [F.k_name(k) for k in check_ks(cfg.ks)],
+        "ks": [F.k_name(k) for k in ks],
         **result,
         "total_seconds": round(time.perf_counter() - t0, 1),
     }
@@ -216,9 +217,10 @@ def faithfulness(cfg: DictConfig) -> dict:
     (out / "faithfulness.json").write_text(json.dumps(result, indent=2) + "\n")
     fig = summary_figure(result, arrays)
     fig.savefig(out / "summary.png", dpi=110)
-    (out / "summary.md").write_text(markdown(result))
+    summary = markdown(result)
+    (out / "summary.md").write_text(summary)
     write_tensorboard(out, result, arrays, fig, clf, seqs)
-    print(markdown(result))
+    print(summary)
     print(f"written to {out}")
     return result
 

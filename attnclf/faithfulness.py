@@ -27,19 +27,16 @@ import torch
 from scipy.spatial.distance import jensenshannon
 from scipy.stats import kendalltau, spearmanr
 
+from attnclf.data import collate
 from attnclf.model import AttentionClassifier
-from attnclf.text import PAD_ID
 
 RANKINGS = ("attention", "gradient", "loo", "random")
 
 
 def pad(seqs: Sequence[np.ndarray], device="cpu") -> tuple[torch.Tensor, torch.Tensor]:
-    """Token id arrays -> ids (B, T) padded with PAD_ID, lengths (B,)."""
-    lengths = np.fromiter((len(s) for s in seqs), dtype=np.int64, count=len(seqs))
-    ids = np.full((len(seqs), int(lengths.max())), PAD_ID, dtype=np.int64)
-    for row, s in enumerate(seqs):
-        ids[row, : len(s)] = s
-    return torch.from_numpy(ids).to(device), torch.from_numpy(lengths)
+    """Token id arrays -> ids (B, T) padded as the loaders pad them (attnclf.data.collate), lengths (B,)."""
+    ids, lengths, _ = collate([(s, 0) for s in seqs])
+    return ids.to(device), lengths
 
 
 def chunks(lengths: np.ndarray, batch_tokens: int) -> list[np.ndarray]:
