@@ -90,23 +90,33 @@ def cached_word2vec(texts: Texts, fingerprints: list[str], dim: int, settings: d
     return wv, path
 
 
-def read_vectors(path: str, dim: int):
-    """KeyedVectors from a word2vec file (.bin binary; otherwise text: .txt, .vec, GloVe with a header)."""
-    from gensim.models import KeyedVectors
-
+def check_vectors_file(path: str, dim: int) -> None:
+    """A word2vec file (text or binary) starts with the line `<words> <dims>`: read that line only, so a
+    large file is checked at once and read in full once, when it is used."""
     p = Path(path)
     if not p.is_file():
         allowed = ", ".join(EMBEDDINGS)
         raise AttnclfError(f"model.embeddings={path!r}: no such file; allowed: {allowed} or a vectors file")
+    with open(p, "rb") as f:
+        header = f.readline(200).split()
+    if len(header) != 2 or not all(x.isdigit() for x in header):
+        raise AttnclfError(f"model.embeddings={path!r} is not a word2vec vectors file: no '<words> <dims>' first line")
+    found = int(header[1])
+    if found != dim:
+        raise AttnclfError(
+            f"model.embeddings={path!r} has {found}-dim vectors, model.embed_dim={dim}; set model.embed_dim={found}"
+        )
+
+
+def read_vectors(path: str, dim: int):
+    """KeyedVectors from a word2vec file (.bin binary; otherwise text: .txt, .vec, GloVe with a header)."""
+    from gensim.models import KeyedVectors
+
+    check_vectors_file(path, dim)
     try:
-        wv = KeyedVectors.load_word2vec_format(str(p), binary=p.suffix == ".bin")
+        wv = KeyedVectors.load_word2vec_format(str(path), binary=Path(path).suffix == ".bin")
     except (ValueError, UnicodeDecodeError, EOFError) as e:
         raise AttnclfError(f"model.embeddings={path!r} is not a word2vec vectors file: {e}") from e
-    if wv.vector_size != dim:
-        raise AttnclfError(
-            f"model.embeddings={path!r} has {wv.vector_size}-dim vectors, model.embed_dim={dim}; "
-            f"set model.embed_dim={wv.vector_size}"
-        )
     return wv
 
 
@@ -128,9 +138,9 @@ def embedding_matrix(wv, vocab: Vocab, seed: int = 0) -> tuple[np.ndarray, float
 
 
 def check_embeddings(source: str, dim: int) -> None:
-    """Before any data work: `model.embeddings` is random, word2vec, or a readable vectors file of `dim` dims."""
+    """Before any data work: `model.embeddings` is random, word2vec, or a vectors file of `dim` dims."""
     if source not in EMBEDDINGS:
-        read_vectors(source, dim)
+        check_vectors_file(source, dim)
 
 
 def initial_embeddings(source: str, datamodule, dim: int, settings: dict, cache_dir: str | None) -> tuple:
