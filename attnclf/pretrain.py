@@ -18,7 +18,16 @@ from attnclf.errors import AttnclfError
 from attnclf.lm import KIND, LanguageModelModule, LMDataModule
 from attnclf.model import AttentionClassifier
 from attnclf.text import Vocab
-from attnclf.train import make_trainer, peak_rss_mb, prepare_process, resume_point, resumed_step_of
+from attnclf.train import (
+    check_fraction,
+    check_positive_int,
+    check_positive_number,
+    make_trainer,
+    peak_rss_mb,
+    prepare_process,
+    resume_point,
+    resumed_step_of,
+)
 
 log = logging.getLogger(__name__)
 
@@ -27,20 +36,15 @@ MIN_SHARED_VOCAB = 0.5  # below this, init_from's vocabulary is another data's
 
 def validate(cfg: DictConfig) -> None:
     for key in ("model.embed_dim", "model.hidden_dim"):
-        value = OmegaConf.select(cfg, key)
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise AttnclfError(f"{key}={value!r} must be a positive integer")
+        check_positive_int(cfg, key)
     if cfg.model.num_layers != 1:
         raise AttnclfError(f"model.num_layers={cfg.model.num_layers!r}; pretraining has one layer per direction: 1")
-    lr = cfg.lm.lr
-    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr < math.inf:
-        raise AttnclfError(f"lm.lr={lr!r} must be a number > 0")
+    check_positive_number(cfg, "lm.lr")
     cutoffs = cfg.lm.cutoffs
     if not OmegaConf.is_list(cutoffs) or not all(isinstance(c, int) and not isinstance(c, bool) and c > 0
                                                  for c in cutoffs):  # fmt: skip
         raise AttnclfError(f"lm.cutoffs={cutoffs!r}; allowed: a list of positive integers, e.g. [2000,10000]")
-    if not 0 <= cfg.lm.dropout < 1:
-        raise AttnclfError(f"lm.dropout={cfg.lm.dropout!r} must be in [0, 1)")
+    check_fraction(cfg, "lm.dropout")
 
 
 def matches(hp: dict, cfg: DictConfig) -> bool:
@@ -152,13 +156,19 @@ def check_init_from(
 
 
 def load_pretrained(
-    model: AttentionClassifier, path: str, vocab: Vocab, pretrain_dir: str = "outputs/pretrain"
+    model: AttentionClassifier,
+    path: str,
+    vocab: Vocab,
+    pretrain_dir: str = "outputs/pretrain",
+    loaded: tuple[Path, dict] | None = None,
 ) -> dict:
     """Start `model` from a pretrain.py checkpoint (or run folder: its best checkpoint): the forward LM's GRU
     into the encoder's forward direction, the backward LM's into the backward one, and the embedding
-    row by row for the words both vocabularies have (the others keep their initialisation)."""
+    row by row for the words both vocabularies have (the others keep their initialisation).
+    `loaded`: what check_init_from already returned for `path`."""
     enc = model.encoder
-    ckpt_path, ckpt = check_init_from(path, model.embed.embedding_dim, enc.hidden_dim, len(enc.fwd), pretrain_dir)
+    dims = (model.embed.embedding_dim, enc.hidden_dim, len(enc.fwd))
+    ckpt_path, ckpt = loaded or check_init_from(path, *dims, pretrain_dir)
     vocab_file = run_dir_of(ckpt_path) / "vocab.json"
     if not vocab_file.is_file():
         raise AttnclfError(f"model.init_from={path}: its vocabulary {vocab_file} is missing")

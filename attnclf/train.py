@@ -54,6 +54,24 @@ HPARAMS = (
 OBJECTIVES = ("val/acc", "test/acc", "test/loss", "train_tokens_per_sec")
 
 
+def check_positive_int(cfg: DictConfig, key: str) -> None:
+    value = OmegaConf.select(cfg, key)
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise AttnclfError(f"{key}={value!r} must be a positive integer")
+
+
+def check_positive_number(cfg: DictConfig, key: str) -> None:
+    value = OmegaConf.select(cfg, key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+        raise AttnclfError(f"{key}={value!r} must be a number > 0")
+
+
+def check_fraction(cfg: DictConfig, key: str) -> None:
+    value = OmegaConf.select(cfg, key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+        raise AttnclfError(f"{key}={value!r} must be in [0, 1)")
+
+
 def validate(cfg: DictConfig) -> None:
     """One-line errors for values that would otherwise fail deep inside a library."""
     if not OmegaConf.select(cfg, "data.path") and not OmegaConf.select(cfg, "data.train_file"):
@@ -62,19 +80,13 @@ def validate(cfg: DictConfig) -> None:
         raise AttnclfError(f"attention={cfg.attention!r}; allowed: {', '.join(ATTENTIONS)}")
     # (data.* values are checked by the DataModule itself, before any data is read)
     for key in ("model.embed_dim", "model.hidden_dim", "model.num_layers"):
-        value = OmegaConf.select(cfg, key)
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise AttnclfError(f"{key}={value!r} must be a positive integer")
-    lr = cfg.optimizer.lr
-    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not 0 < lr < math.inf:
-        raise AttnclfError(f"optimizer.lr={lr!r} must be a number > 0")
+        check_positive_int(cfg, key)
+    check_positive_number(cfg, "optimizer.lr")
     objective = cfg.get("optimized_metric") or "val/acc"
     if objective not in OBJECTIVES:  # checked now, not after a whole run
         raise AttnclfError(f"optimized_metric={objective!r}; allowed: {', '.join(OBJECTIVES)}")
     for key in ("model.dropout", "model.embed_dropout", "optimizer.warmup_ratio"):
-        value = OmegaConf.select(cfg, key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
-            raise AttnclfError(f"{key}={value!r} must be in [0, 1)")
+        check_fraction(cfg, key)
     wd = OmegaConf.select(cfg, "optimizer.weight_decay")
     if isinstance(wd, bool) or not isinstance(wd, (int, float)) or not 0 <= wd < math.inf:
         raise AttnclfError(f"optimizer.weight_decay={wd!r} must be a number >= 0")
@@ -85,11 +97,6 @@ def validate(cfg: DictConfig) -> None:
     if init not in ATTENTION_INITS:
         raise AttnclfError(f"model.attention_init={init!r}; allowed: {', '.join(ATTENTION_INITS)}")
     check_embeddings(str(OmegaConf.select(cfg, "model.embeddings") or "random"), cfg.model.embed_dim)
-    if OmegaConf.select(cfg, "model.init_from"):
-        from attnclf.pretrain import check_init_from  # (it builds on this module)
-
-        m = cfg.model
-        check_init_from(str(m.init_from), m.embed_dim, m.hidden_dim, m.num_layers, cfg.paths.pretrain_dir)
     check_devices(cfg)
 
 
@@ -246,6 +253,12 @@ def make_trainer(cfg: DictConfig, resumed_step: int | None) -> tuple[L.Trainer, 
 def train(cfg: DictConfig) -> float:
     """Fit, test the best checkpoint, write metrics.json; return the metric `cfg.optimized_metric`."""
     validate(cfg)
+    init_from = None
+    if cfg.model.get("init_from"):  # (checked before any data work; read once)
+        from attnclf.pretrain import check_init_from  # (it builds on this module)
+
+        m = cfg.model
+        init_from = check_init_from(str(m.init_from), m.embed_dim, m.hidden_dim, m.num_layers, cfg.paths.pretrain_dir)
     prepare_process(cfg)
     resume = resume_point(cfg, lambda hp: run_matches(hp, cfg))
     if resume is not None and cfg.ckpt_path == "last":
@@ -272,10 +285,11 @@ def train(cfg: DictConfig) -> float:
         )  # fmt: skip
         model.model.embed.weight.data.copy_(torch.from_numpy(matrix))
     pretrained = None
-    if resume is None and cfg.model.get("init_from"):
-        from attnclf.pretrain import load_pretrained  # (it builds on this module)
+    if resume is None and init_from is not None:
+        from attnclf.pretrain import load_pretrained
 
-        pretrained = load_pretrained(model.model, str(cfg.model.init_from), datamodule.vocab, cfg.paths.pretrain_dir)
+        pretrained = load_pretrained(model.model, str(cfg.model.init_from), datamodule.vocab, loaded=init_from)
+    init_from = None  # (the language models' checkpoint, optimizer state and all: not kept through training)
     resumed_step = resumed_step_of(resume, len(datamodule.vocab))
     trainer, throughput = make_trainer(cfg, resumed_step)
 
