@@ -91,6 +91,8 @@ def run_matches(hparams: dict, cfg) -> bool:
     """Whether a checkpoint's hyperparameters are this command's attention and model settings."""
     if hparams.get("attention") != cfg.attention:
         return False
+    if hparams.get("regularizer", "none") != ((cfg.get("regularizer") or {}).get("name") or "none"):
+        return False
     return all(hparams.get(k) == v for k, v in cfg.model.items() if k not in RUNTIME_ONLY)
 
 

@@ -266,6 +266,39 @@ class IMDBDataModule(L.LightningDataModule):
             len(self.vocab),
         )
 
+    def setup_unlabeled(self, split: str, batch_size: int) -> int:
+        """Read the unlabeled split `split` (never test or train) with this run's vocabulary, for
+        unlabeled_batch(); returns its number of reviews."""
+        ds, text_col, label_col, _ = self._corpus
+        if split in (self.test_split, self.train_split) or split not in ds:
+            allowed = [s for s in ds if s not in (self.test_split, self.train_split, *VALIDATION_SPLITS)]
+            raise AttnclfError(
+                f"regularizer.unlabeled_split={split!r}: not an unlabeled split of {self.path!r}; "
+                f"allowed: {', '.join(allowed) or 'none (this data has no unlabeled split)'}"
+            )
+        enc = encode_split(ds[split], text_col, label_col, self.cache_dir)
+        rows = np.arange(len(enc.labels))
+        self.unlabeled_set = Reviews(enc.remap(self.vocab), enc.offsets, np.zeros_like(rows), rows,
+                                     max_length=self.max_length, truncation=self.truncation)  # fmt: skip
+        self._unlabeled = (batch_size, None, [])  # (batch size, sampler, its epoch's batches)
+        return len(rows)
+
+    def unlabeled_batch(self, index: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The `index`-th training batch's batch of unlabeled reviews (setup_unlabeled), as collate() gives
+        it: batched by length and shuffled like the training batches, one pass after another, and fixed by
+        (seed, index, rank), so that a resumed run draws the same ones."""
+        batch_size, sampler, batches = self._unlabeled
+        if sampler is None:
+            replicas, rank = self._world()
+            sampler = BucketBatchSampler(self.unlabeled_set.lengths, batch_size, True, self.seed, self.bucket_pool,
+                                         num_replicas=replicas, rank=rank)  # fmt: skip
+        epoch, k = divmod(index, len(sampler))
+        if sampler.epoch != epoch or not batches:
+            sampler.set_epoch(epoch)
+            batches = list(sampler)
+        self._unlabeled = (batch_size, sampler, batches)
+        return collate([self.unlabeled_set[i] for i in batches[k]])
+
     def trainer_is_rank_zero(self) -> bool:
         # rank_zero_only.rank is read from the launcher's environment, so this holds before the Trainer exists
         return rank_zero_only.rank == 0

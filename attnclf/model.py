@@ -49,7 +49,14 @@ class AttentionClassifier(nn.Module):
 
         `host_lengths`: a CPU copy of `lengths`, when they are on a GPU (saves the encoder a sync).
         """
-        out, final, mask = self.encode(self.embed(ids), lengths, host_lengths)
+        return self.from_embeddings(self.embed(ids), lengths, host_lengths)
+
+    def from_embeddings(
+        self, x: torch.Tensor, lengths: torch.Tensor, host_lengths: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Embedded reviews x (B, T, E) -> logits (B, C), attention weights (B, T): forward() past the
+        embedding, for the regularisers that perturb the embedded review (attnclf/regularizers.py)."""
+        out, final, mask = self.encode(x, lengths, host_lengths)
         context, weights = self.attention(final.unsqueeze(1), out, out, mask)  # (B, 1, 2H), (B, 1, T)
         return self.classify(context.squeeze(1)), weights.squeeze(1)
 

@@ -13,6 +13,7 @@ from torchmetrics.classification import MulticlassAccuracy, MulticlassConfusionM
 
 from attnclf.errors import AttnclfError
 from attnclf.model import AttentionClassifier
+from attnclf.regularizers import REGULARIZERS, adversarial_losses, virtual_adversarial_loss
 
 log = logging.getLogger(__name__)
 
@@ -196,10 +197,16 @@ class AttnClassifierModule(TrainingModule):
         weight_decay: float = 0.01,
         schedule: str = "cosine",
         warmup_ratio: float = 0.05,
+        regularizer: str = "none",
+        regularizer_epsilon: float = 0.02,
+        regularizer_weight: float = 1.0,
+        regularizer_xi: float = 1e-3,
     ):
         super().__init__()
         if schedule not in SCHEDULES:
             raise AttnclfError(f"optimizer.schedule={schedule!r}; allowed: {', '.join(SCHEDULES)}")
+        if regularizer not in REGULARIZERS:
+            raise AttnclfError(f"regularizer={regularizer!r}; allowed: {', '.join(REGULARIZERS)}")
         # logger=False: train(cfg) writes the hparams once, at the end, with the final metrics
         self.save_hyperparameters(logger=False)
         self.model = AttentionClassifier(
@@ -239,13 +246,27 @@ class AttnClassifierModule(TrainingModule):
 
     def training_step(self, batch, batch_idx):
         ids, lengths, y, host = unpack(batch)
-        logits, _ = self(ids, lengths, host)
-        loss = F.cross_entropy(logits, y)
+        hp = self.hparams
+        if hp.regularizer == "adversarial":
+            logits, loss, extra, clean = adversarial_losses(self.model, ids, lengths, host, y, hp.regularizer_epsilon)
+        else:
+            logits, _ = self(ids, lengths, host)
+            loss = clean = F.cross_entropy(logits, y)
         self._check_finite(loss)
         self.train_acc(logits.argmax(-1), y)
-        self.log("train/loss", loss, prog_bar=True, batch_size=len(y))
+        self.log("train/loss", loss, prog_bar=True, batch_size=len(y))  # the plain cross-entropy, whatever else
         self.log("train/acc", self.train_acc, on_step=False, on_epoch=True, batch_size=len(y))
-        return loss
+        if hp.regularizer == "none":
+            return loss
+        if hp.regularizer == "virtual_adversarial":  # on unlabeled reviews fixed by the batch's number (resume)
+            u_ids, u_lengths, _ = self.trainer.datamodule.unlabeled_batch(self.trainer.fit_loop.total_batch_idx)
+            u_dev = u_lengths.to(self.device, non_blocking=True)
+            u_ids = u_ids.to(self.device, non_blocking=True)
+            extra = virtual_adversarial_loss(
+                self.model, u_ids, u_dev, u_lengths, hp.regularizer_epsilon, hp.regularizer_xi
+            )
+        self.log(f"train/{hp.regularizer}_loss", extra, batch_size=len(y))
+        return clean + hp.regularizer_weight * extra
 
     def _eval_step(self, batch, stage: str, acc: MulticlassAccuracy):
         ids, lengths, y, host = unpack(batch)

@@ -24,6 +24,7 @@ from attnclf.data import IMDBDataModule
 from attnclf.errors import AttnclfError
 from attnclf.memory import keep_freed_memory
 from attnclf.module import AttnClassifierModule
+from attnclf.regularizers import REGULARIZERS
 from attnclf.vectors import check_embeddings, initial_embeddings
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,7 @@ HPARAMS = (
     "model.embeddings",
     "model.freeze_embeddings",
     "model.init_from",
+    "regularizer.name",
     "data.max_length",
     "data.batch_size",
     "data.vocab_size",
@@ -97,7 +99,27 @@ def validate(cfg: DictConfig) -> None:
     if init not in ATTENTION_INITS:
         raise AttnclfError(f"model.attention_init={init!r}; allowed: {', '.join(ATTENTION_INITS)}")
     check_embeddings(str(OmegaConf.select(cfg, "model.embeddings") or "random"), cfg.model.embed_dim)
+    check_regularizer(cfg)
     check_devices(cfg)
+
+
+def check_regularizer(cfg: DictConfig) -> None:
+    name = OmegaConf.select(cfg, "regularizer.name") or "none"
+    if name not in REGULARIZERS:
+        raise AttnclfError(f"regularizer={name!r}; allowed: {', '.join(REGULARIZERS)}")
+    for key in ("epsilon", "xi", "weight"):
+        if OmegaConf.select(cfg, f"regularizer.{key}") is not None:
+            check_positive_number(cfg, f"regularizer.{key}")
+    if name == "virtual_adversarial":
+        check_positive_int(cfg, "regularizer.unlabeled_batch_size")
+
+
+def regularizer_args(cfg: DictConfig) -> dict:
+    """cfg.regularizer as the module's plain arguments: regularizer, regularizer_epsilon, ..."""
+    reg = cfg.get("regularizer") or {}
+    args = {"regularizer": reg.get("name", "none")}
+    args.update({f"regularizer_{k}": reg[k] for k in ("epsilon", "weight", "xi") if reg.get(k) is not None})
+    return args
 
 
 def check_devices(cfg: DictConfig) -> None:
@@ -275,7 +297,11 @@ def train(cfg: DictConfig) -> float:
         attention=cfg.attention,
         **cfg.model,
         **cfg.optimizer,
+        **regularizer_args(cfg),
     )
+    if model.hparams.regularizer == "virtual_adversarial":
+        n = datamodule.setup_unlabeled(cfg.regularizer.unlabeled_split, cfg.regularizer.unlabeled_batch_size)
+        log.info("virtual adversarial training on %d unlabeled reviews (%s)", n, cfg.regularizer.unlabeled_split)
     embeddings = {"source": "random"}
     source = cfg.model.get("embeddings", "random")
     if resume is None and source != "random":  # (a resumed run has its embedding in the checkpoint)
