@@ -258,8 +258,8 @@ class AttnClassifierModule(TrainingModule):
         self.log("train/acc", self.train_acc, on_step=False, on_epoch=True, batch_size=len(y))
         if hp.regularizer == "none":
             return loss
-        if hp.regularizer == "virtual_adversarial":  # on unlabeled reviews fixed by the batch's number (resume)
-            u_ids, u_lengths, _ = self.trainer.datamodule.unlabeled_batch(self.trainer.fit_loop.total_batch_idx)
+        if hp.regularizer == "virtual_adversarial":
+            u_ids, u_lengths, _ = self.unlabeled_batch()
             u_dev = u_lengths.to(self.device, non_blocking=True)
             u_ids = u_ids.to(self.device, non_blocking=True)
             extra = virtual_adversarial_loss(
@@ -267,6 +267,11 @@ class AttnClassifierModule(TrainingModule):
             )
         self.log(f"train/{hp.regularizer}_loss", extra, batch_size=len(y))
         return clean + hp.regularizer_weight * extra
+
+    def unlabeled_batch(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """This step's batch of unlabeled reviews (regularizer=virtual_adversarial), on the host: fixed by the
+        batch's number, so that a resumed run draws the same ones."""
+        return self.trainer.datamodule.unlabeled_batch(self.trainer.fit_loop.total_batch_idx)
 
     def _eval_step(self, batch, stage: str, acc: MulticlassAccuracy):
         ids, lengths, y, host = unpack(batch)

@@ -48,6 +48,25 @@ def tiny_imdb(tmp_path_factory) -> Path:
     return root
 
 
+TEST_ONLY, UNLABELED_ONLY = "zzqtestword", "zzqunlabeledword"  # words only in those splits
+
+
+@pytest.fixture(scope="session")
+def with_unlabeled(tmp_path_factory) -> Path:
+    """train / test / unsupervised, laid out like the Hub's files; one word only in test, one only unlabeled."""
+    root = tmp_path_factory.mktemp("imdb_unlabeled")
+    (root / "data").mkdir()
+    for split, n, seed in (("train", 160, 0), ("test", 60, 1), ("unsupervised", 80, 2)):
+        reviews = make_reviews(n, seed)
+        extra = {"test": TEST_ONLY, "unsupervised": UNLABELED_ONLY}.get(split)
+        if extra:
+            reviews["text"] = [f"{t} {extra} {extra}" for t in reviews["text"]]
+        if split == "unsupervised":
+            reviews["label"] = [-1] * n
+        datasets.Dataset.from_dict(reviews).to_parquet(str(root / "data" / f"{split}-00000-of-00001.parquet"))
+    return root
+
+
 def tiny_overrides(data_path: Path, out: Path) -> list[str]:
     return [
         f"data.path={data_path}",

@@ -27,7 +27,8 @@ class KillAt(L.Callback):
 '''
 
 # 12 batches an epoch, 3 epochs, a step checkpoint every 5 steps; killed at step 17 (epoch 1, batch 5),
-# so the resume starts from the step-15 checkpoint, mid-epoch.
+# so the resume starts from the step-15 checkpoint, mid-epoch. (The data with an unlabeled split has 120
+# training rows: 8 batches an epoch, 24 steps; killed at step 14, it resumes from step 10, epoch 1 batch 2.)
 RUN = [
     "trainer.max_epochs=3",
     "callbacks.step_checkpoint.every_n_train_steps=5",
@@ -45,13 +46,22 @@ def cli(args, tmp_path, env=None):
 
 
 @pytest.mark.parametrize(
-    "precision,how",
-    [("32-true", "run folder"), ("bf16-mixed", "last, in the same hydra.run.dir")],
+    "precision,how,regularizer",
+    [
+        ("32-true", "run folder", "none"),
+        ("bf16-mixed", "last, in the same hydra.run.dir", "none"),
+        # its unlabeled batches and random probes continue as they would have
+        ("32-true", "last, in the same hydra.run.dir", "virtual_adversarial"),
+    ],
 )
-def test_killed_run_resumes_to_the_same_result(tiny_imdb, tmp_path, precision, how):
-    base = tiny_overrides(tiny_imdb, tmp_path / "x")[2:]  # all but output and cache dirs
+def test_killed_run_resumes_to_the_same_result(tiny_imdb, with_unlabeled, tmp_path, precision, how, regularizer):
+    data = tiny_imdb if regularizer == "none" else with_unlabeled
+    steps, kill_at, saved_at = (36, 17, 15) if regularizer == "none" else (24, 14, 10)
+    base = tiny_overrides(data, tmp_path / "x")[2:]  # all but output and cache dirs
     common = [
-        f"data.path={tiny_imdb}",
+        f"data.path={data}",
+        f"regularizer={regularizer}",
+        *(["regularizer.unlabeled_batch_size=8"] if regularizer != "none" else []),
         f"paths.cache_dir={tmp_path / 'cache'}",
         f"paths.runs_dir={tmp_path / 'elsewhere'}",
         f"trainer.precision={precision}",
@@ -63,13 +73,18 @@ def test_killed_run_resumes_to_the_same_result(tiny_imdb, tmp_path, precision, h
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     run = tmp_path / "run"
     killed = cli(
-        [*common, f"hydra.run.dir={run}", "+callbacks.killer._target_=killer.KillAt", "+callbacks.killer.step=17"],
+        [
+            *common,
+            f"hydra.run.dir={run}",
+            "+callbacks.killer._target_=killer.KillAt",
+            f"+callbacks.killer.step={kill_at}",
+        ],
         tmp_path,
         env,
     )
     assert killed.returncode == -9, killed.stderr[-2000:]
     assert not (run / "metrics.json").exists()
-    assert load_checkpoint(run / "checkpoints" / "last.ckpt")["global_step"] == 15
+    assert load_checkpoint(run / "checkpoints" / "last.ckpt")["global_step"] == saved_at
     assert not list((run / "checkpoints").glob(".*tmp*"))  # no stray temporary files
 
     if how == "run folder":  # from a new command, whose own fresh folder is not left behind
@@ -85,12 +100,12 @@ def test_killed_run_resumes_to_the_same_result(tiny_imdb, tmp_path, precision, h
     train(cfg)
     straight = json.loads((tmp_path / "straight" / "metrics.json").read_text())
 
-    assert after["steps"] == straight["steps"] == 36
+    assert after["steps"] == straight["steps"] == steps
     for key in ("val/acc", "test/acc", "test/loss"):
         assert after[key] == straight[key], key  # identical on CPU: same data order, RNG and optimizer state
     lasts = [load_checkpoint(d / "checkpoints" / "last.ckpt") for d in (run, tmp_path / "straight")]
     # last.ckpt is the end of training in both, whether or not the last epoch improved val/acc
-    assert [c["global_step"] for c in lasts] == [36, 36]
+    assert [c["global_step"] for c in lasts] == [steps, steps]
     final = [c["state_dict"] for c in lasts]
     for name, tensor in final[0].items():
         torch.testing.assert_close(tensor, final[1][name], rtol=0, atol=0, msg=name)
@@ -98,8 +113,8 @@ def test_killed_run_resumes_to_the_same_result(tiny_imdb, tmp_path, precision, h
     # TensorBoard continues the same curve: one train/loss point per logged step, none twice
     events = EventAccumulator(str(run / "tensorboard"))
     events.Reload()
-    steps = [e.step for e in events.Scalars("train/loss")]
-    assert steps == sorted(set(steps)) and steps[-1] == 35
+    logged = [e.step for e in events.Scalars("train/loss")]
+    assert logged == sorted(set(logged)) and logged[-1] == steps - 1
 
 
 def test_resume_errors_are_one_line(tmp_path):

@@ -7,7 +7,7 @@ import datasets
 import numpy as np
 import pytest
 import torch
-from conftest import compose_cfg, make_reviews, tiny_overrides
+from conftest import TEST_ONLY, UNLABELED_ONLY, compose_cfg, make_reviews, tiny_overrides
 
 from attnclf.data import IMDBDataModule
 from attnclf.errors import AttnclfError
@@ -15,24 +15,8 @@ from attnclf.inference import Classifier
 from attnclf.train import train
 from attnclf.vectors import cached_word2vec, embedding_matrix, read_vectors
 
-TEST_ONLY, UNLABELED_ONLY, CARVED_ONLY = "zzqtestword", "zzqunlabeledword", "zzqcarvedword"
+CARVED_ONLY = "zzqcarvedword"
 SETTINGS = {"algorithm": "cbow", "window": 3, "min_count": 1, "negative": 3, "epochs": 2, "seed": 0}
-
-
-@pytest.fixture(scope="module")
-def with_unlabeled(tmp_path_factory):
-    """train / test / unsupervised, laid out like the Hub's files; one word only in test, one only unlabeled."""
-    root = tmp_path_factory.mktemp("imdb_unlabeled")
-    (root / "data").mkdir()
-    for split, n, seed in (("train", 160, 0), ("test", 60, 1), ("unsupervised", 80, 2)):
-        reviews = make_reviews(n, seed)
-        extra = {"test": TEST_ONLY, "unsupervised": UNLABELED_ONLY}.get(split)
-        if extra:
-            reviews["text"] = [f"{t} {extra} {extra}" for t in reviews["text"]]
-        if split == "unsupervised":
-            reviews["label"] = [-1] * n
-        datasets.Dataset.from_dict(reviews).to_parquet(str(root / "data" / f"{split}-00000-of-00001.parquet"))
-    return root
 
 
 def test_word_vectors_learn_from_training_and_unlabeled_text_never_test(with_unlabeled, tmp_path):
