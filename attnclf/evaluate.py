@@ -22,49 +22,72 @@ log = logging.getLogger(__name__)
 
 
 def evaluate(cfg: DictConfig) -> dict:
-    if not cfg.get("ckpt"):
-        raise AttnclfError("give the checkpoint to evaluate: ckpt=<path to .ckpt or a run folder>")
-    ckpt = best_checkpoint(cfg.ckpt)
-    if ckpt != Path(cfg.ckpt):
-        log.info("evaluating %s, the best checkpoint of %s", ckpt, cfg.ckpt)
-    clf = Classifier.from_checkpoint(ckpt, cfg.get("device", "cpu"))
+    """One checkpoint, or an ensemble of several (`ckpt=[a,b,...]`: their class probabilities averaged,
+    each model reading the reviews with its own vocabulary)."""
+    given = cfg.get("ckpt")
+    if not given:
+        raise AttnclfError("give the checkpoint to evaluate: ckpt=<path to .ckpt or a run folder> (or a list)")
+    given = [given] if isinstance(given, (str, Path)) else list(given)
+    ckpts = [best_checkpoint(c) for c in given]
+    for c, ckpt in zip(given, ckpts, strict=True):
+        if ckpt != Path(c):
+            log.info("evaluating %s, the best checkpoint of %s", ckpt, c)
     data = cfg.data
-    dataset = split_as_trained(data, clf)
-    labels = dataset.labels
-    n = clf.module.hparams.num_classes
-
-    acc = MulticlassAccuracy(n, average="micro")
-    f1 = MulticlassF1Score(n, average="macro")
-    per_class = MulticlassF1Score(n, average=None)
-    confusion = MulticlassConfusionMatrix(n)
-    loss_sum = 0.0
-    for positions, logits, _ in clf.batches(dataset, cfg.batch_size):
-        y = torch.as_tensor(labels[positions])
-        loss_sum += float(F.cross_entropy(logits, y, reduction="sum"))
-        pred = logits.argmax(-1)
-        acc.update(pred, y)
-        f1.update(pred, y)
-        per_class.update(pred, y)
-        confusion.update(pred, y)
-
+    probs, labels, members = None, None, []
+    for ckpt in ckpts:
+        clf = Classifier.from_checkpoint(ckpt, cfg.get("device", "cpu"))
+        if members and clf.labels != members[0]["labels"]:
+            raise AttnclfError(
+                f"ckpt: {ckpt} was trained on classes {clf.labels}, {members[0]['checkpoint']} on "
+                f"{members[0]['labels']}; an ensemble needs the same classes"
+            )
+        dataset = split_as_trained(data, clf)
+        own = np.zeros((len(dataset), clf.module.hparams.num_classes))  # (N, C) this model's probabilities
+        for positions, logits, _ in clf.batches(dataset, cfg.batch_size):
+            own[positions] = F.softmax(logits.double(), -1).numpy()
+        labels = dataset.labels
+        members.append(
+            {"checkpoint": str(ckpt), "labels": clf.labels, "accuracy": float((own.argmax(1) == labels).mean())}
+        )
+        probs = own if probs is None else probs + own
+    probs /= len(ckpts)
     result = {
-        "checkpoint": str(ckpt),
+        "checkpoint": str(ckpts[0]) if len(ckpts) == 1 else [str(c) for c in ckpts],
         "data": str(data.path),
         "split": data.split,
-        "reviews": len(dataset),
-        "accuracy": float(acc.compute()),
-        "loss": loss_sum / len(dataset),
-        "macro_f1": float(f1.compute()),
-        "f1": dict(zip(clf.labels, per_class.compute().tolist(), strict=True)),  # per class
-        "labels": clf.labels,
-        "confusion_matrix": confusion.compute().tolist(),  # rows: true label, columns: predicted
+        "reviews": len(labels),
+        **metrics_of(probs, labels, members[0]["labels"]),
     }
-    out = Path(cfg.output) if cfg.get("output") else run_dir_of(ckpt) / f"eval_{data.split}.json"
+    if len(ckpts) > 1:  # each member alone, beside the ensemble
+        result["members"] = [{k: m[k] for k in ("checkpoint", "accuracy")} for m in members]
+    if cfg.get("output"):
+        out = Path(cfg.output)
+    elif len(ckpts) == 1:
+        out = run_dir_of(ckpts[0]) / f"eval_{data.split}.json"
+    else:
+        out = Path(cfg.paths.output_dir) / f"ensemble_{data.split}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
     print_result(result)
     print(f"written to {out}")
     return result
+
+
+def metrics_of(probs: np.ndarray, labels: np.ndarray, names: list[str]) -> dict:
+    """Accuracy, loss (mean negative log-probability of the true class), macro-F1, F1 per class and the
+    confusion matrix of class probabilities (N, C) against class ids (N,)."""
+    n = len(names)
+    p, y = torch.from_numpy(probs), torch.from_numpy(np.asarray(labels))
+    pred = p.argmax(-1)
+    per_class = MulticlassF1Score(n, average=None)(pred, y)
+    return {
+        "accuracy": float(MulticlassAccuracy(n, average="micro")(pred, y)),
+        "loss": float(-p[torch.arange(len(y)), y].clamp_min(1e-300).log().mean()),
+        "macro_f1": float(MulticlassF1Score(n, average="macro")(pred, y)),
+        "f1": dict(zip(names, per_class.tolist(), strict=True)),
+        "labels": names,
+        "confusion_matrix": MulticlassConfusionMatrix(n)(pred, y).tolist(),  # rows: true label, columns: predicted
+    }
 
 
 def split_as_trained(data: DictConfig, clf: Classifier) -> Reviews:
@@ -97,9 +120,11 @@ def labels_as_trained(values: np.ndarray, names: list[str], remap, trained: list
 
 
 def print_result(r: dict) -> None:
+    for m in r.get("members", []):
+        print(f"member {m['checkpoint']}: accuracy {m['accuracy']:.4f}")
     print(
-        f"{r['split']}: {r['reviews']} reviews  accuracy {r['accuracy']:.4f}  loss {r['loss']:.4f}  "
-        f"macro-F1 {r['macro_f1']:.4f}"
+        f"{r['split']}: {r['reviews']} reviews  {'ensemble ' if 'members' in r else ''}accuracy {r['accuracy']:.4f}  "
+        f"loss {r['loss']:.4f}  macro-F1 {r['macro_f1']:.4f}"
     )
     print("F1 per class: " + "  ".join(f"{name} {v:.4f}" for name, v in r["f1"].items()))
     width = max(*(len(x) for x in r["labels"]), *(len(str(v)) for row in r["confusion_matrix"] for v in row)) + 1

@@ -83,6 +83,50 @@ def test_eval_command_on_a_run_folder_against_an_independent_computation(tiny_ru
     assert "accuracy" in stdout and "confusion" in stdout
 
 
+def test_eval_of_an_ensemble_averages_the_members_probabilities(tiny_run, tiny_run_additive, tiny_imdb, tmp_path):
+    """eval.py ckpt=[a,b]: the class probabilities of both models averaged (each reading the reviews with its
+    own vocabulary), against the Python API's predictions; each member's own accuracy beside it."""
+    import numpy as np
+    from hydra import compose, initialize_config_dir
+
+    from attnclf.checkpoint import best_checkpoint
+    from attnclf.evaluate import evaluate
+    from attnclf.loading import load_splits
+
+    other = tmp_path / "other"  # a member with another vocabulary: two words swapped
+    shutil.copytree(tiny_run_additive, other)
+    vocab = json.loads((other / "vocab.json").read_text())
+    words = vocab["itos"]
+    i, j = words.index("great"), words.index("awful")
+    words[i], words[j] = words[j], words[i]
+    (other / "vocab.json").write_text(json.dumps(vocab))
+
+    def run(ckpts, out):
+        with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+            overrides = [f"ckpt=[{','.join(map(str, ckpts))}]", f"data.path={tiny_imdb}",
+                         f"paths.cache_dir={tmp_path}", f"output={out}"]  # fmt: skip
+            return evaluate(compose("eval", overrides))
+
+    result = run([tiny_run, other], tmp_path / "ensemble.json")
+    test = load_splits(str(tiny_imdb), None)["test"]
+    y = np.array(test["label"])
+    ckpts = [best_checkpoint(r) for r in (tiny_run, other)]  # (other's metrics.json names the original's)
+    probs = [np.array([q.probs for q in Classifier.from_checkpoint(c).predict(test["text"])]) for c in ckpts]
+    mean = (probs[0] + probs[1]) / 2
+    assert abs(result["accuracy"] - (mean.argmax(1) == y).mean()) < 1e-9
+    assert result["loss"] == pytest.approx(-np.log(mean[np.arange(len(y)), y]).mean(), abs=1e-5)
+    assert [m["accuracy"] for m in result["members"]] == pytest.approx([(q.argmax(1) == y).mean() for q in probs])
+    assert json.loads((tmp_path / "ensemble.json").read_text())["checkpoint"] == [str(c) for c in ckpts]
+    # one member is that member's own evaluation
+    alone = run([tiny_run], tmp_path / "alone.json")
+    assert alone["accuracy"] == pytest.approx(result["members"][0]["accuracy"]) and "members" not in alone
+
+    vocab["labels"] = ["neg", "pos"]  # (the run's class names, beside the words)
+    (other / "vocab.json").write_text(json.dumps(vocab))
+    with pytest.raises(AttnclfError, match=r"ckpt: .* was trained on classes \['neg', 'pos'\].*same classes"):
+        run([tiny_run, other], tmp_path / "bad.json")
+
+
 def test_eval_and_predict_help_list_only_what_they_take(capsys):
     ev = cli("eval.py", "--help")
     assert ev.returncode == 0 and "ckpt" in ev.stdout and "data.split" in ev.stdout
