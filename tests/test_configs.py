@@ -82,3 +82,12 @@ def test_eval_config_composes():
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
         cfg = compose(config_name="eval", overrides=["ckpt=x.ckpt", "paths.output_dir=/tmp/x"])
     assert cfg.data.split == "test" and cfg.data.path == "stanfordnlp/imdb"
+
+
+def test_experiment_pretrained_is_the_measured_best_setting():
+    """word2vec start + adversarial training (docs/results.md, section 7); each part can be overridden."""
+    cfg = compose_cfg(["experiment=pretrained", "paths.output_dir=/tmp/x"])
+    assert cfg.model.embeddings == "word2vec" and cfg.regularizer.name == "adversarial"
+    assert (
+        compose_cfg(["experiment=pretrained", "regularizer=none", "paths.output_dir=/tmp/x"]).regularizer.name == "none"
+    )
