@@ -86,7 +86,7 @@ def test_virtual_adversarial_direction_moves_the_prediction_most():
         d = size * d / d.flatten(1).norm(dim=1).view(-1, 1, 1)
         rand.append(kl(p, F.log_softmax(model.from_embeddings(x + d, lengths)[0], -1)).item())
     assert vat.item() > 5 * max(rand) > 0
-    # it trains the model (and the embedding) but never moves the target it is pulled towards
+    # its gradient reaches the classifier and the embedding (the clean prediction is a constant target)
     vat.backward()
     assert model.embed.weight.grad is not None and model.fc.weight.grad.abs().sum() > 0
 
