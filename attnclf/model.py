@@ -17,6 +17,11 @@ from attnclf.encoder import ExactBiGRU
 from attnclf.text import PAD_ID
 
 
+def real_tokens(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """(B, T) mask of the real (not padding) positions of x (B, T, ...) whose rows hold `lengths` tokens."""
+    return torch.arange(x.size(1), device=x.device) < lengths.to(x.device).unsqueeze(1)
+
+
 class AttentionClassifier(nn.Module):
     def __init__(
         self,
@@ -68,7 +73,7 @@ class AttentionClassifier(nn.Module):
         Starts from the embeddings so that attnclf.faithfulness can take gradients with respect to them.
         """
         out, final = self.encoder(self.embed_dropout(x), lengths, host_lengths)  # (B, T, 2H), (B, 2H)
-        mask = torch.arange(x.size(1), device=x.device) < lengths.to(x.device).unsqueeze(1)  # (B, T)
+        mask = real_tokens(x, lengths)  # (B, T)
         return out, final, mask
 
     def pool(self, out: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:

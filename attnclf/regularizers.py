@@ -16,12 +16,14 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from attnclf.model import real_tokens as model_real_tokens
+
 REGULARIZERS = ("none", "adversarial", "virtual_adversarial")
 
 
 def real_tokens(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-    """(B, T, 1) mask of the real tokens of embedded reviews x (B, T, E)."""
-    return (torch.arange(x.size(1), device=x.device) < lengths.to(x.device).unsqueeze(1)).unsqueeze(-1)
+    """(B, T, 1) mask of the real tokens of embedded reviews x (B, T, E): the model's own, to scale with."""
+    return model_real_tokens(x, lengths).unsqueeze(-1)
 
 
 def scaled_direction(v: torch.Tensor, mask: torch.Tensor, size: torch.Tensor) -> torch.Tensor:

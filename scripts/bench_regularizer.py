@@ -22,14 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from attnclf.module import AttnClassifierModule, adamw  # noqa: E402
 from attnclf.regularizers import REGULARIZERS  # noqa: E402
-from scripts.bench_step import medians_ms  # noqa: E402
-
-
-def reviews(n: int, length: int, vocab: int) -> tuple[torch.Tensor, torch.Tensor]:
-    ids = torch.randint(2, vocab, (n, length))
-    lengths = torch.randint(int(0.9 * length), length + 1, (n,))
-    lengths[0] = length
-    return ids, lengths
+from scripts.bench_step import medians_ms, random_reviews  # noqa: E402
 
 
 class Module(AttnClassifierModule):
@@ -71,9 +64,9 @@ def main() -> None:
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    ids, lengths = reviews(args.batch, args.length, args.vocab)
+    ids, lengths = random_reviews(args.batch, args.length, args.vocab)
     labelled = (ids, lengths, torch.randint(0, 2, (args.batch,)))
-    u_ids, u_lengths = reviews(args.unlabeled_batch, args.length, args.vocab)
+    u_ids, u_lengths = random_reviews(args.unlabeled_batch, args.length, args.vocab)
     unlabeled = (u_ids, u_lengths, torch.zeros(args.unlabeled_batch, dtype=torch.long))
     ms = medians_ms({name: step_of(name, args, labelled, unlabeled) for name in REGULARIZERS}, args.repeats)
     print(f"{args.attention} attention, batch {args.batch} x ~{args.length} tokens, unlabeled batch "

@@ -48,6 +48,15 @@ def medians_ms(fns: dict, repeats: int) -> dict:
     return {key: 1000 * statistics.median(ts) for key, ts in times.items()}
 
 
+def random_reviews(n: int, length: int, vocab: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """n random reviews (ids (n, length), lengths (n,)) of lengths within 10% of `length`, as the product's
+    length buckets make a batch; the first one exactly `length`."""
+    ids = torch.randint(2, vocab, (n, length))
+    lengths = torch.randint(int(0.9 * length), length + 1, (n,))
+    lengths[0] = length
+    return ids, lengths
+
+
 def parts(args, attention: str) -> dict:
     torch.manual_seed(0)
     B, T = args.batch, args.length
@@ -56,9 +65,7 @@ def parts(args, attention: str) -> dict:
         attention_dim=args.attention_dim,
     )  # fmt: skip
     opt = adamw(model, 2e-3, 0.01)
-    ids = torch.randint(2, args.vocab, (B, T))
-    lengths = torch.randint(int(0.9 * T), T + 1, (B,))
-    lengths[0] = T
+    ids, lengths = random_reviews(B, T, args.vocab)
     y = torch.randint(0, 2, (B,))
     mask = torch.arange(T) < lengths.unsqueeze(1)
     with torch.no_grad():
