@@ -114,14 +114,19 @@ def test_unlabeled_batches_come_from_the_unlabeled_split_fixed_by_their_number(w
             fresh().setup_unlabeled(split, 16)
 
 
-@pytest.mark.parametrize("name", ["adversarial", "virtual_adversarial"])
-def test_training_with_a_regularizer(name, with_unlabeled, tmp_path):
+@pytest.mark.parametrize(
+    ("name", "precision"),
+    [("adversarial", "32-true"), ("virtual_adversarial", "32-true"), ("adversarial", "bf16-mixed")],
+)
+def test_training_with_a_regularizer(name, precision, with_unlabeled, tmp_path):
+    """Also under bf16 autocast (what trainer=gpu sets): the step's gradient and its norm stay finite."""
     out = tmp_path / "run"
     cfg = compose_cfg(
         [
             "experiment=smoke",
             "callbacks.rich_progress_bar=null",
             "callbacks.attention_maps=null",
+            f"trainer.precision={precision}",
             f"regularizer={name}",
             "regularizer.epsilon=0.05",
             *(["regularizer.unlabeled_batch_size=8"] if name == "virtual_adversarial" else []),
