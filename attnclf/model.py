@@ -22,13 +22,6 @@ def real_tokens(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     return torch.arange(x.size(1), device=x.device) < lengths.to(x.device).unsqueeze(1)
 
 
-def drop_words(x: torch.Tensor, p: float) -> torch.Tensor:
-    """Embedded reviews x (B, T, E) with each word blanked (its vector zeroed, not rescaled) with probability p:
-    word dropout, so that no single word (a film's title, an actor's name) can decide a review."""
-    keep = torch.rand(x.shape[:2], device=x.device).ge_(p)  # (B, T)
-    return x * keep.unsqueeze(-1).to(x.dtype)
-
-
 class AttentionClassifier(nn.Module):
     def __init__(
         self,
@@ -44,11 +37,9 @@ class AttentionClassifier(nn.Module):
         dropout: float = 0.3,
         embed_dropout: float = 0.2,
         gru_kernel: str = "auto",
-        word_dropout: float = 0.0,
     ):
         super().__init__()
         self.embed = nn.Embedding(vocab_size, embed_dim, padding_idx=PAD_ID)
-        self.word_dropout = word_dropout
         self.embed_dropout = Dropout(embed_dropout)
         self.encoder = ExactBiGRU(embed_dim, hidden_dim, num_layers, dropout=dropout, kernel=gru_kernel)
         d = 2 * hidden_dim
@@ -81,8 +72,6 @@ class AttentionClassifier(nn.Module):
 
         Starts from the embeddings so that attnclf.faithfulness can take gradients with respect to them.
         """
-        if self.training and self.word_dropout > 0:
-            x = drop_words(x, self.word_dropout)
         out, final = self.encoder(self.embed_dropout(x), lengths, host_lengths)  # (B, T, 2H), (B, 2H)
         mask = real_tokens(x, lengths)  # (B, T)
         return out, final, mask

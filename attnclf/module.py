@@ -190,7 +190,6 @@ class AttnClassifierModule(TrainingModule):
         dropout: float = 0.3,
         embed_dropout: float = 0.2,
         gru_kernel: str = "auto",
-        word_dropout: float = 0.0,
         embeddings: str = "random",
         freeze_embeddings: bool = False,
         init_from: str | None = None,
@@ -223,7 +222,6 @@ class AttnClassifierModule(TrainingModule):
             dropout,
             embed_dropout,
             gru_kernel,
-            word_dropout,
         )
         # `embeddings` (random, word2vec or a vectors file) and `init_from` (a pretrain.py checkpoint) are where
         # train() took the initial weights from: a record only, as the weights themselves are in the state dict

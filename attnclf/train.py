@@ -39,7 +39,6 @@ HPARAMS = (
     "model.hidden_dim",
     "model.num_layers",
     "model.dropout",
-    "model.word_dropout",
     "model.attention_scale",
     "model.attention_init",
     "model.embeddings",
@@ -88,7 +87,7 @@ def validate(cfg: DictConfig) -> None:
     objective = cfg.get("optimized_metric") or "val/acc"
     if objective not in OBJECTIVES:  # checked now, not after a whole run
         raise AttnclfError(f"optimized_metric={objective!r}; allowed: {', '.join(OBJECTIVES)}")
-    for key in ("model.dropout", "model.embed_dropout", "model.word_dropout", "optimizer.warmup_ratio"):
+    for key in ("model.dropout", "model.embed_dropout", "optimizer.warmup_ratio"):
         check_fraction(cfg, key)
     wd = OmegaConf.select(cfg, "optimizer.weight_decay")
     if isinstance(wd, bool) or not isinstance(wd, (int, float)) or not 0 <= wd < math.inf:

@@ -32,7 +32,6 @@ from attnclf.train import train
         ("model.attention_dim=0", "model.attention_dim=0 must be a positive integer or null"),
         ("optimizer.weight_decay=-3", "optimizer.weight_decay=-3 must be a number >= 0"),
         ("optimizer.warmup_ratio=5", "optimizer.warmup_ratio=5 must be in [0, 1)"),
-        ("model.word_dropout=1", "model.word_dropout=1 must be in [0, 1)"),
     ],
 )
 def test_bad_values(override, message, tiny_imdb, tmp_path):

@@ -8,7 +8,7 @@ import torch
 
 from attnclf.dropout import Dropout
 from attnclf.encoder import ExactBiGRU, reverse_within_length
-from attnclf.model import AttentionClassifier, drop_words
+from attnclf.model import AttentionClassifier
 
 
 def test_reverse_within_length():
@@ -241,31 +241,3 @@ def test_an_attention_map_marks_the_highest_weighted_words():
     grid = fig.axes[0].images[0].get_array()
     assert grid.shape == (2, 3) and np.allclose(np.asarray(grid).ravel(), weights)  # reading order, 3 a row
     assert [t.get_text() for t in fig.axes[0].texts] == words
-
-
-def test_word_dropout_blanks_whole_words_in_training_only():
-    """model.word_dropout: in training, each word's vector is zeroed (all of it, nothing rescaled) with
-    probability p, the same words for every feature; in evaluation the model reads every word."""
-    torch.manual_seed(0)
-    x = torch.randn(64, 300, 8)
-    y = drop_words(x, 0.25)
-    blank = (y == 0).all(-1)  # (B, T)
-    assert 0.23 < blank.float().mean().item() < 0.27
-    assert torch.equal(y[~blank], x[~blank])  # the kept words untouched, not rescaled
-
-    ids = torch.randint(2, 30, (4, 10))
-    lengths = torch.tensor([10, 7, 3, 1])
-    args = dict(embed_dim=16, hidden_dim=16, dropout=0.0, embed_dropout=0.0, gru_kernel="padded")
-    torch.manual_seed(1)
-    plain = AttentionClassifier(30, **args).eval()
-    torch.manual_seed(1)
-    dropping = AttentionClassifier(30, word_dropout=0.5, **args).eval()
-    with torch.no_grad():
-        torch.testing.assert_close(dropping(ids, lengths)[0], plain(ids, lengths)[0], atol=0, rtol=0)
-        dropping.train()
-        seen = []
-        dropping.encoder.forward = lambda x, *a, **k: seen.append(x) or plain.encoder(x, *a, **k)
-        dropping(ids, lengths)
-    (x_in,) = seen
-    blanked = (x_in == 0).all(-1) & (torch.arange(10) < lengths.unsqueeze(1))
-    assert blanked.any() and not blanked.all()
