@@ -119,7 +119,7 @@ def test_unlabeled_batches_come_from_the_unlabeled_split_fixed_by_their_number(w
     [("adversarial", "32-true"), ("virtual_adversarial", "32-true"), ("adversarial", "bf16-mixed")],
 )
 def test_training_with_a_regularizer(name, precision, with_unlabeled, tmp_path):
-    """Also under bf16 autocast (what trainer=gpu sets): the step's gradient and its norm stay finite."""
+    """Also under bf16 autocast (what trainer=gpu sets): the run trains and its regulariser loss stays finite."""
     out = tmp_path / "run"
     cfg = compose_cfg(
         [
