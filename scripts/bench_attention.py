@@ -31,6 +31,7 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from attnclf.attention import AdditiveAttention, DotAttention  # noqa: E402
+from attnclf.model import real_tokens  # noqa: E402
 
 
 class PeakRSS:
@@ -94,7 +95,7 @@ def measure(kind, form, T, args, device, dtype) -> dict:
     kv = torch.randn(B, T, d, generator=g).to(device, dtype).requires_grad_()
     q = (kv if form == "self" else torch.randn(B, 1, d, generator=g).to(device, dtype)).detach().requires_grad_()
     lengths = torch.randint(T // 2, T + 1, (B,), generator=g)
-    mask = (torch.arange(T) < lengths.unsqueeze(1)).to(device)
+    mask = real_tokens(kv, lengths)  # (B, T), on kv's device
     torch.manual_seed(0)
     module = make(kind, d, h, device, dtype)
     for _ in range(args.warmup):

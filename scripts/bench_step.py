@@ -31,7 +31,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from attnclf.model import AttentionClassifier  # noqa: E402
+from attnclf.model import AttentionClassifier, real_tokens  # noqa: E402
 from attnclf.module import adamw  # noqa: E402
 
 
@@ -67,7 +67,7 @@ def parts(args, attention: str) -> dict:
     opt = adamw(model, 2e-3, 0.01)
     ids, lengths = random_reviews(B, T, args.vocab)
     y = torch.randint(0, 2, (B,))
-    mask = torch.arange(T) < lengths.unsqueeze(1)
+    mask = real_tokens(ids, lengths)  # (B, T)
     with torch.no_grad():
         x = model.embed(ids)
         out, final = model.encoder(x, lengths)
