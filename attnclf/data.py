@@ -53,11 +53,11 @@ def split_train_val(n: int, val_size: float, seed: int) -> tuple[np.ndarray, np.
 # ---------------------------------------------------------------- batches
 
 
-def truncate(ids: np.ndarray, max_length: int, mode: str) -> np.ndarray:
-    """At most max_length ids (at least 1: an empty review becomes one UNK)."""
+def truncate(ids: np.ndarray, max_length: int | None, mode: str) -> np.ndarray:
+    """At most max_length ids (None: all of them; at least 1: an empty review becomes one UNK)."""
     if len(ids) == 0:
         return np.array([UNK_ID], dtype=np.int32)
-    if len(ids) <= max_length:
+    if max_length is None or len(ids) <= max_length:
         return ids
     if mode == "head":
         return ids[:max_length]
@@ -68,7 +68,8 @@ def truncate(ids: np.ndarray, max_length: int, mode: str) -> np.ndarray:
 
 
 class Reviews(Dataset):
-    """Rows of an encoded split, truncated to `max_length` tokens (at least 1: an empty review is one UNK)."""
+    """Rows of an encoded split, truncated to `max_length` tokens (None: whole; at least 1: an empty review
+    is one UNK)."""
 
     def __init__(
         self,
@@ -76,7 +77,7 @@ class Reviews(Dataset):
         offsets: np.ndarray,
         labels: np.ndarray,
         rows: np.ndarray,
-        max_length: int,
+        max_length: int | None,
         truncation: str,
     ):
         self.ids, self.offsets, self.labels, self.rows = ids, offsets, labels, rows
@@ -112,6 +113,7 @@ class IMDBDataModule(L.LightningDataModule):
         self,
         path: str = "stanfordnlp/imdb",
         max_length: int = 400,
+        eval_max_length: int | None = 1000,
         batch_size: int = 64,
         eval_batch_size: int = 256,
         vocab_size: int = 30000,
@@ -143,6 +145,10 @@ class IMDBDataModule(L.LightningDataModule):
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise AttnclfError(f"data.{key}={value!r} must be a positive integer")
+        if eval_max_length is not None and (
+            isinstance(eval_max_length, bool) or not isinstance(eval_max_length, int) or eval_max_length <= 0
+        ):
+            raise AttnclfError(f"data.eval_max_length={eval_max_length!r} must be a positive integer or null (whole)")
         if truncation not in TRUNCATIONS:
             raise AttnclfError(f"data.truncation={truncation!r}; allowed: {', '.join(TRUNCATIONS)}")
         for key, size in (("val_size", val_size), ("test_size", test_size)):
@@ -153,6 +159,8 @@ class IMDBDataModule(L.LightningDataModule):
             ):
                 raise AttnclfError(f"data.{key}={size!r} must be a fraction in (0, 1) or a row count >= 1")
         self.path, self.max_length, self.batch_size = path, max_length, batch_size
+        # validation and test read at least what training reads
+        self.eval_max_length = None if eval_max_length is None else max(eval_max_length, max_length)
         self.eval_batch_size, self.vocab_size, self.min_freq = eval_batch_size, vocab_size, min_freq
         self.val_size, self.truncation, self.bucket_pool = val_size, truncation, bucket_pool
         self.train_size = train_size
@@ -218,8 +226,10 @@ class IMDBDataModule(L.LightningDataModule):
             train_rows = np.sort(np.random.default_rng([self.seed, 1]).permutation(train_rows)[:n])
         self.vocab = Vocab.from_counts(train.table, train.token_counts(train_rows), self.vocab_size, self.min_freq)
         self.num_classes = len(names)
-        # how this run reads a review, saved with the vocabulary so that eval and predict read it the same way
-        self.vocab.meta.update(max_length=self.max_length, truncation=self.truncation, labels=names)
+        # how this run reads a review (training; validation and test), saved with the vocabulary so that
+        # eval and predict read it as validation and test did
+        self.vocab.meta.update(max_length=self.max_length, eval_max_length=self.eval_max_length,
+                               truncation=self.truncation, labels=names)  # fmt: skip
         if remap is not None:
             self.vocab.meta["label_values"] = remap.tolist()
         if self.vocab_path and self.trainer_is_rank_zero():
@@ -229,12 +239,17 @@ class IMDBDataModule(L.LightningDataModule):
         train_ids = train.remap(self.vocab)
         self.train_set = Reviews(train_ids, train.offsets, train.labels, train_rows, **args)
 
+        # validation and test read longer reviews than training: a longer max_length costs training time
+        # (the GRU steps through every token), a longer read at evaluation costs little and gains accuracy
+        # (docs/results.md section 7)
+        eval_args = dict(max_length=self.eval_max_length, truncation=self.truncation)
+
         def own_or_carved(split: str | None, carved_rows) -> Reviews:
             """The dataset's own split whole, or the rows carved from train."""
             if split is None:
-                return Reviews(train_ids, train.offsets, train.labels, carved_rows, **args)
+                return Reviews(train_ids, train.offsets, train.labels, carved_rows, **eval_args)
             enc = encoded(split)
-            return Reviews(enc.remap(self.vocab), enc.offsets, enc.labels, np.arange(len(enc.labels)), **args)
+            return Reviews(enc.remap(self.vocab), enc.offsets, enc.labels, np.arange(len(enc.labels)), **eval_args)
 
         self._train_text_rows = rows  # every training-split row but a carved test split's
         self.val_set = own_or_carved(val_split, val_rows)

@@ -35,7 +35,7 @@ class Prediction:
 class Classifier:
     module: AttnClassifierModule
     vocab: Vocab
-    max_length: int = 400
+    max_length: int | None = 1000  # tokens read per review (None: whole), as the run's validation and test read
     truncation: str = "head_tail"
     labels: list[str] = field(default_factory=lambda: ["neg", "pos"])
 
@@ -66,9 +66,9 @@ class Classifier:
         meta = vocab.meta
         n = module.hparams.num_classes
         labels = meta.get("labels") or [str(i) for i in range(n)]
-        return cls(
-            module.to(device).eval(), vocab, meta.get("max_length", 400), meta.get("truncation", "head_tail"), labels
-        )
+        # as the run's validation and test read (runs before data.eval_max_length read as in training)
+        max_length = meta["eval_max_length"] if "eval_max_length" in meta else meta.get("max_length", 400)
+        return cls(module.to(device).eval(), vocab, max_length, meta.get("truncation", "head_tail"), labels)
 
     @property
     def device(self) -> torch.device:

@@ -86,12 +86,27 @@ def test_second_setup_reads_the_cache(tiny_imdb, tmp_path, monkeypatch):
 
 
 def test_awkward_reviews_are_encoded(tiny_imdb, tmp_path):
-    dm = setup_dm(tiny_imdb, tmp_path)
+    dm = setup_dm(tiny_imdb, tmp_path, eval_max_length=48)
     test = dm.test_set  # rows 0-3: empty, whitespace, 100k characters, non-ASCII
     assert test.tokens(0).tolist() == [UNK_ID] and test.tokens(1).tolist() == [UNK_ID]
-    assert len(test.tokens(2)) == 32 and test.lengths[2] == 32
-    assert len(test.tokens(4)) == 32  # the 1 MB review, truncated
+    assert len(test.tokens(2)) == 48 and test.lengths[2] == 48
+    assert len(test.tokens(4)) == 48  # the 1 MB review, truncated
     assert len(test.tokens(3)) == 7  # ein großartiger film ! 素晴らしい映画 très émouvant
+
+
+def test_validation_and_test_read_longer_reviews_than_training(tiny_imdb, tmp_path):
+    """data.max_length bounds training; validation and test read up to data.eval_max_length (at least
+    max_length; None: whole reviews), and the saved vocabulary says so for eval.py and predict.py."""
+    dm = setup_dm(tiny_imdb, tmp_path, eval_max_length=48)
+    long_train = [i for i in range(len(dm.train_set)) if dm.train_set.lengths[i] == 32]
+    assert long_train and all(len(dm.train_set.tokens(i)) == 32 for i in long_train)
+    assert dm.val_set.lengths.max() == 48 and dm.test_set.lengths.max() == 48
+    meta = Vocab.load(tmp_path / "vocab.json").meta
+    assert meta["max_length"] == 32 and meta["eval_max_length"] == 48
+    whole = setup_dm(tiny_imdb, tmp_path, eval_max_length=None).test_set
+    assert whole.lengths[4] == len(whole.tokens(4)) == 160_000  # the 1 MB review ("awful boring " * 80000)
+    assert Vocab.load(tmp_path / "vocab.json").meta["eval_max_length"] is None
+    assert setup_dm(tiny_imdb, tmp_path, eval_max_length=8).val_set.lengths.max() == 32  # at least max_length
 
 
 @pytest.mark.parametrize("mode,expected", [("head", [0, 1, 2, 3]), ("tail", [6, 7, 8, 9]), ("head_tail", [0, 1, 8, 9])])
@@ -106,6 +121,8 @@ def test_bad_settings_name_the_value():
         IMDBDataModule(truncation="middle")
     with pytest.raises(AttnclfError, match="data.batch_size=0"):
         IMDBDataModule(batch_size=0)
+    with pytest.raises(AttnclfError, match=r"data.eval_max_length=0 must be a positive integer or null \(whole\)"):
+        IMDBDataModule(eval_max_length=0)
     with pytest.raises(AttnclfError, match="data.val_size=1.5"):
         IMDBDataModule(val_size=1.5)
     with pytest.raises(AttnclfError, match="does not exist"):

@@ -33,11 +33,22 @@ def test_classifier_api(tiny_run):
         assert len(p.tokens) == len(p.weights) and abs(sum(p.weights) - 1) < 1e-5
     assert preds[0].tokens == ["a", "great", "wonderful", "film"]
     assert preds[2].tokens == ["<unk>"]
-    assert len(preds[4].tokens) == 64  # truncated to the run's max_length
+    assert len(preds[4].tokens) == 1000  # truncated as the run's test split was (data.eval_max_length)
     # the same review alone and in a batch with others: the same answer (padding has no effect)
     alone = clf.predict(["a great wonderful film"])[0]
     assert alone.probs == pytest.approx(preds[0].probs, abs=1e-5)
     assert alone.weights == pytest.approx(preds[0].weights, abs=1e-5)
+
+
+def test_a_run_from_before_eval_max_length_is_read_as_it_was_trained(tiny_run, tmp_path):
+    """Its vocabulary has no eval_max_length: eval and predict truncate to its max_length, as its test did."""
+    run = tmp_path / "run"
+    shutil.copytree(tiny_run, run)
+    vocab = json.loads((run / "vocab.json").read_text())
+    assert vocab.pop("eval_max_length") == 1000
+    (run / "vocab.json").write_text(json.dumps(vocab))
+    clf = Classifier.from_checkpoint(run / "checkpoints" / Path(best(tiny_run)).name)
+    assert clf.max_length == 64 and len(clf.predict(["great " * 2000])[0].tokens) == 64
 
 
 def test_eval_command_on_a_run_folder_against_an_independent_computation(tiny_run, tmp_path, capsys):
