@@ -137,18 +137,18 @@ class IMDBDataModule(L.LightningDataModule):
         test_size: float = 0.1,
     ):
         super().__init__()
-        for key, value in (
-            ("max_length", max_length),
-            ("batch_size", batch_size),
-            ("eval_batch_size", eval_batch_size),
-            ("vocab_size", vocab_size),
+        for key, value, null in (  # null: what None means, where it is allowed
+            ("max_length", max_length, None),
+            ("eval_max_length", eval_max_length, "whole"),
+            ("batch_size", batch_size, None),
+            ("eval_batch_size", eval_batch_size, None),
+            ("vocab_size", vocab_size, None),
         ):
+            if value is None and null:
+                continue
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise AttnclfError(f"data.{key}={value!r} must be a positive integer")
-        if eval_max_length is not None and (
-            isinstance(eval_max_length, bool) or not isinstance(eval_max_length, int) or eval_max_length <= 0
-        ):
-            raise AttnclfError(f"data.eval_max_length={eval_max_length!r} must be a positive integer or null (whole)")
+                allowed = f" or null ({null})" if null else ""
+                raise AttnclfError(f"data.{key}={value!r} must be a positive integer{allowed}")
         if truncation not in TRUNCATIONS:
             raise AttnclfError(f"data.truncation={truncation!r}; allowed: {', '.join(TRUNCATIONS)}")
         for key, size in (("val_size", val_size), ("test_size", test_size)):
