@@ -13,8 +13,13 @@ report.md and PNG plots into the folder:
   to reach the target validation accuracy, each mean +- sd;
 - validation accuracy against step and against wall-clock (val_acc.png);
 - attention sharpness: entropy of the weights and the share on the top-5 tokens;
-- by setting (every override but the seed, as in the claim_* experiments): best
+- by setting (every setting but the seed, as in the claim_* experiments): best
   validation accuracy, and the optimizer steps and seconds to the target, mean +- sd.
+
+A run's setting is its composed config (Hydra's .hydra/config.yaml), so runs
+that reach the same config through different overrides (a value an experiment
+sets, or the same value given on the command line) are one setting; where a
+run has no config.yaml, its overrides.
 """
 
 from __future__ import annotations
@@ -29,14 +34,36 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+# config keys that do not make a run a different setting
+NOT_SETTINGS = ("seed", "ckpt_path")
+
+
+def flatten(config: dict, prefix: str = "") -> list[str]:
+    """["model.hidden_dim=128", ...]: a nested config as key=value words, in YAML's spelling."""
+    words = []
+    for key, value in config.items():
+        if isinstance(value, dict):
+            words += flatten(value, f"{prefix}{key}.")
+        else:
+            words.append(f"{prefix}{key}={json.dumps(value) if not isinstance(value, str) else value}")
+    return words
+
 
 def load_runs(root: Path) -> list[dict]:
+    import yaml  # (PyYAML: OmegaConf's own dependency)
+
     runs = []
     for path in sorted(root.rglob("metrics.json")):
         m = json.loads(path.read_text())
         overrides = path.parent / ".hydra" / "overrides.yaml"
+        config = path.parent / ".hydra" / "config.yaml"
         m["dir"] = path.parent
         m["overrides"] = [ln[2:].strip() for ln in overrides.read_text().splitlines()] if overrides.exists() else []
+        if config.exists():
+            words = flatten(yaml.safe_load(config.read_text()) or {})
+            m["setting"] = sorted(w for w in words if w.split("=", 1)[0] not in NOT_SETTINGS)
+        else:
+            m["setting"] = [o for o in m["overrides"] if o.split("=", 1)[0] not in NOT_SETTINGS]
         runs.append(m)
     return runs
 
@@ -102,13 +129,13 @@ def to_target(run: dict, target: float) -> tuple[int | None, float | None]:
 
 
 def setting_of(run: dict, common: set[str]) -> str:
-    """A run's overrides without the seed and without those every run shares."""
-    return " ".join(o for o in run["overrides"] if not o.startswith("seed=") and o not in common) or "(defaults)"
+    """A run's setting (without the seed) less what every run shares: what sets it apart."""
+    return " ".join(w for w in run["setting"] if w not in common) or "(defaults)"
 
 
 def by_setting(runs: list[dict], target: float) -> list[str]:
-    """One row per setting (all overrides but the seed): the claims' table."""
-    common = set.intersection(*(set(m["overrides"]) for m in runs))
+    """One row per setting (everything but the seed): the claims' table."""
+    common = set.intersection(*(set(m["setting"]) for m in runs))
     groups = defaultdict(list)
     for m in runs:
         groups[setting_of(m, common)].append(m)
@@ -223,9 +250,7 @@ def compare(runs: list[dict], target: float) -> list[str]:
 
 def setting_key(run: dict) -> tuple[tuple, object]:
     """(everything but the attention and the seed, the seed): runs equal in both differ only in the attention."""
-    overrides = tuple(sorted(o for o in run["overrides"] if not o.startswith(("attention=", "seed="))))
-    hparams = tuple(sorted((k, str(v)) for k, v in run.get("hparams", {}).items() if k not in ("attention", "seed")))
-    return (overrides, hparams), run["seed"]
+    return tuple(sorted(w for w in run["setting"] if not w.startswith("attention="))), run["seed"]
 
 
 def paired_by_setting(runs: list[dict]) -> list[tuple[dict, dict]]:
@@ -291,7 +316,7 @@ def main() -> None:
         "",
         "![validation accuracy](val_acc.png)",
         "",
-        "## By setting (every override but the seed; mean ± sd over seeds)",
+        "## By setting (everything but the seed; mean ± sd over seeds)",
         "",
         *by_setting(runs, args.target),
         "",

@@ -1,4 +1,5 @@
-"""scripts/report.py on sweep folders written here (metrics.json and Hydra's overrides.yaml, no training)."""
+"""scripts/report.py on sweep folders written here (metrics.json and Hydra's overrides.yaml and config.yaml,
+no training)."""
 
 import json
 import re
@@ -8,10 +9,13 @@ import sys
 from conftest import ROOT
 
 
-def write_run(root, name, attention, seed, lr, hidden, acc, loss):
+def write_run(root, name, attention, seed, lr, hidden, acc, loss, overrides=None, config=None):
     run = root / name
     (run / ".hydra").mkdir(parents=True)
-    overrides = [f"attention={attention}", f"optimizer.lr={lr}", f"model.hidden_dim={hidden}", f"seed={seed}"]
+    if overrides is None:
+        overrides = [f"attention={attention}", f"optimizer.lr={lr}", f"model.hidden_dim={hidden}", f"seed={seed}"]
+    if config is not None:  # (Hydra's composed config, as YAML; JSON is YAML)
+        (run / ".hydra" / "config.yaml").write_text(json.dumps(config))
     (run / ".hydra" / "overrides.yaml").write_text("".join(f"- {o}\n" for o in overrides))
     hparams = {"attention": attention, "seed": seed, "optimizer.lr": lr, "model.hidden_dim": hidden}
     metrics = {
@@ -72,3 +76,51 @@ def test_objective_direction_and_unknown_objective(tmp_path):
     assert bad.stderr.strip().splitlines() == [
         "error: --objective='test/f1'; allowed: val/acc, test/acc, test/loss, train_tokens_per_sec"
     ]
+
+
+def test_a_setting_is_the_composed_config_not_how_it_was_spelled(tmp_path):
+    """Seeds 1-2 give regularizer=adversarial on the command line, seed 3 gets it from the experiment: one
+    setting. A run whose config differs (regularizer none) is another, though its overrides look like seed 3's."""
+
+    def config(attention, seed, regularizer="adversarial"):
+        return {
+            "attention": attention,
+            "seed": seed,
+            "ckpt_path": None,
+            "regularizer": {"name": regularizer},
+            "model": {"embeddings": "word2vec", "hidden_dim": 128},
+            "optimizer": {"lr": 0.002},
+        }
+
+    for attention, gain in (("dot", 0.0), ("additive", 0.01)):
+        for seed in (1, 2, 3):
+            spelled = ["experiment=pretrained"] + (["regularizer=adversarial"] if seed < 3 else [])
+            overrides = spelled + [f"attention={attention}", f"seed={seed}"]
+            acc = 0.9 + gain + seed / 1000
+            write_run(
+                tmp_path,
+                f"{attention}_s{seed}",
+                attention,
+                seed,
+                None,
+                None,
+                acc,
+                1 - acc,
+                overrides,
+                config(attention, seed),
+            )
+        old = ["experiment=pretrained", f"attention={attention}", "seed=1"]
+        write_run(
+            tmp_path, f"old_{attention}_s1", attention, 1, None, None, 0.8, 0.2, old, config(attention, 1, "none")
+        )
+    r = report(tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    text = (tmp_path / "report.md").read_text()
+    rows = [ln for ln in text.splitlines() if ln.startswith("| attention=") or ln.startswith("| regularizer")]
+    assert [ln.split(" | ")[:2] for ln in rows] == [
+        ["| attention=additive regularizer.name=adversarial", "1, 2, 3"],
+        ["| attention=additive regularizer.name=none", "1"],
+        ["| attention=dot regularizer.name=adversarial", "1, 2, 3"],
+        ["| attention=dot regularizer.name=none", "1"],
+    ]
+    assert "(4 pairs over 2 setting(s), paired t-test)" in text
