@@ -248,7 +248,9 @@ class AttnClassifierModule(TrainingModule):
         ids, lengths, y, host = unpack(batch)
         hp = self.hparams
         if hp.regularizer == "adversarial":
-            logits, loss, extra, clean = adversarial_losses(self.model, ids, lengths, host, y, hp.regularizer_epsilon)
+            logits, loss, extra, clean = adversarial_losses(
+                self.model, ids, lengths, host, y, hp.regularizer_epsilon, self._loss_scale(ids)
+            )
         else:
             logits, _ = self(ids, lengths, host)
             loss = clean = F.cross_entropy(logits, y)
@@ -267,6 +269,14 @@ class AttnClassifierModule(TrainingModule):
             )
         self.log(f"train/{hp.regularizer}_loss", extra, batch_size=len(y))
         return clean + hp.regularizer_weight * extra
+
+    def _loss_scale(self, like: torch.Tensor) -> torch.Tensor | None:
+        """The float16 loss scale of the trainer's GradScaler (precision=16-mixed on CUDA) as a tensor (no
+        host sync), or None without one."""
+        scaler = getattr(self.trainer.precision_plugin, "scaler", None)
+        if scaler is None or not scaler.is_enabled():
+            return None
+        return scaler.scale(torch.ones((), device=like.device))
 
     def unlabeled_batch(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """This step's batch of unlabeled reviews (regularizer=virtual_adversarial), on the host: fixed by the

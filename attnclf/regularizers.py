@@ -38,7 +38,13 @@ def embedding_norm(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 def adversarial_losses(
-    model, ids: torch.Tensor, lengths: torch.Tensor, host: torch.Tensor | None, y: torch.Tensor, epsilon: float
+    model,
+    ids: torch.Tensor,
+    lengths: torch.Tensor,
+    host: torch.Tensor | None,
+    y: torch.Tensor,
+    epsilon: float,
+    scale: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """(logits, cross-entropy, adversarial cross-entropy, stand-in) of labelled reviews ids (B, T).
 
@@ -47,6 +53,10 @@ def adversarial_losses(
     parameters, so the caller need not run it again: the stand-in is a scalar (its value means nothing) whose
     gradient is those; the caller backpropagates stand-in + weight x adversarial cross-entropy. (A backward
     for the input's gradient alone would cost the concurrent GRU kernel a full one all the same.)
+
+    `scale`: the loss scale of float16 mixed precision (the trainer's GradScaler), if any. This backward
+    happens outside the scaler, so it scales the loss itself (small float16 gradients would otherwise
+    underflow to zero) and divides the parameters' gradients back; the outer backward scales them again.
     """
     x = model.embed(ids)  # (B, T, E)
     if not x.requires_grad:  # (a frozen embedding)
@@ -54,7 +64,9 @@ def adversarial_losses(
     logits, _ = model.from_embeddings(x, lengths, host)
     loss = F.cross_entropy(logits, y)
     params = [p for p in model.parameters() if p.requires_grad]
-    grad, *grads = torch.autograd.grad(loss, [x, *params], allow_unused=True)
+    grad, *grads = torch.autograd.grad(loss if scale is None else loss * scale, [x, *params], allow_unused=True)
+    if scale is not None:  # (x's gradient only gives a direction: its scale does not matter)
+        grads = [None if g is None else g / scale for g in grads]
     mask = real_tokens(x, lengths)
     r = scaled_direction(grad, mask, epsilon * embedding_norm(x, mask))  # (B, T, E), a constant
     moved, _ = model.from_embeddings(model.embed(ids) + r, lengths, host)  # (embedded again: that graph is spent)

@@ -3,6 +3,7 @@ moves most, at the stated size, on real tokens only; unlabeled batches come from
 test, fixed by the batch's number; bad values get one-line errors."""
 
 import json
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from attnclf.data import IMDBDataModule
 from attnclf.errors import AttnclfError
 from attnclf.inference import Classifier
 from attnclf.model import AttentionClassifier
+from attnclf.module import AttnClassifierModule
 from attnclf.regularizers import adversarial_losses, embedding_norm, kl, real_tokens, virtual_adversarial_loss
 from attnclf.train import train
 
@@ -69,6 +71,43 @@ def test_adversarial_step_has_the_stated_size_on_real_tokens_only(monkeypatch):
     assert not (r * ~mask).any()
     expected = 0.1 * (x * mask).flatten(1).norm(dim=1)
     assert torch.allclose(r.flatten(1).norm(dim=1), expected, rtol=1e-4)
+
+
+def test_adversarial_losses_under_a_float16_loss_scale():
+    """precision=16-mixed: the inner backward scales the loss as the trainer's GradScaler would and divides
+    the parameters' gradients back, so small float16 gradients survive and the step is the unscaled one."""
+    model = small_model()
+    ids, lengths, _ = batch()
+    with torch.no_grad():  # a confident model (small losses, small gradients), right on every review
+        y = model(ids, lengths)[0].argmax(-1)
+        model.fc.weight.mul_(40)
+        model.fc.bias.mul_(40)
+
+    def embedding_grad(scale, amp):
+        model.zero_grad()
+        with torch.autocast("cpu", dtype=torch.float16, enabled=amp):
+            _, _, adv, stand_in = adversarial_losses(model, ids, lengths, None, y, 0.05, scale)
+        stand_in.backward()
+        return model.embed.weight.grad.clone(), adv.detach()
+
+    scale = torch.tensor(2.0**16)
+    fp32, adv = embedding_grad(None, False)
+    fp32_scaled, adv_scaled = embedding_grad(scale, False)
+    assert torch.allclose(fp32_scaled, fp32, rtol=1e-5, atol=0) and torch.allclose(adv_scaled, adv)
+    nonzero = fp32 != 0
+    lost_unscaled = ((embedding_grad(None, True)[0] == 0) & nonzero).sum()
+    lost_scaled = ((embedding_grad(scale, True)[0] == 0) & nonzero).sum()
+    assert lost_unscaled > 0.02 * nonzero.sum() and lost_scaled == 0
+
+
+def test_loss_scale_is_the_trainers_scalers():
+    module = AttnClassifierModule(vocab_size=50, num_classes=2, embed_dim=8, hidden_dim=8, regularizer="adversarial")
+    ids = torch.zeros(2, 3, dtype=torch.long)
+    module._trainer = SimpleNamespace(precision_plugin=SimpleNamespace())  # 32-true, bf16-mixed: no scaler
+    assert module._loss_scale(ids) is None
+    scaler = torch.amp.GradScaler("cpu", init_scale=1024.0)
+    module._trainer = SimpleNamespace(precision_plugin=SimpleNamespace(scaler=scaler))
+    assert module._loss_scale(ids).item() == 1024.0
 
 
 def test_virtual_adversarial_direction_moves_the_prediction_most():
