@@ -272,8 +272,8 @@ class AttnClassifierModule(TrainingModule):
 
     def _loss_scale(self, like: torch.Tensor) -> torch.Tensor | None:
         """The float16 loss scale of the trainer's GradScaler (precision=16-mixed on CUDA) as a tensor (no
-        host sync), or None without one."""
-        scaler = getattr(self.trainer.precision_plugin, "scaler", None)
+        host sync), or None without one (or without a trainer: a step called on its own)."""
+        scaler = getattr(getattr(self._trainer, "precision_plugin", None), "scaler", None)
         if scaler is None or not scaler.is_enabled():
             return None
         return scaler.scale(torch.ones((), device=like.device))
