@@ -45,9 +45,24 @@ def carve(rows: np.ndarray, size: float, rng: np.random.Generator, key: str, pur
     return np.sort(perm[k:]), np.sort(perm[:k])
 
 
+def carve_splits(
+    n: int, seed: int, test_size: float | None, val_size: float | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
+    """(rows, train rows, validation rows, test rows) of a training split of n rows, seeded: a test split
+    carved first where test_size is given (rows: all but it), then a validation split from the rest where
+    val_size is given (None: not carved). The same for the same arguments: eval.py rebuilds them."""
+    rows, test_rows, val_rows = np.arange(n), None, None
+    if test_size is not None:  # (never touching a validation split)
+        rows, test_rows = carve(rows, test_size, np.random.default_rng([seed, 2]), "data.test_size", "testing")
+    train_rows = rows
+    if val_size is not None:
+        train_rows, val_rows = carve(rows, val_size, np.random.default_rng(seed), "data.val_size", "validation")
+    return rows, train_rows, val_rows, test_rows
+
+
 def split_train_val(n: int, val_size: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Disjoint train/validation row indices, the same for the same (n, val_size, seed)."""
-    return carve(np.arange(n), val_size, np.random.default_rng(seed), "data.val_size", "validation")
+    return carve_splits(n, seed, None, val_size)[1:3]
 
 
 # ---------------------------------------------------------------- batches
@@ -207,18 +222,20 @@ class IMDBDataModule(L.LightningDataModule):
 
         train = encoded(self.train_split)
         self._corpus = (ds, text_col, label_col, train)  # for word_vector_texts()
-        rows = np.arange(len(train.labels))
-        test_rows = None
-        if test_split is None:  # carved from train, seeded (never touching a validation split)
-            rng = np.random.default_rng([self.seed, 2])
-            rows, test_rows = carve(rows, self.test_size, rng, "data.test_size", "testing")
+        carved = {  # what is carved from the training split, and how: saved with the vocabulary for eval.py
+            "from": self.train_split,
+            "rows": len(train.labels),
+            "seed": self.seed,
+            "test_split": self.test_split,
+            "test_size": self.test_size if test_split is None else None,
+            "val_size": self.val_size if val_split is None else None,  # (from what a carved test split left)
+        }
+        rows, train_rows, val_rows, test_rows = carve_splits(
+            carved["rows"], self.seed, carved["test_size"], carved["val_size"]
+        )
+        if test_rows is not None:
             log.warning("no %r split in %r: testing on %d training rows carved at random", self.test_split,
                         self.path, len(test_rows))  # fmt: skip
-        if val_split is None:  # (from what a carved test split left; all training rows otherwise)
-            rng = np.random.default_rng(self.seed)
-            train_rows, val_rows = carve(rows, self.val_size, rng, "data.val_size", "validation")
-        else:
-            train_rows, val_rows = rows, None
         if self.train_size is not None:  # a fixed random subset of the training rows (quick runs, scaling)
             n = int(round(self.train_size * len(train_rows))) if self.train_size <= 1 else int(self.train_size)
             if not 0 < n <= len(train_rows):
@@ -229,7 +246,7 @@ class IMDBDataModule(L.LightningDataModule):
         # how this run reads a review (training; validation and test), saved with the vocabulary so that
         # eval and predict read it as validation and test did
         self.vocab.meta.update(max_length=self.max_length, eval_max_length=self.eval_max_length,
-                               truncation=self.truncation, labels=names)  # fmt: skip
+                               truncation=self.truncation, labels=names, carved=carved)  # fmt: skip
         if remap is not None:
             self.vocab.meta["label_values"] = remap.tolist()
         if self.vocab_path and self.trainer_is_rank_zero():

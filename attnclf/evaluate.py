@@ -13,10 +13,10 @@ from omegaconf import DictConfig
 from torchmetrics.classification import MulticlassAccuracy, MulticlassConfusionMatrix, MulticlassF1Score
 
 from attnclf.checkpoint import best_checkpoint, run_dir_of
-from attnclf.data import Reviews, encode_split
+from attnclf.data import Reviews, carve_splits, encode_split
 from attnclf.errors import AttnclfError
 from attnclf.inference import Classifier
-from attnclf.loading import label_ids, load_splits, prepare_labels, resolve_columns
+from attnclf.loading import VALIDATION_SPLITS, label_ids, load_splits, prepare_labels, resolve_columns
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,7 @@ def evaluate(cfg: DictConfig) -> dict:
         own = np.zeros((len(dataset), clf.module.hparams.num_classes))  # (N, C) this model's probabilities
         for positions, logits, _ in clf.batches(dataset, cfg.batch_size):
             own[positions] = F.softmax(logits.double(), -1).numpy()
-        labels = dataset.labels
+        labels = dataset.labels[dataset.rows]
         members.append(
             {"checkpoint": str(ckpt), "labels": clf.labels, "accuracy": float((own.argmax(1) == labels).mean())}
         )
@@ -94,13 +94,35 @@ def split_as_trained(data: DictConfig, clf: Classifier) -> Reviews:
     """The split `data.split` of `data.path`, encoded with the checkpoint's vocabulary, read as in its
     training (max_length, truncation), with labels as the checkpoint's class ids."""
     ds = load_splits(data.path, data.get("name"))
-    if data.split not in ds:
-        raise AttnclfError(f"data.split={data.split!r}; splits in {data.path!r}: {', '.join(ds)}")
+    rows = None if data.split in ds else carved_rows(data.split, clf.vocab.meta.get("carved"), ds, data.path)
     text_col, label_col = resolve_columns(ds, data.text_column, data.label_column, data.path)
     ds, names, remap = prepare_labels(ds, label_col, data.path)
-    enc = encode_split(ds[data.split], text_col, label_col, data.cache_dir)
+    split = data.split if rows is None else clf.vocab.meta["carved"]["from"]
+    enc = encode_split(ds[split], text_col, label_col, data.cache_dir)
     labels = labels_as_trained(enc.labels, names, remap, clf.labels, data.split)
-    return Reviews(enc.remap(clf.vocab), enc.offsets, labels, np.arange(len(labels)), clf.max_length, clf.truncation)
+    rows = np.arange(len(labels)) if rows is None else rows
+    return Reviews(enc.remap(clf.vocab), enc.offsets, labels, rows, clf.max_length, clf.truncation)
+
+
+def carved_rows(split: str, carved: dict | None, ds, path: str) -> np.ndarray:
+    """The rows of the training split that the checkpoint's run carved off as its test or validation split
+    (the data has no such split of its own), rebuilt from the seed and sizes it saved."""
+    which = None
+    if carved and split == carved["test_split"] and carved["test_size"] is not None:
+        which = 3
+    elif carved and split in VALIDATION_SPLITS and carved["val_size"] is not None:
+        which = 2
+    if which is None:
+        raise AttnclfError(f"data.split={split!r}; splits in {path!r}: {', '.join(ds)}")
+    n = len(ds[carved["from"]]) if carved["from"] in ds else None
+    if n != carved["rows"]:
+        raise AttnclfError(
+            f"data.split={split!r}: the run carved it from a {carved['from']!r} split of {carved['rows']} rows, "
+            f"{path!r} has " + (f"{n}" if n is not None else "no such split") + "; give the data it was trained on"
+        )
+    rows = carve_splits(n, carved["seed"], carved["test_size"], carved["val_size"])[which]
+    log.info("data.split=%r: the %d rows of %r that the run carved off", split, len(rows), carved["from"])
+    return rows
 
 
 def labels_as_trained(values: np.ndarray, names: list[str], remap, trained: list[str], split: str) -> np.ndarray:

@@ -135,6 +135,35 @@ def test_five_classes_end_to_end_eval_and_predict_with_names(tmp_path, capsys):
     assert capsys.readouterr().out.startswith("very positive\t")
 
 
+def test_eval_rebuilds_a_carved_test_split(tmp_path):
+    """One CSV, no test split of its own: eval.py data.split=test evaluates the rows the run carved off (the
+    run's own test/acc, on the same number of reviews), data.split=validation those it validated on; data
+    of another size is refused in one line."""
+    data = write(tmp_path / "reviews.csv", examples(200, 2, 0, names=["neg", "pos"]), "csv")
+    m = fit(data, tmp_path / "run", "logger=none", "seed=7")
+    from hydra import compose, initialize_config_dir
+
+    from attnclf.evaluate import evaluate
+
+    def evaluated(split, path=data):
+        with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+            over = [f"ckpt={tmp_path / 'run'}", f"data.path={path}", f"data.split={split}",
+                    f"output={tmp_path / split}.json"]  # fmt: skip
+            return evaluate(compose("eval", over))
+
+    test = evaluated("test")
+    assert test["reviews"] == 20 and np.asarray(test["confusion_matrix"]).sum() == 20  # data.test_size=0.1
+    assert test["confusion_matrix"] == m["test/confusion_matrix"]
+    assert test["accuracy"] == pytest.approx(m["test/acc"], abs=1e-6)
+    assert evaluated("validation")["reviews"] == 18  # data.val_size=0.1 of the 180 left
+    other = write(tmp_path / "other.csv", examples(150, 2, 0, names=["neg", "pos"]), "csv")
+    with pytest.raises(AttnclfError, match=r"^data.split='test': the run carved it from a 'train' split of 200 rows, "
+                       r".* has 150; give the data it was trained on$"):  # fmt: skip
+        evaluated("test", other)
+    with pytest.raises(AttnclfError, match=r"^data.split='unsupervised'; splits in .*: train$"):
+        evaluated("unsupervised")
+
+
 def test_column_errors_list_what_is_there(tmp_path):
     write(tmp_path / "a.csv", {"body": ["a", "b"], "y": [0, 1]}, "csv")
     with pytest.raises(AttnclfError, match=r"has no text column 'text'; columns found: \['body', 'y'\]"):
