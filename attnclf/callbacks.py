@@ -22,9 +22,9 @@ class Throughput(L.Callback):
     Validation time is excluded from training time. Tokens are counted from the
     lengths, which stay on the host (no device sync), of the labelled batch only:
     under regularizer=virtual_adversarial the unlabeled batch each step also reads
-    is not counted, so the rate says how fast the labelled data is gone through. Under DDP each rank counts its own
-    batches: logged rates are summed over ranks, and `totals()` sums the counts
-    and takes the longest rank's time.
+    is not counted, so the rate says how fast the labelled data is gone through.
+    Under DDP each rank counts its own batches: logged rates are summed over ranks,
+    and `totals()` sums the counts and takes the longest rank's time.
     """
 
     COUNTS = ("train_tokens", "train_samples", "eval_samples")
