@@ -99,8 +99,19 @@ def validate(cfg: DictConfig) -> None:
     if init not in ATTENTION_INITS:
         raise AttnclfError(f"model.attention_init={init!r}; allowed: {', '.join(ATTENTION_INITS)}")
     check_embeddings(str(OmegaConf.select(cfg, "model.embeddings") or "random"), cfg.model.embed_dim)
+    if OmegaConf.select(cfg, "model.embeddings") == "word2vec":
+        check_word2vec(cfg)
     check_regularizer(cfg)
     check_devices(cfg)
+
+
+def check_word2vec(cfg: DictConfig) -> None:
+    for key in ("window", "min_count", "negative", "epochs"):
+        if OmegaConf.select(cfg, f"word2vec.{key}") is not None:
+            check_positive_int(cfg, f"word2vec.{key}")
+    workers = OmegaConf.select(cfg, "word2vec.workers")
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers <= 0):
+        raise AttnclfError(f"word2vec.workers={workers!r} must be a positive integer or null (up to 4 threads)")
 
 
 def check_regularizer(cfg: DictConfig) -> None:

@@ -45,8 +45,9 @@ class Sentences:
                     yield table[enc.ids[a:b]].tolist()
 
 
-def train_word2vec(texts: Texts, dim: int, settings: dict, workers: int | None = None):
-    """gensim KeyedVectors of `dim` dimensions trained on the texts."""
+def train_word2vec(texts: Texts, dim: int, settings: dict):
+    """gensim KeyedVectors of `dim` dimensions trained on the texts. One worker gives the same vectors from
+    the same texts and seed every time; more are faster but vary with thread timing."""
     from gensim.models import Word2Vec
 
     algorithm = settings.get("algorithm", "skipgram")
@@ -61,7 +62,7 @@ def train_word2vec(texts: Texts, dim: int, settings: dict, workers: int | None =
         min_count=int(settings.get("min_count", 2)),
         negative=int(settings.get("negative", 5)),
         epochs=int(settings.get("epochs", 5)),
-        workers=workers or max(1, min(4, os.cpu_count() or 1)),
+        workers=int(settings.get("workers") or max(1, min(4, os.cpu_count() or 1))),
         seed=int(settings.get("seed", 0)),
     )
     log.info("word2vec: %d words x %d dims in %.0f s", len(model.wv), dim, time.perf_counter() - t)

@@ -36,6 +36,34 @@ def test_word_vectors_learn_from_training_and_unlabeled_text_never_test(with_unl
     assert other != path
 
 
+def test_one_worker_gives_the_same_vectors_every_time(with_unlabeled, tmp_path):
+    """word2vec.workers=1 (the default): a fresh cache trains the very same vectors, so a run can be repeated."""
+    dm = IMDBDataModule(str(with_unlabeled), vocab_size=200, cache_dir=str(tmp_path), max_length=64)
+    dm.setup("fit")
+    texts, key = dm.word_vector_texts()
+    settings = {**SETTINGS, "workers": 1}
+    first, _ = cached_word2vec(texts, key, 8, settings, str(tmp_path / "a"))
+    second, _ = cached_word2vec(texts, key, 8, settings, str(tmp_path / "b"))
+    assert first.index_to_key == second.index_to_key and np.array_equal(first.vectors, second.vectors)
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("word2vec.workers=0", "word2vec.workers=0 must be a positive integer or null"),
+        ("word2vec.workers=two", "word2vec.workers='two' must be a positive integer or null"),
+        ("word2vec.epochs=0", "word2vec.epochs=0 must be a positive integer"),
+        ("word2vec.window=-1", "word2vec.window=-1 must be a positive integer"),
+    ],
+)
+def test_bad_word2vec_settings_stop_before_any_data_work(tiny_imdb, tmp_path, override, message):
+    out = tmp_path / "run"
+    cfg = compose_cfg(["model.embeddings=word2vec", override, *tiny_overrides(tiny_imdb, out)])
+    with pytest.raises(AttnclfError, match=message):
+        train(cfg)
+    assert not (out / "checkpoints").exists() and not (out / "cache").exists()
+
+
 def test_a_test_split_carved_from_training_text_stays_out(tmp_path):
     """One file, no test split: the test rows carved from it are not read by word2vec."""
     reviews = make_reviews(100, 3)
