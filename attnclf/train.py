@@ -315,6 +315,8 @@ def train(cfg: DictConfig) -> float:
         log.info("virtual adversarial training on %d unlabeled reviews (%s)", n, cfg.regularizer.unlabeled_split)
     embeddings = {"source": "random"}
     source = cfg.model.get("embeddings", "random")
+    if cfg.model.get("init_from"):  # the embedding comes from the language models, with the encoder
+        embeddings, source = {"source": "init_from"}, "random"
     if resume is None and source != "random":  # (a resumed run has its embedding in the checkpoint)
         matrix, embeddings = initial_embeddings(
             source, datamodule, cfg.model.embed_dim, OmegaConf.to_container(cfg.get("word2vec") or {}),

@@ -73,6 +73,8 @@ def test_pretraining_writes_what_training_starts_from(lm_run, tiny_imdb, tmp_pat
     train(cfg)
     run = json.loads((out / "metrics.json").read_text())
     assert run["init_from"]["checkpoint"] == metrics["best_checkpoint"] and run["init_from"]["vocab_shared"] == 1.0
+    # the embedding is the language models' too: no word2vec is trained for it (the default's model.embeddings)
+    assert run["embeddings"] == {"source": "init_from"} and not (out / "cache" / "word2vec").exists()
     lm = load_checkpoint(metrics["best_checkpoint"])["state_dict"]
     clf = Classifier.from_checkpoint(run["best_checkpoint"]).module.model  # (lr 1e-9: still the LM's weights)
     torch.testing.assert_close(clf.encoder.fwd[0].weight_hh_l0, lm["model.fwd.weight_hh_l0"], atol=1e-6, rtol=0)

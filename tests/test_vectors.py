@@ -90,6 +90,7 @@ def test_training_from_word2vec_vectors_frozen(with_unlabeled, tmp_path):
             "model.embeddings=word2vec",
             "model.freeze_embeddings=true",
             *[f"word2vec.{k}={v}" for k, v in SETTINGS.items()],
+            "word2vec.unlabeled_split=unsupervised",
             *tiny_overrides(with_unlabeled, out),
         ]
     )
@@ -105,6 +106,23 @@ def test_training_from_word2vec_vectors_frozen(with_unlabeled, tmp_path):
     known = [i for i, w in enumerate(clf.vocab.itos) if w in wv.key_to_index]
     assert len(known) > 10 and np.array_equal(weight[known], expected[known])
     assert not weight[0].any()  # padding
+
+
+def test_the_default_starts_from_word2vec_on_the_training_texts_only(with_unlabeled, tmp_path):
+    """`python train.py` as it is: vectors from the training reviews, not the unlabeled ones (that is
+    experiment=pretrained's), nor test; fine-tuned."""
+    out = tmp_path / "run"
+    cfg = compose_cfg(["experiment=smoke", "logger=none", *tiny_overrides(with_unlabeled, out)])
+    assert cfg.model.embeddings == "word2vec" and cfg.word2vec.unlabeled_split is None
+    train(cfg)
+    emb = json.loads((out / "metrics.json").read_text())["embeddings"]
+    assert emb["source"] == "word2vec" and emb["texts"] == 160  # the 160 training rows; not the 80 unlabeled
+    wv = read_vectors(emb["vectors_file"], 16)
+    assert "great" in wv.key_to_index and UNLABELED_ONLY not in wv.key_to_index and TEST_ONLY not in wv.key_to_index
+    clf = Classifier.from_checkpoint(json.loads((out / "metrics.json").read_text())["best_checkpoint"])
+    assert not clf.module.hparams.freeze_embeddings
+    pretrained = compose_cfg(["experiment=pretrained", *tiny_overrides(with_unlabeled, out)])
+    assert pretrained.word2vec.unlabeled_split == "unsupervised" and pretrained.trainer.max_epochs == 6
 
 
 def test_bad_vectors_files(tiny_imdb, tmp_path):
