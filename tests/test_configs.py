@@ -70,7 +70,7 @@ def test_every_dotted_key_the_readme_names_exists():
         if key.endswith(".py"):  # (a file: data.py)
             continue
         assert OmegaConf.select(cfg, key, default="MISSING") != "MISSING", key
-    assert cfg.callbacks.step_checkpoint.every_n_train_steps == 200 and cfg.trainer.max_epochs == 2
+    assert cfg.callbacks.step_checkpoint.every_n_train_steps == 200 and cfg.trainer.max_epochs == 3
     assert cfg.attention == "dot" and cfg.data.path == "stanfordnlp/imdb"
     assert compose_cfg(["attention=additive", "paths.output_dir=/tmp/x"]).attention == "additive"
     assert compose_cfg(["trainer=gpu", "paths.output_dir=/tmp/x"]).trainer.precision == "bf16-mixed"
