@@ -68,6 +68,12 @@ def check_positive_number(cfg: DictConfig, key: str) -> None:
         raise AttnclfError(f"{key}={value!r} must be a number > 0")
 
 
+def check_positive_int_or_null(cfg: DictConfig, key: str, null_means: str) -> None:
+    value = OmegaConf.select(cfg, key)
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
+        raise AttnclfError(f"{key}={value!r} must be a positive integer or null ({null_means})")
+
+
 def check_fraction(cfg: DictConfig, key: str) -> None:
     value = OmegaConf.select(cfg, key)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
@@ -92,9 +98,7 @@ def validate(cfg: DictConfig) -> None:
     wd = OmegaConf.select(cfg, "optimizer.weight_decay")
     if isinstance(wd, bool) or not isinstance(wd, (int, float)) or not 0 <= wd < math.inf:
         raise AttnclfError(f"optimizer.weight_decay={wd!r} must be a number >= 0")
-    dim = OmegaConf.select(cfg, "model.attention_dim")
-    if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0):
-        raise AttnclfError(f"model.attention_dim={dim!r} must be a positive integer or null (the default size)")
+    check_positive_int_or_null(cfg, "model.attention_dim", "the default size")
     init = OmegaConf.select(cfg, "model.attention_init")
     if init not in ATTENTION_INITS:
         raise AttnclfError(f"model.attention_init={init!r}; allowed: {', '.join(ATTENTION_INITS)}")
@@ -109,9 +113,7 @@ def check_word2vec(cfg: DictConfig) -> None:
     for key in ("window", "min_count", "negative", "epochs"):
         if OmegaConf.select(cfg, f"word2vec.{key}") is not None:
             check_positive_int(cfg, f"word2vec.{key}")
-    workers = OmegaConf.select(cfg, "word2vec.workers")
-    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers <= 0):
-        raise AttnclfError(f"word2vec.workers={workers!r} must be a positive integer or null (up to 4 threads)")
+    check_positive_int_or_null(cfg, "word2vec.workers", "up to 4 threads")
 
 
 def check_regularizer(cfg: DictConfig) -> None:
