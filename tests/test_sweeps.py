@@ -127,6 +127,31 @@ def test_optuna_sweep_resumes_and_records_failures(tiny_imdb, tmp_path):
     assert trials[3].params not in [t.params for t in trials[:3]]
 
 
+def test_optuna_sweep_where_every_trial_fails_ends_in_one_line(tiny_imdb, tmp_path):
+    search = tmp_path / "conf" / "hparams_search"
+    search.mkdir(parents=True)
+    (search / "tiny_optuna.yaml").write_text(TINY_SEARCH.replace("choice(0, 8, 16)", "choice(0, -1)"))
+    db = tmp_path / "optuna.db"
+    r = sweep(
+        tiny_imdb,
+        tmp_path,
+        "hparams_search=tiny_optuna",
+        f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
+        f"hydra.sweeper.storage=sqlite:///{db}",
+        "hydra.sweeper.study_name=tiny",
+        "hydra.sweeper.n_trials=2",
+    )
+    assert r.returncode == 2, r.stderr[-3000:]
+    assert "Traceback" not in r.stderr and "Record does not exist" not in r.stderr
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: none of the 2 trials finished"), last
+    assert "must be a positive integer" in last and "study tiny" in last
+    import optuna
+
+    trials = optuna.load_study(study_name="tiny", storage=f"sqlite:///{db}").trials
+    assert [t.state for t in trials] == [optuna.trial.TrialState.FAIL] * 2  # kept: the study goes on next time
+
+
 def test_submitit_local_launcher(tiny_imdb, tmp_path):
     r = sweep(
         tiny_imdb, tmp_path, "hydra/launcher=submitit_local", "attention=dot,additive", "hydra.launcher.timeout_min=10"

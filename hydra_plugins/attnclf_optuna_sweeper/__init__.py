@@ -1,0 +1,1 @@
+"""attnclf's Hydra plugin (Hydra finds sweepers only under the hydra_plugins namespace)."""
