@@ -82,18 +82,23 @@ def run_dir_of(ckpt: Path) -> Path:
     return ckpt.parent.parent if ckpt.parent.name == "checkpoints" else ckpt.parent
 
 
-# hyperparameters that a run's weights depend on: `last` resumes only a run whose checkpoint has this
-# command's values (model.gru_kernel is how the GRU is computed, not what it is)
+# the module's settings (attention, model.*, optimizer.*, regularizer) are what a resumed run must share
+# with its checkpoint; model.gru_kernel is how the GRU is computed, not what it is
 RUNTIME_ONLY = ("gru_kernel",)
 
 
-def run_matches(hparams: dict, cfg) -> bool:
-    """Whether a checkpoint's hyperparameters are this command's attention and model settings."""
-    if hparams.get("attention") != cfg.attention:
-        return False
-    if hparams.get("regularizer", "none") != ((cfg.get("regularizer") or {}).get("name") or "none"):
-        return False
-    return all(hparams.get(k) == v for k, v in cfg.model.items() if k not in RUNTIME_ONLY)
+def setting_differences(hparams: dict, settings: dict, defaults: dict) -> list[str]:
+    """The module arguments in `settings` (this command's) that a checkpoint's hyperparameters differ in.
+
+    A key the checkpoint lacks was saved before that setting existed, when the run had the module's
+    default for it (`defaults`; without one it is not held against the checkpoint).
+    """
+    return [k for k, v in settings.items() if k not in RUNTIME_ONLY and hparams.get(k, defaults.get(k, v)) != v]
+
+
+def run_matches(hparams: dict, settings: dict, defaults: dict) -> bool:
+    """Whether a checkpoint's hyperparameters are this command's settings."""
+    return not setting_differences(hparams, settings, defaults)
 
 
 def _finished(run: Path) -> str | None:
@@ -124,7 +129,7 @@ def find_resume(ckpt_path: str, runs_root: Path, here: Path | None = None, match
         if not fitting:
             raise AttnclfError(
                 f"ckpt_path=last: none of the {len(runs)} unfinished run(s) under {runs_root} has this command's "
-                "attention and model settings; give the run folder: ckpt_path=<run>"
+                "attention, model, optimizer and regularizer settings; give the run folder: ckpt_path=<run>"
             )
         newest = max(fitting, key=lambda r: (r / "checkpoints" / "last.ckpt").stat().st_mtime)
         return newest / "checkpoints" / "last.ckpt"

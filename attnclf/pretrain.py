@@ -56,11 +56,23 @@ def matches(hp: dict, cfg: DictConfig) -> bool:
     )
 
 
+def mismatch(hp: dict, run: Path, cfg: DictConfig) -> str | None:
+    """Why a checkpoint given by name cannot continue as this command's pretraining (None: it can)."""
+    if hp.get("kind") != KIND:
+        return f"{run} is not a pretrain.py run (its checkpoint is a classifier's); give a pretraining run"
+    if not matches(hp, cfg):
+        return (
+            f"that run has model.embed_dim={hp.get('embed_dim')}, model.hidden_dim={hp.get('hidden_dim')}, this "
+            f"command {cfg.model.embed_dim}, {cfg.model.hidden_dim}; resume with the run's own settings"
+        )
+    return None
+
+
 def pretrain(cfg: DictConfig) -> float:
     """Fit both language models, write metrics.json; return the best val/loss (mean NLL per token)."""
     validate(cfg)
     prepare_process(cfg)
-    resume = resume_point(cfg, lambda hp: matches(hp, cfg))
+    resume = resume_point(cfg, lambda hp: matches(hp, cfg), lambda hp, run: mismatch(hp, run, cfg))
     L.seed_everything(cfg.seed, workers=True)
     out = Path(cfg.paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import math
@@ -19,7 +20,14 @@ from omegaconf import DictConfig, OmegaConf
 
 from attnclf.attention import ATTENTION_INITS, ATTENTIONS
 from attnclf.callbacks import Throughput
-from attnclf.checkpoint import AtomicCheckpointIO, find_resume, load_checkpoint, run_dir_of, run_matches
+from attnclf.checkpoint import (
+    AtomicCheckpointIO,
+    find_resume,
+    load_checkpoint,
+    run_dir_of,
+    run_matches,
+    setting_differences,
+)
 from attnclf.data import IMDBDataModule
 from attnclf.errors import AttnclfError
 from attnclf.memory import keep_freed_memory
@@ -135,6 +143,28 @@ def regularizer_args(cfg: DictConfig) -> dict:
     return args
 
 
+def module_settings(cfg: DictConfig) -> dict:
+    """The LightningModule's arguments that the config gives (the data gives vocab_size and num_classes)."""
+    return {"attention": cfg.attention, **cfg.model, **cfg.optimizer, **regularizer_args(cfg)}
+
+
+# what a checkpoint saved before a setting existed had for it
+MODULE_DEFAULTS = {
+    k: p.default
+    for k, p in inspect.signature(AttnClassifierModule.__init__).parameters.items()
+    if p.default is not inspect.Parameter.empty
+}
+
+
+def config_key(arg: str, cfg: DictConfig) -> str:
+    """A module argument by its config key: lr -> optimizer.lr, regularizer_epsilon -> regularizer.epsilon."""
+    if arg in cfg.model:
+        return f"model.{arg}"
+    if arg in cfg.optimizer:
+        return f"optimizer.{arg}"
+    return arg.replace("regularizer_", "regularizer.")
+
+
 def check_devices(cfg: DictConfig) -> None:
     """Before any data work: a GPU asked for where there is none, and local DDP inside a multirun."""
     accelerator = str(OmegaConf.select(cfg, "trainer.accelerator") or "auto")
@@ -244,17 +274,42 @@ def prepare_process(cfg: DictConfig) -> None:
         keep_freed_memory()
 
 
-def resume_point(cfg: DictConfig, matches) -> Path | None:
-    """The checkpoint `cfg.ckpt_path` names (None: a fresh run); a resumed run continues in its own folder."""
+def resume_point(cfg: DictConfig, matches, mismatch=None) -> Path | None:
+    """The checkpoint `cfg.ckpt_path` names (None: a fresh run); a resumed run continues in its own folder.
+
+    `last` picks a run whose checkpoint's hyperparameters pass `matches`; a run given by name is refused
+    where `mismatch(hyperparameters, run folder)` gives a reason (one line).
+    """
     if not cfg.get("ckpt_path"):
         return None
     here = Path(cfg.paths.output_dir)
     resume = find_resume(cfg.ckpt_path, Path(cfg.paths.runs_dir), here, matches)
+    if cfg.ckpt_path != "last" and mismatch is not None:
+        why = mismatch(load_checkpoint(resume).get("hyper_parameters", {}), run_dir_of(resume))
+        if why:
+            raise AttnclfError(f"ckpt_path={cfg.ckpt_path!r}: {why}")
     if run_dir_of(resume).resolve() != here.resolve():  # continue in the interrupted run's folder
         cfg.paths.output_dir = str(run_dir_of(resume))
         move_log_to(run_dir_of(resume), here)
     log.info("resuming %s", resume)
     return resume
+
+
+def settings_mismatch(hparams: dict, run: Path, cfg: DictConfig) -> str | None:
+    """Why a classifier checkpoint cannot continue under this command's settings (None: it can)."""
+    if "attention" not in hparams:
+        return (
+            f"{run} is not a classifier's run (a language model's from pretrain.py?); a classifier starts from "
+            "one with model.init_from=<run>"
+        )
+    settings = module_settings(cfg)
+    differ = setting_differences(hparams, settings, MODULE_DEFAULTS)
+    if not differ:
+        return None
+    was = ", ".join(f"{config_key(k, cfg)}={hparams.get(k, MODULE_DEFAULTS.get(k))!r}" for k in differ)
+    now = ", ".join(f"{config_key(k, cfg)}={settings[k]!r}" for k in differ)
+    see = f" (its overrides: {run / '.hydra' / 'overrides.yaml'})" if (run / ".hydra").is_dir() else ""
+    return f"that run was trained with {was}, this command gives {now}; resume with the run's own settings{see}"
 
 
 def resumed_step_of(resume: Path | None, vocab_size: int) -> int | None:
@@ -295,7 +350,10 @@ def train(cfg: DictConfig) -> float:
         m = cfg.model
         init_from = check_init_from(str(m.init_from), m.embed_dim, m.hidden_dim, m.num_layers, cfg.paths.pretrain_dir)
     prepare_process(cfg)
-    resume = resume_point(cfg, lambda hp: run_matches(hp, cfg))
+    settings = module_settings(cfg)
+    resume = resume_point(
+        cfg, lambda hp: run_matches(hp, settings, MODULE_DEFAULTS), lambda hp, run: settings_mismatch(hp, run, cfg)
+    )
     if resume is not None and cfg.ckpt_path == "last":
         log.info("ckpt_path=last: the newest unfinished run with attention=%s and these model settings", cfg.attention)
     L.seed_everything(cfg.seed, workers=True)
@@ -307,10 +365,7 @@ def train(cfg: DictConfig) -> float:
     model = AttnClassifierModule(
         vocab_size=len(datamodule.vocab),
         num_classes=datamodule.num_classes,
-        attention=cfg.attention,
-        **cfg.model,
-        **cfg.optimizer,
-        **regularizer_args(cfg),
+        **module_settings(cfg),
     )
     if model.hparams.regularizer == "virtual_adversarial":
         n = datamodule.setup_unlabeled(cfg.regularizer.unlabeled_split, cfg.regularizer.unlabeled_batch_size)

@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -161,6 +162,23 @@ def test_bad_init_from_and_pretraining_values(lm_run, tiny_run, tiny_imdb, tmp_p
         with pytest.raises(AttnclfError, match=message):
             pretrain(compose_lm([f"data.path={tiny_imdb}", f"paths.output_dir={tmp_path / 'p'}",
                                  f"paths.cache_dir={tmp_path}", *LM, override]))  # fmt: skip
+
+
+def test_a_run_given_by_name_to_resume_must_be_of_its_kind_and_sizes(lm_run, tiny_run, tiny_imdb, tmp_path):
+    def unfinished(run, name):  # a copy of a run's last.ckpt, as if killed before it finished
+        (tmp_path / name / "checkpoints").mkdir(parents=True)
+        shutil.copy(run / "checkpoints" / "last.ckpt", tmp_path / name / "checkpoints" / "last.ckpt")
+        return tmp_path / name
+
+    lm, clf = unfinished(lm_run, "lm"), unfinished(tiny_run, "clf")
+    base = [f"data.path={tiny_imdb}", f"paths.output_dir={tmp_path / 'p'}", f"paths.cache_dir={tmp_path}", *LM]
+    with pytest.raises(AttnclfError, match=r"run has model.embed_dim=16, model.hidden_dim=16, this command 16, 32;"):
+        pretrain(compose_lm([*base, "model.hidden_dim=32", f"ckpt_path={lm}"]))
+    with pytest.raises(AttnclfError, match=r"clf is not a pretrain.py run \(its checkpoint is a classifier's\)"):
+        pretrain(compose_lm([*base, f"ckpt_path={clf}"]))
+    with pytest.raises(AttnclfError, match=r"lm is not a classifier's run .* with model.init_from=<run>$"):
+        train(compose_cfg(["logger=none", *tiny_overrides(tiny_imdb, tmp_path / "o"), f"ckpt_path={lm}"]))
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["last.ckpt", "last.ckpt"]  # nothing new
 
 
 def test_adaptive_softmax_cutoffs_fit_the_vocabulary():

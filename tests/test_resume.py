@@ -140,27 +140,75 @@ def fake_run(root, name, ckpt, mtime, finished=False, **hparams):
 def test_last_picks_the_newest_unfinished_run_with_this_commands_settings(tiny_run, tmp_path):
     from attnclf.checkpoint import find_resume, run_matches
     from attnclf.errors import AttnclfError
+    from attnclf.train import MODULE_DEFAULTS, module_settings
 
-    ckpt = tiny_run / "checkpoints" / "last.ckpt"  # dot, embed 16, hidden 16
+    ckpt = tiny_run / "checkpoints" / "last.ckpt"  # dot, embed 16, hidden 16, lr 1e-2
     runs = tmp_path / "runs"
     old_dot = fake_run(runs, "a_dot_old", ckpt, 1000)
     fake_run(runs, "b_dot_finished", ckpt, 5000, finished=True)  # newest dot run, but finished
     fake_run(runs, "c_additive", ckpt, 4000, attention="additive")
     fake_run(runs, "d_dot_hidden32", ckpt, 3000, hidden_dim=32)
+    fake_run(runs, "e_dot_adversarial", ckpt, 2000, regularizer="adversarial", regularizer_epsilon=0.02)
 
     def last(*overrides, here=None):
-        cfg = compose_cfg(["model.embed_dim=16", "model.hidden_dim=16", *overrides, f"paths.output_dir={tmp_path}"])
-        return find_resume("last", runs, here, lambda hp: run_matches(hp, cfg)).parent.parent
+        tiny = ["model.embed_dim=16", "model.hidden_dim=16", "optimizer.lr=1e-2"]
+        cfg = compose_cfg([*tiny, *overrides, f"paths.output_dir={tmp_path}"])
+        settings = module_settings(cfg)
+        return find_resume("last", runs, here, lambda hp: run_matches(hp, settings, MODULE_DEFAULTS)).parent.parent
 
     assert last() == old_dot.resolve()  # not the finished one, nor the additive or hidden-32 ones
     assert last("attention=additive") == (runs / "c_additive").resolve()
     assert last("model.hidden_dim=32") == (runs / "d_dot_hidden32").resolve()
     assert last("model.gru_kernel=padded") == old_dot.resolve()  # how the GRU runs is not a setting
-    with pytest.raises(AttnclfError, match=r"none of the 3 unfinished run\(s\) .* has this command's attention"):
+    assert last("regularizer=adversarial") == (runs / "e_dot_adversarial").resolve()
+    with pytest.raises(AttnclfError, match=r"none of the 4 unfinished run\(s\) .* has this command's attention"):
         last("model.dropout=0.1")
+    with pytest.raises(AttnclfError, match=r"none of the 4 unfinished run\(s\)"):
+        last("optimizer.lr=0.5")  # the optimizer's state comes back with the weights: a new lr would not hold
     # this command's own run folder (hydra.run.dir=X) counts too, wherever it is
     here = fake_run(tmp_path / "elsewhere", "mine", ckpt, 9000)
     assert last(here=here) == here.resolve()
+
+
+def test_a_run_given_by_name_must_have_this_commands_settings(tiny_imdb, tiny_run, tmp_path):
+    """ckpt_path=<run>: a run trained with other settings is refused in one line before any work (the
+    weights would not load, or a regulariser or learning rate would silently change mid-run)."""
+    from attnclf.errors import AttnclfError
+
+    ckpt = tiny_run / "checkpoints" / "last.ckpt"  # dot, embed 16, hidden 16, lr 1e-2, word2vec
+    command = ["experiment=smoke", "optimizer.lr=1e-2", "logger=none", "callbacks.rich_progress_bar=null"]
+    command += ["callbacks.attention_maps=null", *tiny_overrides(tiny_imdb, tmp_path / "new")]
+
+    def resume(run, *overrides):
+        train(compose_cfg([*command, *overrides, f"ckpt_path={run}"]))
+
+    adversarial = fake_run(tmp_path, "adversarial", ckpt, 1000, regularizer="adversarial")
+    other = fake_run(tmp_path, "other", ckpt, 1000, attention="additive", hidden_dim=32)
+    with pytest.raises(
+        AttnclfError,
+        match=r"^ckpt_path='.*adversarial': that run was trained with regularizer='adversarial', this command "
+        r"gives regularizer='none'; resume with the run's own settings$",
+    ):
+        resume(adversarial)
+    with pytest.raises(
+        AttnclfError,
+        match=r"trained with attention='additive', model.hidden_dim=32, this command gives attention='dot', "
+        r"model.hidden_dim=16;",
+    ):
+        resume(other / "checkpoints" / "last.ckpt")
+    for run in (adversarial, other):  # nothing written there, nothing left of the refused command
+        assert sorted(p.name for p in run.rglob("*")) == ["checkpoints", "last.ckpt"]
+    assert not (tmp_path / "new").exists()
+
+    # a checkpoint saved before a setting existed had the module's default for it (here: a random embedding)
+    old = fake_run(tmp_path, "old", ckpt, 1000)
+    c = torch.load(old / "checkpoints" / "last.ckpt", weights_only=True)
+    del c["hyper_parameters"]["embeddings"]
+    torch.save(c, old / "checkpoints" / "last.ckpt")
+    with pytest.raises(AttnclfError, match=r"embeddings='random', this command gives model.embeddings='word2vec'"):
+        resume(old)
+    resume(old, "model.embeddings=random", "trainer.max_epochs=3")  # trained to its end: only its test runs
+    assert json.loads((old / "metrics.json").read_text())["steps"] == load_checkpoint(ckpt)["global_step"]
 
 
 def test_a_finished_run_is_never_resumed(tiny_run, tmp_path):
