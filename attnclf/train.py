@@ -292,6 +292,8 @@ def resume_point(cfg: DictConfig, matches, mismatch=None) -> Path | None:
         cfg.paths.output_dir = str(run_dir_of(resume))
         move_log_to(run_dir_of(resume), here)
     log.info("resuming %s", resume)
+    # the run's own checkpoints are in its checkpoints/: Lightning's warning that the folder is not empty is no news
+    warnings.filterwarnings("ignore", message=r"Checkpoint directory .* exists and is not empty")
     return resume
 
 

@@ -93,6 +93,7 @@ def test_killed_run_resumes_to_the_same_result(tiny_imdb, with_unlabeled, tmp_pa
     else:  # the same command again with ckpt_path=last: the run is in its own hydra.run.dir
         resumed = cli([*common, f"hydra.run.dir={run}", "ckpt_path=last"], tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert "exists and is not empty" not in resumed.stderr  # (its own checkpoints are no news)
     assert "resuming" in (run / "train.log").read_text()  # the resumed part logs into the run's own log
     after = json.loads((run / "metrics.json").read_text())
 
