@@ -297,6 +297,11 @@ def resume_point(cfg: DictConfig, matches, mismatch=None) -> Path | None:
     return resume
 
 
+def same_settings(hparams: dict, cfg: DictConfig) -> bool:
+    """Whether a checkpoint is a classifier's with this command's settings (what ckpt_path=last takes)."""
+    return "attention" in hparams and run_matches(hparams, module_settings(cfg), MODULE_DEFAULTS)
+
+
 def settings_mismatch(hparams: dict, run: Path, cfg: DictConfig) -> str | None:
     """Why a classifier checkpoint cannot continue under this command's settings (None: it can)."""
     if "attention" not in hparams:
@@ -352,10 +357,7 @@ def train(cfg: DictConfig) -> float:
         m = cfg.model
         init_from = check_init_from(str(m.init_from), m.embed_dim, m.hidden_dim, m.num_layers, cfg.paths.pretrain_dir)
     prepare_process(cfg)
-    settings = module_settings(cfg)
-    resume = resume_point(
-        cfg, lambda hp: run_matches(hp, settings, MODULE_DEFAULTS), lambda hp, run: settings_mismatch(hp, run, cfg)
-    )
+    resume = resume_point(cfg, lambda hp: same_settings(hp, cfg), lambda hp, run: settings_mismatch(hp, run, cfg))
     if resume is not None and cfg.ckpt_path == "last":
         log.info("ckpt_path=last: the newest unfinished run with attention=%s and these model settings", cfg.attention)
     L.seed_everything(cfg.seed, workers=True)

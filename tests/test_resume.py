@@ -139,9 +139,9 @@ def fake_run(root, name, ckpt, mtime, finished=False, **hparams):
 
 
 def test_last_picks_the_newest_unfinished_run_with_this_commands_settings(tiny_run, tmp_path):
-    from attnclf.checkpoint import find_resume, run_matches
+    from attnclf.checkpoint import find_resume
     from attnclf.errors import AttnclfError
-    from attnclf.train import MODULE_DEFAULTS, module_settings
+    from attnclf.train import same_settings
 
     ckpt = tiny_run / "checkpoints" / "last.ckpt"  # dot, embed 16, hidden 16, lr 1e-2
     runs = tmp_path / "runs"
@@ -150,21 +150,25 @@ def test_last_picks_the_newest_unfinished_run_with_this_commands_settings(tiny_r
     fake_run(runs, "c_additive", ckpt, 4000, attention="additive")
     fake_run(runs, "d_dot_hidden32", ckpt, 3000, hidden_dim=32)
     fake_run(runs, "e_dot_adversarial", ckpt, 2000, regularizer="adversarial", regularizer_epsilon=0.02)
+    lm = fake_run(runs, "f_newest_not_a_classifier", ckpt, 8000)  # (as a language model's: no attention)
+    c = torch.load(lm / "checkpoints" / "last.ckpt", weights_only=True)
+    del c["hyper_parameters"]["attention"]
+    torch.save(c, lm / "checkpoints" / "last.ckpt")
+    os.utime(lm / "checkpoints" / "last.ckpt", (8000, 8000))
 
     def last(*overrides, here=None):
         tiny = ["model.embed_dim=16", "model.hidden_dim=16", "optimizer.lr=1e-2"]
         cfg = compose_cfg([*tiny, *overrides, f"paths.output_dir={tmp_path}"])
-        settings = module_settings(cfg)
-        return find_resume("last", runs, here, lambda hp: run_matches(hp, settings, MODULE_DEFAULTS)).parent.parent
+        return find_resume("last", runs, here, lambda hp: same_settings(hp, cfg)).parent.parent
 
     assert last() == old_dot.resolve()  # not the finished one, nor the additive or hidden-32 ones
     assert last("attention=additive") == (runs / "c_additive").resolve()
     assert last("model.hidden_dim=32") == (runs / "d_dot_hidden32").resolve()
     assert last("model.gru_kernel=padded") == old_dot.resolve()  # how the GRU runs is not a setting
     assert last("regularizer=adversarial") == (runs / "e_dot_adversarial").resolve()
-    with pytest.raises(AttnclfError, match=r"none of the 4 unfinished run\(s\) .* has this command's attention"):
+    with pytest.raises(AttnclfError, match=r"none of the 5 unfinished run\(s\) .* has this command's attention"):
         last("model.dropout=0.1")
-    with pytest.raises(AttnclfError, match=r"none of the 4 unfinished run\(s\)"):
+    with pytest.raises(AttnclfError, match=r"none of the 5 unfinished run\(s\)"):
         last("optimizer.lr=0.5")  # the optimizer's state comes back with the weights: a new lr would not hold
     # this command's own run folder (hydra.run.dir=X) counts too, wherever it is
     here = fake_run(tmp_path / "elsewhere", "mine", ckpt, 9000)
