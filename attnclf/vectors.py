@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from filelock import FileLock
 
 from attnclf.encoding import Encoded
 from attnclf.errors import AttnclfError
@@ -77,18 +78,26 @@ def cached_word2vec(texts: Texts, fingerprints: list[str], dim: int, settings: d
         f"{'|'.join(fingerprints)}|{TOKENIZER_VERSION}|{dim}|{sorted(settings.items())}".encode()
     ).hexdigest()[:16]
     path = Path(cache_dir) / "word2vec" / f"{key}.bin" if cache_dir else None
-    if path is not None and path.is_file():
-        log.info("word2vec: vectors from the cache %s", path)
-        return KeyedVectors.load_word2vec_format(str(path), binary=True), path
-    n = sum(len(rows) for _, rows in texts)
-    log.info("word2vec: training %d-dim vectors on %d texts (cached afterwards)", dim, n)
-    wv = train_word2vec(texts, dim, settings)
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    if path is None:
+        return _train_logged(texts, dim, settings), None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # runs started together (a parallel sweep) train the vectors once: the others wait for the file
+    with FileLock(str(path.with_name(f".{path.name}.lock"))):
+        if path.is_file():
+            log.info("word2vec: vectors from the cache %s", path)
+            return KeyedVectors.load_word2vec_format(str(path), binary=True), path
+        wv = _train_logged(texts, dim, settings)
         tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
         wv.save_word2vec_format(str(tmp), binary=True)
         os.replace(tmp, path)
+    log.info("word2vec: cached as %s", path)
     return wv, path
+
+
+def _train_logged(texts: Texts, dim: int, settings: dict):
+    n = sum(len(rows) for _, rows in texts)
+    log.info("word2vec: training %d-dim vectors on %d texts", dim, n)
+    return train_word2vec(texts, dim, settings)
 
 
 def check_vectors_file(path: str, dim: int) -> None:

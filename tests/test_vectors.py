@@ -36,6 +36,41 @@ def test_word_vectors_learn_from_training_and_unlabeled_text_never_test(with_unl
     assert other != path
 
 
+def test_runs_started_together_train_the_vectors_once(with_unlabeled, tmp_path, monkeypatch):
+    """Two callers on one cold cache at once (as the runs of a parallel sweep): one trains, the other waits
+    for its file and reads it."""
+    import threading
+    import time
+
+    import attnclf.vectors as vectors
+
+    dm = IMDBDataModule(str(with_unlabeled), vocab_size=200, cache_dir=str(tmp_path), max_length=64)
+    dm.setup("fit")
+    texts, key = dm.word_vector_texts()
+    trained, real = [], vectors.train_word2vec
+
+    def slow_train(*args):  # the real training, made slow enough that the second caller comes in meanwhile
+        trained.append(threading.current_thread().name)
+        time.sleep(1.0)
+        return real(*args)
+
+    monkeypatch.setattr(vectors, "train_word2vec", slow_train)
+    results = {}
+
+    def call(name):
+        results[name] = cached_word2vec(texts, key, 8, SETTINGS, str(tmp_path))
+
+    threads = [threading.Thread(target=call, args=(n,), name=n) for n in ("a", "b")]
+    for t in threads:
+        t.start()
+        time.sleep(0.2)
+    for t in threads:
+        t.join()
+    assert trained == ["a"]
+    (wa, pa), (wb, pb) = results["a"], results["b"]
+    assert pa == pb and np.array_equal(wa["great"], wb["great"])
+
+
 def test_one_worker_gives_the_same_vectors_every_time(with_unlabeled, tmp_path):
     """word2vec.workers=1 (the default): a fresh cache trains the very same vectors, so a run can be repeated."""
     dm = IMDBDataModule(str(with_unlabeled), vocab_size=200, cache_dir=str(tmp_path), max_length=64)
