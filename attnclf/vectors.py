@@ -80,12 +80,18 @@ def cached_word2vec(texts: Texts, fingerprints: list[str], dim: int, settings: d
     path = Path(cache_dir) / "word2vec" / f"{key}.bin" if cache_dir else None
     if path is None:
         return _train_logged(texts, dim, settings), None
+
+    def cached():
+        log.info("word2vec: vectors from the cache %s", path)
+        return KeyedVectors.load_word2vec_format(str(path), binary=True), path
+
+    if path.is_file():
+        return cached()
     path.parent.mkdir(parents=True, exist_ok=True)
     # runs started together (a parallel sweep) train the vectors once: the others wait for the file
     with FileLock(str(path.with_name(f".{path.name}.lock"))):
         if path.is_file():
-            log.info("word2vec: vectors from the cache %s", path)
-            return KeyedVectors.load_word2vec_format(str(path), binary=True), path
+            return cached()
         wv = _train_logged(texts, dim, settings)
         tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
         wv.save_word2vec_format(str(tmp), binary=True)
