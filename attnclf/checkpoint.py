@@ -87,18 +87,15 @@ def run_dir_of(ckpt: Path) -> Path:
 RUNTIME_ONLY = ("gru_kernel",)
 
 
-def setting_differences(hparams: dict, settings: dict, defaults: dict) -> list[str]:
-    """The module arguments in `settings` (this command's) that a checkpoint's hyperparameters differ in.
+def setting_differences(hparams: dict, settings: dict, defaults: dict) -> dict:
+    """The module arguments in `settings` (this command's) that a checkpoint's hyperparameters differ in,
+    with the checkpoint's values.
 
     A key the checkpoint lacks was saved before that setting existed, when the run had the module's
     default for it (`defaults`; without one it is not held against the checkpoint).
     """
-    return [k for k, v in settings.items() if k not in RUNTIME_ONLY and hparams.get(k, defaults.get(k, v)) != v]
-
-
-def run_matches(hparams: dict, settings: dict, defaults: dict) -> bool:
-    """Whether a checkpoint's hyperparameters are this command's settings."""
-    return not setting_differences(hparams, settings, defaults)
+    saved = {k: hparams.get(k, defaults.get(k, v)) for k, v in settings.items() if k not in RUNTIME_ONLY}
+    return {k: v for k, v in saved.items() if v != settings[k]}
 
 
 def _finished(run: Path) -> str | None:

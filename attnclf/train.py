@@ -25,7 +25,6 @@ from attnclf.checkpoint import (
     find_resume,
     load_checkpoint,
     run_dir_of,
-    run_matches,
     setting_differences,
 )
 from attnclf.data import IMDBDataModule
@@ -299,7 +298,7 @@ def resume_point(cfg: DictConfig, matches, mismatch=None) -> Path | None:
 
 def same_settings(hparams: dict, cfg: DictConfig) -> bool:
     """Whether a checkpoint is a classifier's with this command's settings (what ckpt_path=last takes)."""
-    return "attention" in hparams and run_matches(hparams, module_settings(cfg), MODULE_DEFAULTS)
+    return "attention" in hparams and not setting_differences(hparams, module_settings(cfg), MODULE_DEFAULTS)
 
 
 def settings_mismatch(hparams: dict, run: Path, cfg: DictConfig) -> str | None:
@@ -313,7 +312,7 @@ def settings_mismatch(hparams: dict, run: Path, cfg: DictConfig) -> str | None:
     differ = setting_differences(hparams, settings, MODULE_DEFAULTS)
     if not differ:
         return None
-    was = ", ".join(f"{config_key(k, cfg)}={hparams.get(k, MODULE_DEFAULTS.get(k))!r}" for k in differ)
+    was = ", ".join(f"{config_key(k, cfg)}={saved!r}" for k, saved in differ.items())
     now = ", ".join(f"{config_key(k, cfg)}={settings[k]!r}" for k in differ)
     see = f" (its overrides: {run / '.hydra' / 'overrides.yaml'})" if (run / ".hydra").is_dir() else ""
     return f"that run was trained with {was}, this command gives {now}; resume with the run's own settings{see}"
