@@ -4,7 +4,7 @@ import hydra
 from omegaconf import DictConfig
 
 from attnclf.explain import faithfulness
-from attnclf.train import run
+from attnclf.train import main_entry, run
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="faithfulness")
@@ -13,4 +13,4 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main_entry(main)

@@ -5,7 +5,7 @@ import hydra
 from omegaconf import DictConfig
 
 from attnclf.pretrain import pretrain
-from attnclf.train import run
+from attnclf.train import main_entry, run
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="pretrain")
@@ -14,4 +14,4 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    main_entry(main)

@@ -3,7 +3,7 @@
 import hydra
 from omegaconf import DictConfig
 
-from attnclf.train import run, train
+from attnclf.train import main_entry, run, train
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")
@@ -12,4 +12,4 @@ def main(cfg: DictConfig) -> float:
 
 
 if __name__ == "__main__":
-    main()
+    main_entry(main)

@@ -164,6 +164,10 @@ class IMDBDataModule(L.LightningDataModule):
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 allowed = f" or null ({null})" if null else ""
                 raise AttnclfError(f"data.{key}={value!r} must be a positive integer{allowed}")
+        if vocab_size < 3:
+            raise AttnclfError(f"data.vocab_size={vocab_size!r} must be at least 3 (<pad>, <unk> and a word)")
+        if isinstance(min_freq, bool) or not isinstance(min_freq, int) or min_freq < 1:
+            raise AttnclfError(f"data.min_freq={min_freq!r} must be a positive integer")
         if truncation not in TRUNCATIONS:
             raise AttnclfError(f"data.truncation={truncation!r}; allowed: {', '.join(TRUNCATIONS)}")
         for key, size in (("val_size", val_size), ("test_size", test_size)):
@@ -241,7 +245,18 @@ class IMDBDataModule(L.LightningDataModule):
             if not 0 < n <= len(train_rows):
                 raise AttnclfError(f"data.train_size={self.train_size} gives {n} rows; need 1..{len(train_rows)}")
             train_rows = np.sort(np.random.default_rng([self.seed, 1]).permutation(train_rows)[:n])
+        classes = np.unique(train.labels[train_rows])
+        if len(classes) < 2:  # (before any training: it would fit one answer, and the metrics fail on it)
+            raise AttnclfError(
+                f"{self.path!r}: the {len(train_rows)} training rows all have label {names[int(classes[0])]!r}; "
+                "a classifier needs rows of at least 2 classes"
+            )
         self.vocab = Vocab.from_counts(train.table, train.token_counts(train_rows), self.vocab_size, self.min_freq)
+        if len(self.vocab) <= 2:
+            raise AttnclfError(
+                f"the vocabulary has no word: no token occurs data.min_freq={self.min_freq} times in the "
+                f"{len(train_rows)} training rows; lower data.min_freq"
+            )
         self.num_classes = len(names)
         # how this run reads a review (training; validation and test), saved with the vocabulary so that
         # eval and predict read it as validation and test did

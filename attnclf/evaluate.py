@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 
@@ -15,7 +14,8 @@ from torchmetrics.classification import MulticlassAccuracy, MulticlassConfusionM
 from attnclf.checkpoint import best_checkpoint, run_dir_of
 from attnclf.data import Reviews, carve_splits, encode_split
 from attnclf.errors import AttnclfError
-from attnclf.inference import Classifier
+from attnclf.inference import Classifier, check_device
+from attnclf.jsonfile import write_json
 from attnclf.loading import VALIDATION_SPLITS, label_ids, load_splits, prepare_labels, resolve_columns
 
 log = logging.getLogger(__name__)
@@ -28,6 +28,10 @@ def evaluate(cfg: DictConfig) -> dict:
     if not given:
         raise AttnclfError("give the checkpoint to evaluate: ckpt=<path to .ckpt or a run folder> (or a list)")
     given = [given] if isinstance(given, (str, Path)) else list(given)
+    batch_size = cfg.get("batch_size")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
+        raise AttnclfError(f"batch_size={batch_size!r} must be a positive integer")
+    check_device(cfg.get("device", "cpu"))
     ckpts = [best_checkpoint(c) for c in given]
     for c, ckpt in zip(given, ckpts, strict=True):
         if ckpt != Path(c):
@@ -67,7 +71,7 @@ def evaluate(cfg: DictConfig) -> dict:
     else:
         out = Path(cfg.paths.output_dir) / f"ensemble_{data.split}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    write_json(out, result)
     print_result(result)
     print(f"written to {out}")
     return result

@@ -7,7 +7,6 @@ TensorBoard events (scalars, histograms, the summary figure, and four reviews sh
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from pathlib import Path
@@ -20,6 +19,7 @@ from attnclf.checkpoint import best_checkpoint, run_dir_of
 from attnclf.errors import AttnclfError
 from attnclf.evaluate import split_as_trained
 from attnclf.inference import Classifier
+from attnclf.jsonfile import write_json
 
 log = logging.getLogger(__name__)
 
@@ -214,7 +214,7 @@ def faithfulness(cfg: DictConfig) -> dict:
     }
     out = Path(cfg.output) if cfg.get("output") else run_dir_of(ckpt) / f"faithfulness_{cfg.data.split}"
     out.mkdir(parents=True, exist_ok=True)
-    (out / "faithfulness.json").write_text(json.dumps(result, indent=2) + "\n")
+    write_json(out / "faithfulness.json", result)
     fig = summary_figure(result, arrays)
     fig.savefig(out / "summary.png", dpi=110)
     summary = markdown(result)

@@ -10,11 +10,23 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
-from attnclf.checkpoint import load_checkpoint, run_dir_of
+from attnclf.checkpoint import best_checkpoint, load_checkpoint, run_dir_of
 from attnclf.data import BucketBatchSampler, Reviews, collate, truncate
 from attnclf.errors import AttnclfError
 from attnclf.module import AttnClassifierModule
 from attnclf.text import UNK, Vocab, tokenize
+
+
+def check_device(device: str) -> None:
+    """A device torch knows and this machine has, refused in one line before any checkpoint is read."""
+    try:
+        kind = torch.device(device).type
+    except (RuntimeError, TypeError) as e:
+        raise AttnclfError(f"device={device!r} is not a device; allowed: cpu, cuda, cuda:N") from e
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise AttnclfError(f"device={device!r}: no GPU found (CUDA is not available here); use device=cpu")
+    if kind not in ("cpu", "cuda", "mps"):
+        raise AttnclfError(f"device={device!r}; allowed: cpu, cuda, cuda:N")
 
 
 @dataclass
@@ -41,8 +53,10 @@ class Classifier:
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, device: str = "cpu") -> Classifier:
-        """Load a checkpoint (no code is unpickled) and the vocabulary its run saved beside it."""
-        path = Path(path)
+        """Load a checkpoint, or a run folder's best checkpoint (no code is unpickled), and the vocabulary its
+        run saved beside it, onto `device`."""
+        check_device(device)
+        path = best_checkpoint(path)
         ckpt = load_checkpoint(path, map_location=device)
         if (ckpt.get("hyper_parameters") or {}).get("kind") == "bigru_lm":
             raise AttnclfError(

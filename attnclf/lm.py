@@ -13,6 +13,8 @@ rare ones a projection of it, so a 30k vocabulary costs a fraction of a full sof
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import torch
 from torch import nn
@@ -23,6 +25,8 @@ from attnclf.encoder import reverse_within_length
 from attnclf.errors import AttnclfError
 from attnclf.module import TrainingModule, unpack
 from attnclf.text import PAD_ID
+
+log = logging.getLogger(__name__)
 
 KIND = "bigru_lm"  # in the checkpoint's hyperparameters: what init_from accepts
 
@@ -49,6 +53,9 @@ class BiGRULanguageModel(nn.Module):
         self.bwd = nn.GRU(embed_dim, hidden_dim, batch_first=True)
         self.drop = nn.Dropout(dropout)
         cut = adaptive_cutoffs(cutoffs, vocab_size)
+        if list(cut) != sorted(set(cutoffs)):  # (a vocabulary smaller than data.vocab_size: small data)
+            log.warning("lm.cutoffs %s: the vocabulary has %d words; the adaptive softmax uses %s", list(cutoffs),
+                        vocab_size, cut)  # fmt: skip
         self.head_fwd = nn.AdaptiveLogSoftmaxWithLoss(hidden_dim, vocab_size, cut, div_value=div_value)
         self.head_bwd = nn.AdaptiveLogSoftmaxWithLoss(hidden_dim, vocab_size, cut, div_value=div_value)
 

@@ -70,12 +70,34 @@ def _load_files(files: dict[str, Path]):
     for f in files.values():
         if not f.is_file():
             raise AttnclfError(f"data file not found: {f}")
+        if _no_rows(f):
+            raise AttnclfError(
+                f"data file {f} has no rows" + (" (only a header)" if f.stat().st_size else " (it is empty)")
+            )
     kinds = {str(_builder(f)) for f in files.values()}
     if len(kinds) > 1:
         raise AttnclfError(f"the data files are of different types: {', '.join(str(f) for f in files.values())}")
     builder, kwargs = _builder(next(iter(files.values())))
     ds = datasets.load_dataset(builder, data_files={k: str(v) for k, v in files.items()}, **kwargs)
+    for split, f in files.items():
+        if len(ds[split]) == 0:
+            raise AttnclfError(f"data file {f} has no rows")
     return _fasttext(ds) if builder == "text" else ds
+
+
+def _no_rows(file: Path) -> bool:
+    """Whether a text file holds no example: no line that is not blank, past a .csv/.tsv's header. (Read
+    up to its first two such lines only; a Parquet file is checked once loaded.)"""
+    if file.suffix.lower() == ".parquet":
+        return False
+    needed = 2 if file.suffix.lower() in (".csv", ".tsv") else 1
+    with open(file, "rb") as f:
+        for line in f:
+            if line.strip():
+                needed -= 1
+                if needed == 0:
+                    return False
+    return True
 
 
 def _fasttext(ds):

@@ -19,6 +19,7 @@ from pathlib import Path
 from attnclf.checkpoint import best_checkpoint
 from attnclf.errors import AttnclfError
 from attnclf.inference import Classifier, Prediction
+from attnclf.jsonfile import dumps
 
 KEYS = {"ckpt", "text", "input", "output", "html", "batch_size", "top_k", "device", "column"}
 INPUTS = (".txt", ".csv", ".jsonl", ".parquet")
@@ -69,8 +70,9 @@ def decode_utf8(raw: bytes, path: Path) -> str:
         ) from None
 
 
-def read_texts(path: Path, column: str = "text") -> list[str]:
-    """Reviews from a file: .txt one per line, or the `column` of .csv / .jsonl / .parquet."""
+def read_rows(path: Path, column: str = "text") -> tuple[list[str], list[dict]]:
+    """(reviews, rows) from a file: .txt one review per line; .csv / .jsonl / .parquet the `column` of each
+    row, and each row's own columns (an id, say), which the output keeps so that it joins back."""
     if not path.is_file():
         raise AttnclfError(f"input file not found: {path}")
     suffix = path.suffix.lower()
@@ -83,9 +85,7 @@ def read_texts(path: Path, column: str = "text") -> list[str]:
             table = pq.read_table(path)
         except Exception as e:
             raise AttnclfError(f"{path} is not a readable Parquet file: {e}") from e
-        rows, columns = None, table.column_names
-        if column in columns:
-            rows = [str(x) if x is not None else "" for x in table.column(column).to_pylist()]
+        columns, records = table.column_names, table.to_pylist()
     else:
         text = decode_utf8(path.read_bytes(), path)
         if suffix == ".txt":  # one review per line; a blank line is no review
@@ -93,11 +93,11 @@ def read_texts(path: Path, column: str = "text") -> list[str]:
             kept = [line for line in lines if line.strip()]
             if len(kept) < len(lines):
                 print(f"{path}: skipped {len(lines) - len(kept)} blank line(s)", file=sys.stderr)
-            return kept
-        if suffix == ".csv":
+            columns, records = [column], [{column: line} for line in kept]
+        elif suffix == ".csv":
             reader = csv.DictReader(io.StringIO(text))
+            records = list(reader)
             columns = reader.fieldnames or []
-            rows = [r[column] or "" for r in reader] if column in columns else None
         else:  # .jsonl
             records = []
             for n, line in enumerate(text.splitlines(), 1):
@@ -106,35 +106,47 @@ def read_texts(path: Path, column: str = "text") -> list[str]:
                         records.append(json.loads(line))
                     except json.JSONDecodeError as e:
                         raise AttnclfError(f"{path}: line {n} is not JSON: {e.msg}") from e
-            columns = sorted({k for r in records if isinstance(r, dict) for k in r})
-            ok = records and all(isinstance(r, dict) and column in r for r in records)
-            rows = [str(r[column] or "") for r in records] if ok else None
-    if rows is None:
+            if not all(isinstance(r, dict) for r in records):
+                raise AttnclfError(f"{path}: every line must be a JSON object with a {column!r} key")
+            columns = sorted({k for r in records for k in r})
+            if any(column not in r for r in records):
+                columns = [c for c in columns if all(c in r for r in records)]
+    if not records:
+        raise AttnclfError(f"input={path} holds no review to classify (no rows)")
+    if column not in columns:
         raise AttnclfError(f"{path} has no {column!r} column; columns found: {columns}")
-    return rows
+    texts = ["" if r[column] is None else str(r[column]) for r in records]
+    return texts, records
 
 
-def write_output(path: Path, texts: list[str], preds: list[Prediction], top_k: int) -> None:
+PREDICTED = ("label", "prob", "top_words")  # the columns predict.py adds to each input row
+
+
+def write_output(path: Path, rows: list[dict], preds: list[Prediction], top_k: int) -> None:
+    """Each input row with its prediction added (label, prob, top_words; `predicted_<name>` where the input
+    already has a column of that name, such as the gold label)."""
     suffix = path.suffix.lower()
     if suffix not in OUTPUTS:
         raise AttnclfError(f"output={path}: unknown file type {suffix!r}; allowed: {', '.join(OUTPUTS)}")
-    rows = [
+    taken = set().union(*(r.keys() for r in rows))
+    names = {k: f"predicted_{k}" if k in taken else k for k in PREDICTED}
+    out = [
         {
-            "text": t,
-            "label": p.label_name,
-            "prob": round(p.prob, 6),
-            "top_words": " ".join(w for w, _ in p.top_words(top_k)),
+            **row,
+            names["label"]: p.label_name,
+            names["prob"]: round(p.prob, 6),
+            names["top_words"]: " ".join(w for w, _ in p.top_words(top_k)),
         }
-        for t, p in zip(texts, preds, strict=True)
+        for row, p in zip(rows, preds, strict=True)
     ]
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", encoding="utf-8", newline="") as f:
         if suffix == ".csv":
-            writer = csv.DictWriter(f, fieldnames=list(rows[0]) if rows else ["text", "label", "prob", "top_words"])
+            writer = csv.DictWriter(f, fieldnames=list(out[0]))
             writer.writeheader()
-            writer.writerows(rows)
+            writer.writerows(out)
         else:
-            f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+            f.writelines(dumps(r, ensure_ascii=False, default=str) + "\n" for r in out)
 
 
 def shade_words(p: Prediction) -> str:
@@ -159,7 +171,12 @@ def render_html(preds: list[Prediction]) -> str:
 
 def predict(argv: list[str]) -> list[Prediction]:
     args = parse_args(argv)
-    texts = [args["text"]] if "text" in args else read_texts(Path(args["input"]), args["column"])
+    if "text" in args:
+        if not args["text"].strip():
+            raise AttnclfError('text= is empty; give a review: text="a wonderful film"')
+        texts, rows = [args["text"]], [{"text": args["text"]}]
+    else:
+        texts, rows = read_rows(Path(args["input"]), args["column"])
     for key in ("output", "html"):  # check before the work, not after
         if key in args and Path(args[key]).is_dir():
             raise AttnclfError(f"{key}={args[key]} is a folder; give a file name")
@@ -170,7 +187,7 @@ def predict(argv: list[str]) -> list[Prediction]:
         preview = " ".join(t.split())[:70]
         print(f"{p.label_name}\t{p.prob:.3f}\t{preview!r}\ttop: {top}")
     if "output" in args:
-        write_output(Path(args["output"]), texts, preds, args["top_k"])
+        write_output(Path(args["output"]), rows, preds, args["top_k"])
     if "html" in args:
         Path(args["html"]).write_text(render_html(preds), encoding="utf-8")
     return preds

@@ -15,6 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from attnclf.checkpoint import best_checkpoint, load_checkpoint, run_dir_of
 from attnclf.errors import AttnclfError
+from attnclf.jsonfile import write_json
 from attnclf.lm import KIND, LanguageModelModule, LMDataModule
 from attnclf.model import AttentionClassifier
 from attnclf.text import Vocab
@@ -22,6 +23,9 @@ from attnclf.train import (
     check_fraction,
     check_positive_int,
     check_positive_number,
+    check_process,
+    check_resumed_vocab,
+    check_trainer,
     make_trainer,
     peak_rss_mb,
     prepare_process,
@@ -35,6 +39,8 @@ MIN_SHARED_VOCAB = 0.5  # below this, init_from's vocabulary is another data's
 
 
 def validate(cfg: DictConfig) -> None:
+    check_process(cfg)
+    check_trainer(cfg)
     for key in ("model.embed_dim", "model.hidden_dim"):
         check_positive_int(cfg, key)
     if cfg.model.num_layers != 1:
@@ -44,6 +50,12 @@ def validate(cfg: DictConfig) -> None:
     if not OmegaConf.is_list(cutoffs) or not all(isinstance(c, int) and not isinstance(c, bool) and c > 0
                                                  for c in cutoffs):  # fmt: skip
         raise AttnclfError(f"lm.cutoffs={cutoffs!r}; allowed: a list of positive integers, e.g. [2000,10000]")
+    vocab_size = OmegaConf.select(cfg, "data.vocab_size")
+    if isinstance(vocab_size, int) and any(c >= vocab_size - 1 for c in cutoffs):
+        raise AttnclfError(
+            f"lm.cutoffs={list(cutoffs)}: each must be below data.vocab_size={vocab_size} less 1 (the words before "
+            f"the first cutoff are the adaptive softmax's head, the rest its tail clusters)"
+        )
     check_fraction(cfg, "lm.dropout")
 
 
@@ -76,6 +88,7 @@ def pretrain(cfg: DictConfig) -> float:
     L.seed_everything(cfg.seed, workers=True)
     out = Path(cfg.paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
+    trainer, throughput = make_trainer(cfg, resumed_step_of(resume))  # (before any data work)
 
     lm = cfg.lm
     datamodule = LMDataModule(
@@ -94,7 +107,7 @@ def pretrain(cfg: DictConfig) -> float:
         weight_decay=lm.weight_decay,
         warmup_ratio=lm.warmup_ratio,
     )
-    trainer, throughput = make_trainer(cfg, resumed_step_of(resume, len(datamodule.vocab)))
+    check_resumed_vocab(resume, len(datamodule.vocab))
     start = time.perf_counter()
     trainer.fit(module, datamodule=datamodule, ckpt_path=str(resume) if resume else None, weights_only=True)
     fit_seconds = time.perf_counter() - start
@@ -120,7 +133,7 @@ def pretrain(cfg: DictConfig) -> float:
         "vocab": str(out / "vocab.json"),
     }
     if trainer.is_global_zero:
-        (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+        write_json(out / "metrics.json", metrics)
         log.info("val/loss %.4f  val/ppl %.1f  %.0f s  %.0f tokens/s  -> %s  (python train.py model.init_from=%s)",
                  val_loss, metrics["val/ppl"], metrics["fit_seconds"], metrics["train_tokens_per_sec"],
                  out / "metrics.json", out)  # fmt: skip

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from attnclf.errors import AttnclfError
+from attnclf.jsonfile import dumps
 
 TOKENIZER_VERSION = "regex-v1"  # part of the cache key: change it when the rules change
 PAD, UNK = "<pad>", "<unk>"
@@ -55,7 +56,7 @@ class Vocab:
 
     def save(self, path: str | Path) -> None:
         payload = {"tokenizer": TOKENIZER_VERSION, **self.meta, "itos": self.itos}
-        Path(path).write_text(json.dumps(payload, ensure_ascii=False))
+        Path(path).write_text(dumps(payload, ensure_ascii=False))
 
     @classmethod
     def load(cls, path: str | Path) -> Vocab:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import json
 import logging
 import math
 import os
@@ -15,6 +14,7 @@ from pathlib import Path
 
 import pytorch_lightning as L
 import torch
+from hydra.errors import CompactHydraException, InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
@@ -29,6 +29,7 @@ from attnclf.checkpoint import (
 )
 from attnclf.data import IMDBDataModule
 from attnclf.errors import AttnclfError
+from attnclf.jsonfile import write_json
 from attnclf.memory import keep_freed_memory
 from attnclf.module import AttnClassifierModule
 from attnclf.regularizers import REGULARIZERS
@@ -87,8 +88,58 @@ def check_fraction(cfg: DictConfig, key: str) -> None:
         raise AttnclfError(f"{key}={value!r} must be in [0, 1)")
 
 
+def check_process(cfg: DictConfig) -> None:
+    """seed and num_threads: what every entry point that trains sets for the whole process."""
+    seed = cfg.get("seed")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
+        raise AttnclfError(f"seed={seed!r} must be a whole number in 0..{2**32 - 1}")
+    check_positive_int_or_null(cfg, "num_threads", "PyTorch's default")
+
+
+def check_int_at_least(cfg: DictConfig, key: str, low: int, means: str = "") -> None:
+    value = OmegaConf.select(cfg, key)
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise AttnclfError(f"{key}={value!r} must be a whole number >= {low}{means}")
+
+
+def check_share_or_count(cfg: DictConfig, key: str, allowed: str, zero: bool = False) -> None:
+    """A float in [0, 1] (0 only where `zero`) or a whole number >= 1 (>= 0 where `zero`); null passes."""
+    value = OmegaConf.select(cfg, key)
+    if value is None:
+        return
+    share = isinstance(value, float) and (0 <= value if zero else 0 < value) and value <= 1
+    count = isinstance(value, int) and not isinstance(value, bool) and value >= (0 if zero else 1)
+    if not (share or count):
+        raise AttnclfError(f"{key}={value!r} must be {allowed}")
+
+
+def check_trainer(cfg: DictConfig) -> None:
+    """The Trainer's values that Lightning accepts silently or refuses only once it is built (after the data
+    was read): refused now, in one line. (The rest, such as precision, the Trainer refuses when it is built,
+    before any data work too: make_trainer.)"""
+    check_int_at_least(cfg, "trainer.max_epochs", -1, " (-1: no limit)")
+    check_int_at_least(cfg, "trainer.min_epochs", 0)
+    check_int_at_least(cfg, "trainer.max_steps", -1, " (-1: no limit)")
+    check_int_at_least(cfg, "trainer.num_sanity_val_steps", -1, " (-1: the whole validation set)")
+    for key in ("trainer.log_every_n_steps", "trainer.accumulate_grad_batches"):
+        if OmegaConf.select(cfg, key) is not None:
+            check_positive_int(cfg, key)
+    for key in ("trainer.limit_train_batches", "trainer.limit_val_batches", "trainer.limit_test_batches"):
+        check_share_or_count(cfg, key, "a fraction in [0.0, 1.0] or a batch count >= 0", zero=True)
+    check_share_or_count(
+        cfg, "trainer.val_check_interval", "a fraction of an epoch in (0.0, 1.0] or a batch count >= 1"
+    )
+    clip = OmegaConf.select(cfg, "trainer.gradient_clip_val")
+    if clip is not None and (isinstance(clip, bool) or not isinstance(clip, (int, float)) or not 0 <= clip < math.inf):
+        raise AttnclfError(f"trainer.gradient_clip_val={clip!r} must be a number >= 0 or null (no clipping)")
+
+
 def validate(cfg: DictConfig) -> None:
     """One-line errors for values that would otherwise fail deep inside a library."""
+    check_process(cfg)
+    check_trainer(cfg)
     if not OmegaConf.select(cfg, "data.path") and not OmegaConf.select(cfg, "data.train_file"):
         raise AttnclfError("data.path is required here: give the data's file, folder or Hub id, e.g. data.path=my.csv")
     if cfg.attention not in ATTENTIONS:
@@ -318,23 +369,26 @@ def settings_mismatch(hparams: dict, run: Path, cfg: DictConfig) -> str | None:
     return f"that run was trained with {was}, this command gives {now}; resume with the run's own settings{see}"
 
 
-def resumed_step_of(resume: Path | None, vocab_size: int) -> int | None:
-    """The step a checkpoint resumes at, once its vocabulary is this run's (read once here; Lightning
-    reads it again to restore)."""
+def resumed_step_of(resume: Path | None) -> int | None:
+    """The step a checkpoint resumes at (None: a fresh run)."""
+    return None if resume is None else load_checkpoint(resume)["global_step"]
+
+
+def check_resumed_vocab(resume: Path | None, vocab_size: int) -> None:
+    """A resumed run's data settings must give its checkpoint's vocabulary."""
     if resume is None:
-        return None
-    saved = load_checkpoint(resume)
-    saved_vocab = saved.get("hyper_parameters", {}).get("vocab_size")
+        return
+    saved_vocab = load_checkpoint(resume).get("hyper_parameters", {}).get("vocab_size")
     if saved_vocab != vocab_size:
         raise AttnclfError(
             f"ckpt_path: {resume} has a vocabulary of {saved_vocab} words, this command's data settings give "
             f"{vocab_size}; resume with the run's own data.* settings"
         )
-    return saved["global_step"]
 
 
 def make_trainer(cfg: DictConfig, resumed_step: int | None) -> tuple[L.Trainer, Throughput]:
-    """The Trainer with the configured callbacks (a Throughput among them, always) and loggers."""
+    """The Trainer with the configured callbacks (a Throughput among them, always) and loggers. Built
+    before any data work, so that a value it refuses costs no loading."""
     callbacks = instantiate_group(cfg.get("callbacks"))
     throughput = next((c for c in callbacks if isinstance(c, Throughput)), None) or Throughput()
     if throughput not in callbacks:
@@ -342,7 +396,11 @@ def make_trainer(cfg: DictConfig, resumed_step: int | None) -> tuple[L.Trainer, 
     loggers = instantiate_loggers(cfg.get("logger"), resumed_step)
     if not loggers:  # logger=none: the learning-rate monitor has nowhere to write (Lightning refuses it)
         callbacks = [c for c in callbacks if not isinstance(c, L.callbacks.LearningRateMonitor)]
-    trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=loggers, plugins=[AtomicCheckpointIO()])
+    try:
+        trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=loggers, plugins=[AtomicCheckpointIO()])
+    except InstantiationException as e:  # a value the Trainer refuses (precision, accelerator, devices, ...)
+        why = str(e.__cause__ or e).strip().splitlines()[-1]
+        raise AttnclfError(f"trainer: {why}") from e
     return trainer, throughput
 
 
@@ -362,6 +420,7 @@ def train(cfg: DictConfig) -> float:
     L.seed_everything(cfg.seed, workers=True)
     out = Path(cfg.paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
+    trainer, throughput = make_trainer(cfg, resumed_step_of(resume))  # (it draws no random numbers)
 
     datamodule = IMDBDataModule(**cfg.data, seed=cfg.seed, vocab_path=str(out / "vocab.json"))
     datamodule.setup("fit")
@@ -389,8 +448,7 @@ def train(cfg: DictConfig) -> float:
 
         pretrained = load_pretrained(model.model, str(cfg.model.init_from), datamodule.vocab, loaded=init_from)
     init_from = None  # (the language models' checkpoint, optimizer state and all: not kept through training)
-    resumed_step = resumed_step_of(resume, len(datamodule.vocab))
-    trainer, throughput = make_trainer(cfg, resumed_step)
+    check_resumed_vocab(resume, len(datamodule.vocab))
 
     start = time.perf_counter()
     trainer.fit(model, datamodule=datamodule, ckpt_path=str(resume) if resume else None, weights_only=True)
@@ -451,7 +509,7 @@ def train(cfg: DictConfig) -> float:
                 "train/tokens_per_sec": metrics["train_tokens_per_sec"],
             },
         )
-        (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+        write_json(out / "metrics.json", metrics)
         log.info(
             "val/acc %.4f  test/acc %.4f  %.0f s  %.0f tokens/s  -> %s",
             metrics["val/acc"],
@@ -496,7 +554,7 @@ def run(fn, cfg):
     except AttnclfError as e:
         print(f"error: {e}", file=sys.stderr)
         if in_multirun():
-            raise
+            raise SweepJobError(str(e)) from e
         try:
             out = OmegaConf.select(cfg, "paths.output_dir")
         except Exception:  # (outside Hydra its resolver is not there)
@@ -505,6 +563,22 @@ def run(fn, cfg):
             logging.shutdown()
             remove_if_unused(Path(out))
         sys.exit(2)
+
+
+class SweepJobError(AttnclfError, CompactHydraException):
+    """A sweep job's user error, raised on for the sweeper to record. Where the sweep stops on it, Hydra
+    prints its one line (a CompactHydraException), not a traceback."""
+
+
+def main_entry(main) -> None:
+    """Call a `@hydra.main` entry point. A multirun stopped by a job's user error exits 2, as a single run
+    does (Hydra itself exits 1 after printing the error)."""
+    try:
+        main()
+    except SystemExit as e:
+        if e.code == 1 and isinstance(e.__context__, AttnclfError):  # (raised while Hydra handled ours)
+            raise SystemExit(2) from None
+        raise
 
 
 def in_multirun() -> bool:

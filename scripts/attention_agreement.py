@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import sys
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from omegaconf import OmegaConf
 from attnclf.errors import AttnclfError
 from attnclf.explain import load_all
 from attnclf.faithfulness import attention_weights, js_distance
+from attnclf.jsonfile import write_json
 
 
 def parse(argv):
@@ -92,7 +92,7 @@ def main(argv=None) -> int:
     for run, r in result["runs"].items():
         print(f"{r['attention']} to uniform  {r['mean_js_to_uniform']:.4f}  {run}")
     if args.output:
-        Path(args.output).write_text(json.dumps(result, indent=2) + "\n")
+        write_json(args.output, result)
         print(f"written to {args.output}")
     return 0
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -65,6 +66,15 @@ def with_unlabeled(tmp_path_factory) -> Path:
             reviews["label"] = [-1] * n
         datasets.Dataset.from_dict(reviews).to_parquet(str(root / "data" / f"{split}-00000-of-00001.parquet"))
     return root
+
+
+def strict_json(path: Path):
+    """A JSON file read as a strict parser (JavaScript's JSON.parse, jq) reads it: NaN or Infinity fails."""
+
+    def refuse(name):
+        raise ValueError(f"{path} holds {name}, which is not JSON")
+
+    return json.loads(Path(path).read_text(), parse_constant=refuse)
 
 
 def tiny_overrides(data_path: Path, out: Path) -> list[str]:

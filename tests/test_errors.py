@@ -40,6 +40,59 @@ def test_bad_values(override, message, tiny_imdb, tmp_path):
     assert message in str(e.value) and "\n" not in str(e.value)
 
 
+@pytest.mark.parametrize(
+    "override,message",
+    [
+        ("seed=abc", "seed='abc' must be a whole number in 0..4294967295"),
+        ("seed=-1", "seed=-1 must be a whole number"),
+        ("num_threads=-1", "num_threads=-1 must be a positive integer or null"),
+        ("num_threads=0", "num_threads=0 must be a positive integer or null"),
+        ("trainer.max_epochs=-2", "trainer.max_epochs=-2 must be a whole number >= -1 (-1: no limit)"),
+        ("trainer.max_steps=-5", "trainer.max_steps=-5 must be a whole number >= -1"),
+        ("trainer.min_epochs=-1", "trainer.min_epochs=-1 must be a whole number >= 0"),
+        ("trainer.log_every_n_steps=0", "trainer.log_every_n_steps=0 must be a positive integer"),
+        ("+trainer.accumulate_grad_batches=0", "trainer.accumulate_grad_batches=0 must be a positive integer"),
+        ("trainer.limit_train_batches=-1", "trainer.limit_train_batches=-1 must be a fraction in [0.0, 1.0]"),
+        ("trainer.limit_val_batches=1.5", "trainer.limit_val_batches=1.5 must be a fraction"),
+        ("trainer.val_check_interval=0", "trainer.val_check_interval=0 must be a fraction of an epoch"),
+        ("trainer.gradient_clip_val=-1", "trainer.gradient_clip_val=-1 must be a number >= 0"),
+        ("trainer.precision=12", "trainer: Precision 12 is invalid"),  # (the Trainer's own check, built first)
+    ],
+)
+def test_bad_values_are_refused_before_any_data_work(override, message, tmp_path):
+    """The data path does not exist: a check that came after loading would report that instead."""
+    cfg = compose_cfg(["data.path=/no/such/data", f"paths.output_dir={tmp_path}", "logger=none", override])
+    with pytest.raises(AttnclfError) as e:
+        train(cfg)
+    assert message in str(e.value) and "\n" not in str(e.value), str(e.value)
+
+
+def test_a_bad_seed_leaves_no_run_folder(tmp_path):
+    r = subprocess.run(
+        [sys.executable, "train.py", "seed=abc", "data.path=/no/such/data", f"hydra.run.dir={tmp_path / 'run_sabc'}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 2 and r.stderr.strip().splitlines()[-1].startswith("error: seed='abc'"), r.stderr[-2000:]
+    assert not (tmp_path / "run_sabc").exists()
+
+
+def test_data_that_cannot_train_a_classifier(tmp_path):
+    """One class only, a vocabulary without a word, a file without rows: one line each, before training."""
+    one_class = write_split(tmp_path / "one", text=["good film", "fine film", "great film"], label=[1, 1, 1])
+    with pytest.raises(AttnclfError, match=r"the \d+ training rows all have label '1'; a classifier needs rows of at"):
+        train(compose_cfg([*tiny_overrides(one_class, tmp_path / "o1"), "data.val_size=1"]))
+    two = write_split(tmp_path / "two", text=["good film", "bad film", "great film", "dull"], label=[1, 0, 1, 0])
+    with pytest.raises(AttnclfError, match=r"the vocabulary has no word: no token occurs data.min_freq=50 times"):
+        train(compose_cfg([*tiny_overrides(two, tmp_path / "o2"), "data.val_size=1", "data.min_freq=50"]))
+    with pytest.raises(AttnclfError, match=r"data.vocab_size=2 must be at least 3 \(<pad>, <unk> and a word\)"):
+        train(compose_cfg([*tiny_overrides(two, tmp_path / "o3"), "data.vocab_size=2"]))
+    for name, content, why in (("header.csv", "text,label\n", "only a header"), ("empty.csv", "", "it is empty"),
+                               ("blank.jsonl", "\n\n", "it is empty")):  # fmt: skip
+        (tmp_path / name).write_text(content)
+        with pytest.raises(AttnclfError, match=f"data file {tmp_path / name} has no rows \\({why}\\)"):
+            train(compose_cfg(tiny_overrides(tmp_path / name, tmp_path / "o4")))
+
+
 def write_split(root, **columns):
     root.mkdir()
     for split in ("train", "test"):
@@ -99,7 +152,8 @@ def test_local_ddp_in_a_multirun_is_refused_before_any_data_work(tmp_path):
         text=True,
         timeout=120,
     )
-    assert r.returncode != 0
+    assert r.returncode == 2, r.stderr[-2000:]
+    assert "Traceback" not in r.stderr, r.stderr[-2000:]  # one line per job, no traceback (Hydra's or ours)
     errors = [line for line in r.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 2, r.stderr[-2000:]  # each job refused once, no sweep started again by a rank
     assert "trainer.devices=2 in a multirun (-m)" in errors[0] and "run each setting as its own command" in errors[0]

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import CONF
+from conftest import CONF, strict_json
 from hydra import compose, initialize_config_dir
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from torch import nn
@@ -230,7 +230,7 @@ def test_faithfulness_command_writes_json_summary_and_tensorboard(tiny_run, tiny
         ]  # fmt: skip
     )
     result = faithfulness(cfg)
-    saved = json.loads((out / "faithfulness.json").read_text())
+    saved = strict_json(out / "faithfulness.json")
     assert saved["reviews"] == 30 and saved["attention"] == "dot" and saved["max_tokens"] == 64
     assert set(saved["erasure"]) == {"attention", "gradient", "loo", "random"}
     assert set(saved["erasure"]["attention"]) == {"k1", "k3", "k5", "k10pct"}

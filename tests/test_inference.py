@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import CONF, ROOT
+from conftest import CONF, ROOT, strict_json
 
 from attnclf.errors import AttnclfError
 from attnclf.inference import Classifier
-from attnclf.predict import predict, read_texts
+from attnclf.predict import predict, read_rows
 
 
 def best(run):
@@ -38,6 +38,8 @@ def test_classifier_api(tiny_run):
     alone = clf.predict(["a great wonderful film"])[0]
     assert alone.probs == pytest.approx(preds[0].probs, abs=1e-5)
     assert alone.weights == pytest.approx(preds[0].weights, abs=1e-5)
+    # a run folder stands for its best checkpoint, as in every command
+    assert Classifier.from_checkpoint(tiny_run).predict(["a great wonderful film"])[0].probs == alone.probs
 
 
 def test_a_run_from_before_eval_max_length_is_read_as_it_was_trained(tiny_run, tmp_path):
@@ -76,7 +78,7 @@ def test_eval_command_on_a_run_folder_against_an_independent_computation(tiny_ru
         overrides = [f"ckpt={run}", f"data.path={data}", f"paths.cache_dir={tmp_path}", f"paths.output_dir={tmp_path}"]
         evaluate(compose("eval", overrides))
     stdout = capsys.readouterr().out
-    result = json.loads((run / "eval_test.json").read_text())  # the default output: beside the checkpoint's run
+    result = strict_json(run / "eval_test.json")  # the default output: beside the checkpoint's run
     assert result["checkpoint"] == str(run / "checkpoints" / Path(best(tiny_run)).name)
 
     preds = Classifier.from_checkpoint(result["checkpoint"]).predict(test["text"])
@@ -161,14 +163,21 @@ def test_predict_command_text_and_files(tiny_run, tmp_path):
 
     datasets.Dataset.from_dict({"text": ["superb", "waste"]}).to_parquet(str(tmp_path / "in.parquet"))
     for name in ("in.txt", "in.csv", "in.jsonl", "in.parquet"):
-        assert len(read_texts(tmp_path / name)) == 2, name
+        assert len(read_rows(tmp_path / name)[0]) == 2, name
     out, page = tmp_path / "out.jsonl", tmp_path / "out.html"
     preds = predict([f"ckpt={best(tiny_run)}", f"input={tmp_path / 'in.csv'}", f"output={out}", f"html={page}"])
     rows = [json.loads(x) for x in out.read_text().splitlines()]
     assert [r["text"] for r in rows] == ["great, great film", "boring"] and len(preds) == 2
+    assert [r["id"] for r in rows] == ["1", "2"]  # the input's other columns are kept, to join back on
     assert "<span" in page.read_text() and "great" in page.read_text()
     predict([f"ckpt={best(tiny_run)}", f"input={tmp_path / 'in.txt'}", f"output={tmp_path / 'out.csv'}"])
     assert (tmp_path / "out.csv").read_text().splitlines()[0] == "text,label,prob,top_words"
+    # an input with gold labels keeps them; the prediction's columns are then predicted_*
+    (tmp_path / "gold.jsonl").write_text('{"id": 7, "text": "superb", "label": "pos"}\n')
+    predict([f"ckpt={tiny_run}", f"input={tmp_path / 'gold.jsonl'}", f"output={tmp_path / 'gold.csv'}"])
+    header, row = (tmp_path / "gold.csv").read_text().splitlines()
+    assert header == "id,text,label,predicted_label,predicted_prob,predicted_top_words"
+    assert row.startswith("7,superb,pos,")
 
     # column= names another text column; a run folder stands for its best checkpoint
     (tmp_path / "col.csv").write_text('id,review\n1,superb film\n2,"dull, awful"\n')
@@ -236,3 +245,29 @@ def test_bad_predict_inputs(tiny_run, tmp_path):
     error_of([ckpt, f"input={tmp_path / 'x.docx'}"], "unknown file type", ".jsonl")
     error_of([ckpt, "text=x", "batch_size=0"], "batch_size='0'")
     error_of([ckpt], "exactly one of")
+    error_of([ckpt, "text="], "text= is empty")
+    error_of([ckpt, "text=  "], "text= is empty")
+    for name, content in (("empty.txt", ""), ("blank.txt", "\n \n"), ("empty.csv", "id,text\n"), ("empty.jsonl", "")):
+        (tmp_path / name).write_text(content)
+        error_of([ckpt, f"input={tmp_path / name}"], f"input={tmp_path / name} holds no review to classify")
+    if not torch.cuda.is_available():
+        error_of([ckpt, "text=x", "device=cuda"], "device='cuda': no GPU found", "device=cpu")
+    error_of([ckpt, "text=x", "device=tpu9"], "device='tpu9'", "allowed: cpu, cuda")
+
+
+def test_eval_refuses_bad_values_before_reading_anything(tmp_path):
+    """eval.py batch_size=0, and a GPU asked for where there is none: one line each, before any checkpoint or
+    data is read (the paths given here do not exist)."""
+    from hydra import compose, initialize_config_dir
+
+    from attnclf.evaluate import evaluate
+
+    cases = [("batch_size=0", "batch_size=0 must be a positive integer"), ("device=npu", "device='npu'")]
+    if not torch.cuda.is_available():
+        cases.append(("device=cuda", "device='cuda': no GPU found"))
+    for override, message in cases:
+        with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+            cfg = compose("eval", [f"ckpt={tmp_path / 'none'}", "data.path=/no/such/data", override])
+        with pytest.raises(AttnclfError) as e:
+            evaluate(cfg)
+        assert message in str(e.value) and "\n" not in str(e.value), str(e.value)

@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 import torch
-from conftest import CONF, ROOT, compose_cfg, tiny_overrides
+from conftest import CONF, ROOT, compose_cfg, strict_json, tiny_overrides
 from hydra import compose, initialize_config_dir
 
 from attnclf.checkpoint import load_checkpoint
@@ -28,6 +28,7 @@ LM = [
     "data.max_length=64",
     "data.batch_size=16",
     "lm.val_texts=20",
+    "lm.cutoffs=[100]",
     "trainer.accelerator=cpu",
     "trainer.enable_model_summary=false",
     "trainer.log_every_n_steps=1",
@@ -48,7 +49,7 @@ def lm_run(tiny_imdb, tmp_path_factory):
 
 
 def test_pretraining_writes_what_training_starts_from(lm_run, tiny_imdb, tmp_path):
-    metrics = json.loads((lm_run / "metrics.json").read_text())
+    metrics = strict_json(lm_run / "metrics.json")
     assert metrics["kind"] == "bigru_lm" and 1 < metrics["val/ppl"] < 200 and metrics["train_tokens_per_sec"] > 0
     assert metrics["texts"] == {"train": "220 texts", "val": "20 texts held out"}  # 240 training texts, no test
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -86,7 +87,7 @@ def test_each_language_model_becomes_its_own_direction_of_the_encoder(lm_run):
     """The encoder's forward outputs are the forward LM's states; its backward outputs are the backward LM's
     states on the reversed review, put back in reading order; the embedding is the LM's, word for word, in
     a vocabulary of another order."""
-    ckpt = load_checkpoint(json.loads((lm_run / "metrics.json").read_text())["best_checkpoint"])
+    ckpt = load_checkpoint(strict_json(lm_run / "metrics.json")["best_checkpoint"])
     hp = ckpt["hyper_parameters"]
     lm = BiGRULanguageModel(hp["vocab_size"], hp["embed_dim"], hp["hidden_dim"], cutoffs=hp["cutoffs"]).eval()
     lm.load_state_dict({k.removeprefix("model."): v for k, v in ckpt["state_dict"].items()})
@@ -157,6 +158,7 @@ def test_bad_init_from_and_pretraining_values(lm_run, tiny_run, tiny_imdb, tmp_p
     for override, message in (
         ("model.num_layers=2", "model.num_layers=2; pretraining has one layer per direction: 1"),
         ("lm.cutoffs=[0]", r"lm.cutoffs=\[0\]; allowed: a list of positive integers"),
+        ("lm.cutoffs=[50,199]", r"lm.cutoffs=\[50, 199\]: each must be below data.vocab_size=200 less 1"),
         ("lm.val_texts=5000", "lm.val_texts=5000 leaves nothing to train on: the data has 240 texts"),
     ):
         with pytest.raises(AttnclfError, match=message):

@@ -1,6 +1,5 @@
 """End to end through the real Hydra config, Lightning and TensorBoard, on tiny data."""
 
-import json
 import re
 import subprocess
 import sys
@@ -9,7 +8,7 @@ import time
 import pytest
 import pytorch_lightning as L
 import torch
-from conftest import ROOT, compose_cfg, tiny_overrides
+from conftest import ROOT, compose_cfg, strict_json, tiny_overrides
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from attnclf.data import IMDBDataModule
@@ -31,7 +30,7 @@ def test_short_run_writes_tensorboard_metrics_and_checkpoint(attention, tiny_imd
     )
     value = train(cfg)
 
-    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    metrics = strict_json(tmp_path / "metrics.json")
     logged = EventAccumulator(str(tmp_path / "tensorboard"))
     logged.Reload()
     best_logged = max(e.value for e in logged.Scalars("val/acc"))
@@ -51,6 +50,7 @@ def test_short_run_writes_tensorboard_metrics_and_checkpoint(attention, tiny_imd
         assert key in metrics, key
     assert metrics["attention"] == attention and metrics["epochs"] == 1 and metrics["train_tokens_per_sec"] > 0
     assert 50 < metrics["peak_rss_mb"] < 64_000  # MB, this process's own
+    assert metrics["peak_gpu_mb"] is None  # (not measured off a GPU: null, as strict JSON has no NaN)
 
     events = EventAccumulator(str(tmp_path / "tensorboard"), size_guidance={"images": 0, "tensors": 0})
     events.Reload()
@@ -108,7 +108,7 @@ def test_each_epoch_reshuffles_through_lightning(tiny_imdb, tmp_path):
 def test_fast_dev_run(tiny_imdb, tmp_path):
     cfg = compose_cfg(["trainer.fast_dev_run=true", *tiny_overrides(tiny_imdb, tmp_path)])
     train(cfg)
-    assert json.loads((tmp_path / "metrics.json").read_text())["steps"] == 1
+    assert strict_json(tmp_path / "metrics.json")["steps"] == 1
 
 
 def test_model_learns_the_tiny_task(tiny_imdb, tmp_path):
@@ -179,7 +179,7 @@ def test_the_best_checkpoint_is_tested_and_the_run_counts_useful_tokens(tiny_imd
     start = time.perf_counter()
     train(cfg)
     elapsed = time.perf_counter() - start
-    m = json.loads((tmp_path / "metrics.json").read_text())
+    m = strict_json(tmp_path / "metrics.json")
     assert 0 < m["train_seconds"] < m["fit_seconds"] < elapsed  # (the test's checkpoint does not add its time)
     datamodule = IMDBDataModule(**cfg.data, seed=cfg.seed)
     model = AttnClassifierModule.load_from_checkpoint(m["best_checkpoint"], map_location="cpu", weights_only=True)
@@ -207,6 +207,6 @@ def test_sweep_fast_early_stopping_stops_a_run_that_does_not_improve(tiny_imdb, 
     )
     assert cfg.trainer.max_epochs == 2 and cfg.trainer.val_check_interval == 0.25
     train(cfg)
-    m = json.loads((tmp_path / "metrics.json").read_text())
+    m = strict_json(tmp_path / "metrics.json")
     # 12 steps an epoch, validated every 3: the first validation and 3 without improvement, then stop
     assert m["steps"] == 12 < 24

@@ -1,0 +1,29 @@
+"""JSON files as a strict parser reads them (JavaScript's JSON.parse, jq): a value that is not a finite
+number (nan, inf: "not measured here", such as peak GPU memory on a CPU) is written as null."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+
+def finite(value):
+    """`value` with every float that is not finite replaced by None, in nested dicts, lists and tuples."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def dumps(value, **kwargs) -> str:
+    """json.dumps that never writes NaN or Infinity (allow_nan=False would fail on them: they become null)."""
+    return json.dumps(finite(value), allow_nan=False, **kwargs)
+
+
+def write_json(path: str | Path, value) -> None:
+    """`value` as indented, strictly valid JSON in `path`."""
+    Path(path).write_text(dumps(value, indent=2) + "\n")
