@@ -70,10 +70,9 @@ def _load_files(files: dict[str, Path]):
     for f in files.values():
         if not f.is_file():
             raise AttnclfError(f"data file not found: {f}")
-        if _no_rows(f):
-            raise AttnclfError(
-                f"data file {f} has no rows" + (" (only a header)" if f.stat().st_size else " (it is empty)")
-            )
+        why = _no_rows(f)
+        if why:
+            raise AttnclfError(f"data file {f} has no rows ({why})")
     kinds = {str(_builder(f)) for f in files.values()}
     if len(kinds) > 1:
         raise AttnclfError(f"the data files are of different types: {', '.join(str(f) for f in files.values())}")
@@ -85,19 +84,19 @@ def _load_files(files: dict[str, Path]):
     return _fasttext(ds) if builder == "text" else ds
 
 
-def _no_rows(file: Path) -> bool:
-    """Whether a text file holds no example: no line that is not blank, past a .csv/.tsv's header. (Read
-    up to its first two such lines only; a Parquet file is checked once loaded.)"""
+def _no_rows(file: Path) -> str | None:
+    """Why a text file holds no example ("it is empty", "only a header"), or None where it has one. Reads
+    up to its first two lines that are not blank; a Parquet file is checked once loaded."""
     if file.suffix.lower() == ".parquet":
-        return False
-    needed = 2 if file.suffix.lower() in (".csv", ".tsv") else 1
+        return None
+    header = file.suffix.lower() in (".csv", ".tsv")
+    seen = 0
     with open(file, "rb") as f:
         for line in f:
-            if line.strip():
-                needed -= 1
-                if needed == 0:
-                    return False
-    return True
+            seen += bool(line.strip())
+            if seen > header:
+                return None
+    return "only a header" if seen else "it is empty"
 
 
 def _fasttext(ds):
