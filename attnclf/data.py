@@ -195,18 +195,33 @@ class IMDBDataModule(L.LightningDataModule):
         self._train_sampler: BucketBatchSampler | None = None
         self._resume_at: tuple[int, int] | None = None  # (epoch, batches done) from a checkpoint
 
-    def word_vector_texts(self, unlabeled_split: str | None = "unsupervised"):
-        """The texts word vectors may learn from, and a key for them: the training split (less a test split
-        carved from it) and the unlabeled split where the data has one. Never the test split."""
+    def word_vector_texts(self, unlabeled_split: str | None = "unsupervised", max_texts: int | None = None):
+        """The texts word vectors may learn from, and a key for them: the rows of the training split this run
+        reads (its training rows, data.train_size's subset, and the validation rows carved from them; never
+        a test split, carved or not) and the unlabeled split where the data has one. `max_texts`: at most
+        that many of them, a seeded random subset (training rows first)."""
         ds, text_col, label_col, train = self._corpus
-        rows = self._train_text_rows
+        rows = self._vector_rows
+        if max_texts is not None and len(rows) > max_texts:
+            rows = self._some(rows, max_texts)
         texts = [(train, rows)]
         key = [ds[self.train_split]._fingerprint, hashlib.sha1(rows.tobytes()).hexdigest()[:12], text_col]
-        if unlabeled_split and unlabeled_split in ds and unlabeled_split not in (self.test_split, self.train_split):
+        left = None if max_texts is None else max_texts - len(rows)
+        usable = (
+            unlabeled_split and unlabeled_split in ds and unlabeled_split not in (self.test_split, self.train_split)
+        )
+        if usable and left != 0:
             unlabeled = encode_split(ds[unlabeled_split], text_col, label_col, self.cache_dir)
             texts.append((unlabeled, np.arange(len(unlabeled.labels))))
             key.append(ds[unlabeled_split]._fingerprint)
+            if left is not None and len(unlabeled.labels) > left:
+                texts[-1] = (unlabeled, self._some(texts[-1][1], left))
+                key.append(hashlib.sha1(texts[-1][1].tobytes()).hexdigest()[:12])
         return texts, key
+
+    def _some(self, rows: np.ndarray, n: int) -> np.ndarray:
+        """n of `rows`, a random subset fixed by the seed, in order."""
+        return np.sort(np.random.default_rng([self.seed, 3]).permutation(rows)[:n])
 
     def setup(self, stage: str | None = None) -> None:
         if self.vocab is not None:
@@ -283,7 +298,8 @@ class IMDBDataModule(L.LightningDataModule):
             enc = encoded(split)
             return Reviews(enc.remap(self.vocab), enc.offsets, enc.labels, np.arange(len(enc.labels)), **eval_args)
 
-        self._train_text_rows = rows  # every training-split row but a carved test split's
+        # what word vectors may learn from: the rows read for training and validation (never test)
+        self._vector_rows = train_rows if val_rows is None else np.union1d(train_rows, val_rows)
         self.val_set = own_or_carved(val_split, val_rows)
         self.test_set = own_or_carved(test_split, test_rows)
         lengths = train.lengths[train_rows]

@@ -172,6 +172,7 @@ def check_word2vec(cfg: DictConfig) -> None:
         if OmegaConf.select(cfg, f"word2vec.{key}") is not None:
             check_positive_int(cfg, f"word2vec.{key}")
     check_positive_int_or_null(cfg, "word2vec.workers", "up to 4 threads")
+    check_positive_int_or_null(cfg, "word2vec.max_texts", "all of them")
 
 
 def check_regularizer(cfg: DictConfig) -> None:

@@ -82,16 +82,25 @@ def cached_word2vec(texts: Texts, fingerprints: list[str], dim: int, settings: d
         return _train_logged(texts, dim, settings), None
 
     def cached():
+        """The cached vectors, or None where the file cannot be read (cut short, or not ours): then it goes,
+        and they are trained again."""
+        try:
+            wv = KeyedVectors.load_word2vec_format(str(path), binary=True)
+        except Exception as e:  # (gensim raises EOFError, ValueError, UnicodeDecodeError, ...)
+            log.warning("word-vector cache %s cannot be read (%s: %s); training the vectors again", path,
+                        type(e).__name__, e)  # fmt: skip
+            path.unlink(missing_ok=True)
+            return None
         log.info("word2vec: vectors from the cache %s", path)
-        return KeyedVectors.load_word2vec_format(str(path), binary=True), path
+        return wv, path
 
-    if path.is_file():
-        return cached()
+    if path.is_file() and (found := cached()) is not None:
+        return found
     path.parent.mkdir(parents=True, exist_ok=True)
     # runs started together (a parallel sweep) train the vectors once: the others wait for the file
     with FileLock(str(path.with_name(f".{path.name}.lock"))):
-        if path.is_file():
-            return cached()
+        if path.is_file() and (found := cached()) is not None:
+            return found
         wv = _train_logged(texts, dim, settings)
         tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
         wv.save_word2vec_format(str(tmp), binary=True)
@@ -162,8 +171,9 @@ def check_embeddings(source: str, dim: int) -> None:
 def initial_embeddings(source: str, datamodule, dim: int, settings: dict, cache_dir: str | None) -> tuple:
     """(the embedding matrix for the datamodule's vocabulary, its summary for metrics.json)."""
     if source == "word2vec":
-        texts, key = datamodule.word_vector_texts(settings.get("unlabeled_split", "unsupervised"))
-        train_settings = {k: v for k, v in settings.items() if k != "unlabeled_split"}
+        texts, key = datamodule.word_vector_texts(settings.get("unlabeled_split"), settings.get("max_texts"))
+        # (which texts they learn from is in the key, by fingerprint and rows)
+        train_settings = {k: v for k, v in settings.items() if k not in ("unlabeled_split", "max_texts")}
         wv, path = cached_word2vec(texts, key, dim, train_settings, cache_dir)
         summary = {"texts": int(sum(len(rows) for _, rows in texts)), "vectors_file": str(path) if path else None}
     else:

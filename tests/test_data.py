@@ -239,3 +239,29 @@ def test_attnclf_cache_sets_the_cache_folder(tmp_path, monkeypatch):
     monkeypatch.delenv("ATTNCLF_CACHE")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert compose_cfg([f"paths.output_dir={tmp_path}"]).data.cache_dir == str(tmp_path / "home/.cache/attnclf")
+
+
+def test_the_token_cache_key_holds_what_changes_the_tokens(tmp_path, monkeypatch):
+    """Another split, text column or tokenizer version: another cache file (the label column too, whose
+    values the cache holds)."""
+    import datasets
+
+    import attnclf.encoding as enc_module
+
+    split = datasets.Dataset.from_dict({"text": ["a b", "c d"], "title": ["x", "y"], "label": [0, 1], "y": [1, 0]})
+    other = datasets.Dataset.from_dict({"text": ["a b", "c e"], "title": ["x", "y"], "label": [0, 1], "y": [1, 0]})
+    cache = tmp_path / "cache"
+
+    def files():
+        return {p.name for p in cache.glob("*.npz")}
+
+    seen = []
+    for ds, text, label in ((split, "text", "label"), (other, "text", "label"), (split, "title", "label"),
+                            (split, "text", "y")):  # fmt: skip
+        got = encoding.encode_split(ds, text, label, str(cache))
+        assert len(files()) == len(seen) + 1
+        seen.append(got)
+    assert seen[0].table != seen[2].table and seen[3].labels.tolist() == [1, 0]
+    monkeypatch.setattr(enc_module, "TOKENIZER_VERSION", "another-version")
+    encoding.encode_split(split, "text", "label", str(cache))
+    assert len(files()) == 5

@@ -199,3 +199,71 @@ def test_embedding_matrix_scales_missing_words_like_the_vectors():
     assert np.array_equal(m[2], wv["w1"]) and not m[0].any()
     assert 0.2 < m[5:].std() < 0.4  # unseen words: random at the vectors' scale
     assert torch.from_numpy(m).dtype == torch.float32
+
+
+def test_a_cut_short_vectors_cache_is_trained_again(with_unlabeled, tmp_path, caplog):
+    """A cache file cut short (a full disk, a killed copy): the next run warns, trains the vectors again and
+    writes the file anew, as the token cache does, instead of failing in gensim for every later run."""
+    dm = IMDBDataModule(str(with_unlabeled), vocab_size=200, cache_dir=str(tmp_path), max_length=64)
+    dm.setup("fit")
+    texts, key = dm.word_vector_texts()
+    settings = {**SETTINGS, "workers": 1}
+    first, path = cached_word2vec(texts, key, 8, settings, str(tmp_path))
+    whole = path.read_bytes()
+    for cut in (whole[: len(whole) // 2], b"", b"not vectors at all\n"):
+        path.write_bytes(cut)
+        caplog.clear()
+        again, same = cached_word2vec(texts, key, 8, settings, str(tmp_path))
+        assert same == path and "cannot be read" in caplog.text and "training the vectors again" in caplog.text
+        assert np.array_equal(again.vectors, first.vectors) and path.read_bytes() == whole
+
+
+def vector_texts(data, tmp_path, unlabeled="unsupervised", max_texts=None, **data_settings):
+    dm = IMDBDataModule(str(data), vocab_size=200, cache_dir=str(tmp_path), max_length=64, **data_settings)
+    dm.setup("fit")
+    return dm.word_vector_texts(unlabeled, max_texts)
+
+
+def test_every_setting_that_changes_the_vectors_changes_their_cache_file(with_unlabeled, tmp_path):
+    """Each of these changes which texts the vectors learn from or how: each must get its own cache file,
+    or a run would silently read vectors trained on other texts or with other settings."""
+    texts, key = vector_texts(with_unlabeled, tmp_path)
+    _, base = cached_word2vec(texts, key, 8, SETTINGS, str(tmp_path))
+    paths = {"base": base}
+    for name, value in (("algorithm", "skipgram"), ("window", 2), ("min_count", 2), ("negative", 2), ("epochs", 1),
+                        ("seed", 1), ("workers", 1)):  # fmt: skip
+        paths[name] = cached_word2vec(texts, key, 8, {**SETTINGS, name: value}, str(tmp_path))[1]
+    paths["dim"] = cached_word2vec(texts, key, 12, SETTINGS, str(tmp_path))[1]
+    for name, kwargs in (
+        ("no unlabeled split", {"unlabeled": None}),  # which splits they learn from
+        ("train_size", {"train_size": 40}),  # which training rows
+        ("train_size's seed", {"train_size": 40, "seed": 7}),
+        ("max_texts", {"max_texts": 100}),
+        ("max_texts in the unlabeled split", {"max_texts": 170}),
+    ):
+        t, k = vector_texts(with_unlabeled, tmp_path, **kwargs)
+        paths[name] = cached_word2vec(t, k, 8, SETTINGS, str(tmp_path))[1]
+    assert len(set(paths.values())) == len(paths), {k: v.name for k, v in paths.items()}
+    # (another validation split reads the same texts: validation rows are among them; so one file)
+    assert cached_word2vec(*vector_texts(with_unlabeled, tmp_path, val_size=0.3), 8, SETTINGS, str(tmp_path))[1] == base
+    # and the same texts and settings find the same file
+    assert cached_word2vec(*vector_texts(with_unlabeled, tmp_path), 8, SETTINGS, str(tmp_path))[1] == base
+
+
+def test_vectors_learn_from_the_rows_the_run_reads(with_unlabeled, tmp_path):
+    """data.train_size bounds the vectors' texts too (the subset and its validation rows); word2vec.max_texts
+    bounds them all (training rows first, then unlabeled); never a test row."""
+    texts, _ = vector_texts(with_unlabeled, tmp_path, unlabeled=None)
+    assert [len(r) for _, r in texts] == [160]  # 144 training + 16 validation rows
+    texts, _ = vector_texts(with_unlabeled, tmp_path, unlabeled=None, train_size=40)
+    assert [len(r) for _, r in texts] == [56]
+    texts, _ = vector_texts(with_unlabeled, tmp_path, max_texts=100)
+    assert [len(r) for _, r in texts] == [100]
+    texts, _ = vector_texts(with_unlabeled, tmp_path, max_texts=170)
+    assert [len(r) for _, r in texts] == [160, 10]
+    # (a carved test split stays out: test_a_test_split_carved_from_training_text_stays_out)
+
+
+def test_smoke_trains_its_vectors_on_a_few_texts(tiny_imdb, tmp_path):
+    cfg = compose_cfg(["experiment=smoke", *tiny_overrides(tiny_imdb, tmp_path)])
+    assert cfg.word2vec.max_texts == 2000 and cfg.model.embeddings == "word2vec"
