@@ -146,10 +146,13 @@ def test_a_bad_value_is_one_line_on_stderr_and_exit_2(tmp_path, capsys):
 
 def test_smoke_run_shows_its_loss_curve_and_no_warnings_a_user_cannot_act_on(tiny_imdb, tmp_path):
     tiny = [o for o in tiny_overrides(tiny_imdb, tmp_path) if not o.startswith("trainer.log_every_n_steps")]
-    r = run_cli("experiment=smoke", *tiny)
+    r = run_cli("experiment=smoke", *tiny, f"hydra.run.dir={tmp_path}")
     assert r.returncode == 0, r.stderr[-2000:]
     for noise in ("LeafSpec", "multiple `ModelCheckpoint`", "smaller than the logging interval", "Traceback"):
         assert noise not in r.stderr, noise
+    # the word vectors: one line of ours on the console, gensim's own progress in train.log only
+    assert "gensim" not in r.stdout + r.stderr and "word2vec: training" in r.stdout + r.stderr
+    assert "gensim" in (tmp_path / "train.log").read_text()
     events = EventAccumulator(str(tmp_path / "tensorboard"))
     events.Reload()
     assert len(events.Scalars("train/loss")) >= 2  # a curve (experiment=smoke logs every 5 of its steps)
