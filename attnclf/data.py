@@ -383,6 +383,11 @@ class IMDBDataModule(L.LightningDataModule):
 
     def _loader(self, dataset: Reviews, batch_size: int, shuffle: bool) -> DataLoader:
         replicas, rank = self._world()
+        if len(dataset) < replicas:  # (every rank needs a batch of its own; a review counted twice is wrong)
+            raise AttnclfError(
+                f"{'training' if shuffle else 'an evaluation split'} has {len(dataset)} review(s), fewer than the "
+                f"{replicas} ranks (trainer.devices x trainer.num_nodes); use fewer devices or more data"
+            )
         sampler = BucketBatchSampler(
             dataset.lengths, batch_size, shuffle, self.seed, self.bucket_pool, num_replicas=replicas, rank=rank
         )

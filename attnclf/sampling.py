@@ -68,7 +68,13 @@ class BucketBatchSampler(Sampler[list[int]]):
         bs, R = self.batch_size, self.num_replicas
         if not self.shuffle:
             order = np.argsort(self.lengths, kind="stable")
-            return [order[i : i + bs] for i in range(0, len(order), bs)]
+            if R == 1:
+                return [order[i : i + bs] for i in range(0, len(order), bs)]
+            # every rank gets a batch (Lightning refuses a rank without one, and each rank's share is done at
+            # about the same time): as many batches as ranks at least, a multiple of them, of even sizes
+            k = -(-len(order) // bs)  # batches of at most bs
+            k = min(-(-k // R) * R, len(order))  # a multiple of the ranks (no empty batch where rows are fewer)
+            return np.array_split(order, k)
         perm = np.fromiter(self.sampler, dtype=np.int64, count=len(self.sampler))
         batches = []
         for start in range(0, len(perm), bs * self.pool):
@@ -76,7 +82,8 @@ class BucketBatchSampler(Sampler[list[int]]):
             chunk = chunk[np.argsort(self.lengths[chunk], kind="stable")]
             batches += [chunk[i : i + bs] for i in range(0, len(chunk), bs)]
         # every rank runs as many steps (DDP syncs gradients each step): pad by repeating the first batches
-        batches += batches[: -(-len(batches) // R) * R - len(batches)]
+        # (cycling, where there are fewer batches than ranks)
+        batches += [batches[i % len(batches)] for i in range(-(-len(batches) // R) * R - len(batches))]
         # the ranks' batches of one step are neighbours in length order (no rank waits on a much longer
         # batch); the steps are shuffled. One rank: every batch shuffled, as before.
         steps = [batches[i : i + R] for i in range(0, len(batches), R)]
@@ -95,4 +102,6 @@ class BucketBatchSampler(Sampler[list[int]]):
         n = -(-len(self.lengths) // self.batch_size)
         if self.shuffle:
             return -(-n // self.num_replicas)
+        if self.num_replicas > 1:
+            n = len(self._batches())
         return len(range(self.rank, n, self.num_replicas))

@@ -168,6 +168,29 @@ def test_evaluation_shards_each_review_exactly_once():
     ]
 
 
+@pytest.mark.parametrize("n,replicas", [(60, 2), (5, 4), (3, 3), (600, 2), (513, 2), (1000, 3)])
+def test_every_rank_gets_batches_whatever_the_split_size(n, replicas):
+    """Lightning stops a DDP run where a rank's loader is empty: evaluation gives each rank a batch at least
+    (each review once, batches of at most batch_size) and training as many steps on every rank, however few
+    rows there are."""
+    lengths = np.random.default_rng(n).integers(1, 50, size=n)
+    for shuffle in (False, True):
+        shards = [
+            list(BucketBatchSampler(lengths, 256, shuffle, num_replicas=replicas, rank=r)) for r in range(replicas)
+        ]
+        assert all(shards) and all(len(b) <= 256 for s in shards for b in s)
+        assert [len(s) for s in shards] == [
+            len(BucketBatchSampler(lengths, 256, shuffle, num_replicas=replicas, rank=r)) for r in range(replicas)
+        ]
+        seen = sorted(i for s in shards for b in s for i in b)
+        if shuffle:
+            assert set(seen) == set(range(n)) and len({len(s) for s in shards}) == 1
+        else:
+            assert seen == list(range(n))
+    order = np.argsort(lengths, kind="stable").tolist()  # one process: full batches in length order, as before
+    assert list(BucketBatchSampler(lengths, 256, False)) == [order[i : i + 256] for i in range(0, n, 256)]
+
+
 def test_parallel_tokenising_matches_one_pass():
     """Chunks tokenised in 2 processes and merged give the same table and ids as a single pass."""
     rng = np.random.default_rng(0)

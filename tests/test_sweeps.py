@@ -163,9 +163,12 @@ def test_submitit_local_launcher(tiny_imdb, tmp_path):
 def test_ddp_two_processes_on_cpu(tiny_imdb, tmp_path):
     """2-process DDP (gloo) with trainer=ddp's own precision (bf16-mixed): the logged val/acc equals a
     single-process evaluation of the same checkpoint, every validation review is counted once, and the
-    throughput counts both ranks' reviews."""
+    throughput counts both ranks' reviews. Every rank gets a batch of splits smaller than one batch."""
     run = tmp_path / "ddp"
     common = [f"data.path={tiny_imdb}", f"paths.cache_dir={tmp_path / 'cache'}", *tiny_overrides(tiny_imdb, run)[2:]]
+    # no limits, and the default evaluation batch (256): validation (60 reviews) and test (80) are one batch
+    # each, which left rank 1 without one ("DataLoader within local rank has zero length")
+    common.remove("data.eval_batch_size=32")
     r = subprocess.run(
         [
             sys.executable,
