@@ -9,6 +9,7 @@
 # 4. the GRU precision benchmark and the attention benchmark on CUDA;
 # then one table of every run. A failing step prints its last lines and the script goes on to the next;
 # the exit status is the number of failed steps. Logs: $OUT (default outputs/gpu_check).
+# Python: $PYTHON (default: the `python` first on PATH), e.g. PYTHON=.venv/bin/python.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 DATA="${1:?usage: bash scripts/gpu_check.sh /path/to/imdb [/path/to/wheels]}"
@@ -16,6 +17,7 @@ WHEELS="${2:-}"
 OUT="${OUT:-outputs/gpu_check}"
 mkdir -p "$OUT"
 FAILED=0
+PYTHON="${PYTHON:-python}"
 
 step() {  # step NAME COMMAND...: run it with its output in $OUT/NAME.log; on failure show the end and go on
   local name="$1"
@@ -31,7 +33,7 @@ step() {  # step NAME COMMAND...: run it with its output in $OUT/NAME.log; on fa
   fi
 }
 
-python - <<'PY' || exit 1
+"$PYTHON" - <<'PY' || exit 1
 import torch
 if not torch.cuda.is_available():
     raise SystemExit("no CUDA device: this script checks the GPU path (the CPU path is the test suite)")
@@ -42,27 +44,27 @@ PY
 # the repository itself is imported from here (no install needed); the missing packages from the wheel folder
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 if [ -n "$WHEELS" ]; then  # e.g. pip download --no-deps --python-version 3.12 ... -d WHEELS hydra-core omegaconf ...
-  step install python -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/attnclf_site \
+  step install "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --upgrade --target /tmp/attnclf_site \
     "$WHEELS"/*.whl
   export PYTHONPATH="$PYTHONPATH:/tmp/attnclf_site"
 fi
 
-step tests python -m pytest -q -p no:cacheprovider tests/test_cuda.py tests/test_precision.py
+step tests "$PYTHON" -m pytest -q -p no:cacheprovider tests/test_cuda.py tests/test_precision.py
 
 QUIET=(callbacks.rich_progress_bar=null "data.path=$DATA")
 for att in dot additive; do
-  step "epoch_$att" python train.py trainer=gpu attention="$att" trainer.max_epochs=1 "${QUIET[@]}" \
+  step "epoch_$att" "$PYTHON" train.py trainer=gpu attention="$att" trainer.max_epochs=1 "${QUIET[@]}" \
     hydra.run.dir="$OUT/epoch_$att"
 done
-step default python train.py trainer=gpu "${QUIET[@]}" hydra.run.dir="$OUT/default"
-step batch256 python train.py trainer=gpu trainer.max_epochs=1 data.batch_size=256 optimizer.lr=8e-3 \
+step default "$PYTHON" train.py trainer=gpu "${QUIET[@]}" hydra.run.dir="$OUT/default"
+step batch256 "$PYTHON" train.py trainer=gpu trainer.max_epochs=1 data.batch_size=256 optimizer.lr=8e-3 \
   "${QUIET[@]}" hydra.run.dir="$OUT/batch256"
-step bench_precision python scripts/bench_precision.py --device cuda
+step bench_precision "$PYTHON" scripts/bench_precision.py --device cuda
 tail -n 5 "$OUT/bench_precision.log" 2>/dev/null
-step bench_attention python scripts/bench_attention.py --device cuda --out "$OUT"
+step bench_attention "$PYTHON" scripts/bench_attention.py --device cuda --out "$OUT"
 tail -n 25 "$OUT/bench_attention.log" 2>/dev/null
 
-python - "$OUT" <<'PY'
+"$PYTHON" - "$OUT" <<'PY'
 import json, pathlib, sys
 out = pathlib.Path(sys.argv[1])
 print(f"\n{'run':<14}{'attention':>10}{'epochs':>7}{'train tokens/s':>16}{'s/epoch':>9}{'fit s':>8}"
@@ -75,7 +77,7 @@ for name in ("epoch_dot", "epoch_additive", "default", "batch256"):
     m = json.loads(f.read_text())
     print(f"{name:<14}{m['attention']:>10}{m['epochs']:>7}{m['train_tokens_per_sec']:>16,.0f}"
           f"{m['epoch_seconds']:>9.1f}{m['fit_seconds']:>8.0f}{m['eval_reviews_per_sec']:>16,.0f}"
-          f"{m['peak_gpu_mb']:>13,.0f}{m['val/acc']:>9.4f}{m['test/acc']:>9.4f}")
+          f"{m['peak_gpu_mb'] or float('nan'):>13,.0f}{m['val/acc']:>9.4f}{m['test/acc']:>9.4f}")
 PY
 echo "failed steps: $FAILED"
 exit "$FAILED"

@@ -1,6 +1,7 @@
 """The benchmark scripts run (timings are not tested, only that they run and agree with the references)."""
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -163,10 +164,12 @@ def test_bench_train_interleaved_quick(tiny_imdb, tmp_path):
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="on a GPU the script runs for real (minutes)")
 def test_gpu_check_says_why_it_stops_without_a_gpu(tiny_imdb):
+    """With this interpreter given (PYTHON), not whichever `python` is on PATH: here none is."""
+    env = {**os.environ, "PYTHON": sys.executable, "PATH": "/usr/bin:/bin"}
     r = subprocess.run(
-        ["bash", "scripts/gpu_check.sh", str(tiny_imdb)], cwd=ROOT, capture_output=True, text=True, timeout=120
+        ["bash", "scripts/gpu_check.sh", str(tiny_imdb)], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env
     )
-    assert r.returncode != 0 and "no CUDA device" in r.stderr
+    assert r.returncode != 0 and "no CUDA device" in r.stderr, r.stderr[-2000:]
 
 
 def test_bench_lm_runs():
