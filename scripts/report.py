@@ -36,6 +36,8 @@ from pathlib import Path
 
 # config keys that do not make a run a different setting
 NOT_SETTINGS = ("seed", "ckpt_path")
+# config keys that say which data a run learned from: runs of different data are reported apart
+DATA_KEYS = ("data.path", "data.name", "data.train_file")
 
 
 def flatten(config: dict, prefix: str = "") -> list[str]:
@@ -54,7 +56,8 @@ def load_runs(root: Path) -> list[dict]:
 
     runs = []
     for path in sorted(root.rglob("metrics.json")):
-        m = json.loads(path.read_text())
+        # (a value not measured, such as test/acc with test=false, is null in the file: nan here)
+        m = {k: math.nan if v is None else v for k, v in json.loads(path.read_text()).items()}
         overrides = path.parent / ".hydra" / "overrides.yaml"
         config = path.parent / ".hydra" / "config.yaml"
         m["dir"] = path.parent
@@ -64,6 +67,8 @@ def load_runs(root: Path) -> list[dict]:
             m["setting"] = sorted(w for w in words if w.split("=", 1)[0] not in NOT_SETTINGS)
         else:
             m["setting"] = [o for o in m["overrides"] if o.split("=", 1)[0] not in NOT_SETTINGS]
+        data = [w.split("=", 1)[1] for w in m["setting"] if w.split("=", 1)[0] in DATA_KEYS]
+        m["data"] = " ".join(d for d in data if d not in ("null", "None")) or "(the default data)"
         runs.append(m)
     return runs
 
@@ -80,7 +85,8 @@ def curve(run_dir: Path, tag: str = "val/acc") -> list[tuple[int, float, float]]
     ea.Reload()
     if tag not in ea.Tags()["scalars"]:
         return []
-    start = min(ea.Scalars(t)[0].wall_time for t in ea.Tags()["scalars"])
+    start = ea.FirstEventTimestamp()  # (the log's opening, at the fit's start: not the first scalar, which may
+    # be this very validation where a run validates once)
     return [(e.step, e.wall_time - start, e.value) for e in ea.Scalars(tag)]
 
 
@@ -263,6 +269,23 @@ def paired_by_setting(runs: list[dict]) -> list[tuple[dict, dict]]:
     return [(v["dot"], v["additive"]) for _, v in sorted(by_key.items(), key=str) if len(v) == 2]
 
 
+def run_colours(runs: list[dict]) -> dict[str, tuple]:
+    """A colour per run (by its folder): a family per attention (dot blue, additive orange, others grey) and
+    a shade of it per run, so that each seed's curve can be told apart."""
+    from matplotlib import colormaps
+
+    families = {"dot": "Blues", "additive": "Oranges"}
+    by_att = defaultdict(list)
+    for m in runs:
+        by_att[m["attention"]].append(m)
+    colours = {}
+    for att, ms in by_att.items():
+        cmap = colormaps[families.get(att, "Greys")]
+        for i, m in enumerate(sorted(ms, key=lambda m: (m["seed"], str(m["dir"])))):
+            colours[str(m["dir"])] = cmap(0.45 + 0.5 * i / max(len(ms) - 1, 1))
+    return colours
+
+
 def plot(runs: list[dict], out: Path) -> None:
     import matplotlib
 
@@ -270,18 +293,19 @@ def plot(runs: list[dict], out: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
-    colours = {"dot": "tab:blue", "additive": "tab:orange"}
+    shade = run_colours(runs)
     for m in runs:
         c = curve(m["dir"])
         if not c:
             continue
         steps, secs, vals = zip(*c, strict=True)
-        kw = dict(color=colours.get(m["attention"], "grey"), alpha=0.7, marker="o", ms=3)
+        kw = dict(color=shade[str(m["dir"])], alpha=0.85, marker="o", ms=3)
         a.plot(steps, vals, label=f"{m['attention']} s{m['seed']}", **kw)
         b.plot([s / 60 for s in secs], vals, **kw)
     a.set(xlabel="optimizer step", ylabel="val/acc", title="validation accuracy by step")
     b.set(xlabel="minutes", ylabel="val/acc", title="validation accuracy by wall-clock")
-    a.legend(fontsize=7)
+    if a.get_legend_handles_labels()[0]:  # (runs without curves: no legend to draw)
+        a.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)
@@ -300,33 +324,46 @@ def main() -> None:
     if not runs:
         print(f"error: no metrics.json under {args.folder}", file=sys.stderr)
         sys.exit(2)
-    ranking = rank(runs, args.objective)
-    best = ranked(runs, args.objective)[0]
-    print("\n".join(ranking))
-    print(f"\nbest: {args.objective} {best[args.objective]:.4f}  {' '.join(best['overrides']) or '(defaults)'}")
-    plot(runs, args.folder / "val_acc.png")
+    groups = defaultdict(list)  # runs of different data are never pooled or paired
+    for m in runs:
+        groups[m["data"]].append(m)
+    if len(groups) > 1:
+        print(f"{len(runs)} runs of {len(groups)} datasets: reported one dataset at a time ({', '.join(groups)})")
     report = [
         f"# Report: {args.folder}",
         "",
-        f"{len(runs)} runs.",
-        "",
-        "## Dot vs additive",
-        "",
-        *compare(runs, args.target),
-        "",
-        "![validation accuracy](val_acc.png)",
-        "",
-        "## By setting (everything but the seed; mean ± sd over seeds)",
-        "",
-        *by_setting(runs, args.target),
-        "",
-        f"## Runs ranked by {args.objective}",
-        "",
-        *ranking,
+        f"{len(runs)} runs" + (f" of {len(groups)} datasets." if len(groups) > 1 else "."),
         "",
     ]
+    for i, (data, group) in enumerate(sorted(groups.items())):
+        figure = "val_acc.png" if len(groups) == 1 else f"val_acc_{i + 1}.png"
+        h = "##" if len(groups) == 1 else "###"
+        if len(groups) > 1:
+            report += [f"## Data: {data} ({len(group)} runs)", ""]
+            print(f"\n{data}:")
+        ranking = rank(group, args.objective)
+        best = ranked(group, args.objective)[0]
+        print("\n".join(ranking))
+        print(f"\nbest: {args.objective} {best[args.objective]:.4f}  {' '.join(best['overrides']) or '(defaults)'}")
+        plot(group, args.folder / figure)
+        report += [
+            f"{h} Dot vs additive",
+            "",
+            *compare(group, args.target),
+            "",
+            f"![validation accuracy]({figure})",
+            "",
+            f"{h} By setting (everything but the seed; mean ± sd over seeds)",
+            "",
+            *by_setting(group, args.target),
+            "",
+            f"{h} Runs ranked by {args.objective}",
+            "",
+            *ranking,
+            "",
+        ]
     (args.folder / "report.md").write_text("\n".join(report))
-    print(f"written {args.folder / 'report.md'} and val_acc.png")
+    print(f"written {args.folder / 'report.md'} and its figures (val_acc*.png)")
 
 
 if __name__ == "__main__":

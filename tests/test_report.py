@@ -124,3 +124,73 @@ def test_a_setting_is_the_composed_config_not_how_it_was_spelled(tmp_path):
         ["| attention=dot regularizer.name=none", "1"],
     ]
     assert "(4 pairs over 2 setting(s), paired t-test)" in text
+
+
+def load_report_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("report", ROOT / "scripts" / "report.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_runs_of_different_data_are_reported_apart(tmp_path):
+    """IMDb, SST-5 and a CSV under one folder: a section per dataset, each paired within itself; never
+    pooled (which printed p = nan)."""
+    gains = {"imdb": 0.01, "sst5": -0.02, "my.csv": 0.005}
+    for data, gain in gains.items():
+        for seed in (1, 2, 3):
+            for attention, a_gain in (("dot", 0.0), ("additive", gain)):
+                acc = {"imdb": 0.9, "sst5": 0.4, "my.csv": 0.7}[data] + a_gain + seed / 1000 * (attention == "dot")
+                config = {"attention": attention, "seed": seed, "data": {"path": f"/data/{data}", "name": None}}
+                write_run(tmp_path, f"{data}_{attention}_s{seed}", attention, seed, None, None, acc, 1 - acc,
+                          [f"data.path=/data/{data}", f"attention={attention}", f"seed={seed}"], config)  # fmt: skip
+    r = report(tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "18 runs of 3 datasets: reported one dataset at a time" in r.stdout
+    text = (tmp_path / "report.md").read_text()
+    assert "p = nan" not in text
+    sections = text.split("## Data: ")[1:]
+    assert [s.splitlines()[0] for s in sections] == [
+        "/data/imdb (6 runs)",
+        "/data/my.csv (6 runs)",
+        "/data/sst5 (6 runs)",
+    ]
+    for s in sections:
+        assert "(3 pairs over 1 setting(s), paired t-test)" in s
+    assert "dot is 2.20 pt more accurate" in sections[2] and "additive is 0.80 pt more accurate" in sections[0]
+    assert all((tmp_path / f"val_acc_{i}.png").is_file() for i in (1, 2, 3))
+
+
+def test_a_run_without_a_test_reads_as_not_measured(tmp_path):
+    """metrics.json writes a value not measured as null (test=false: test/acc): read as nan, ranked last."""
+    grid(tmp_path)
+    m = json.loads((tmp_path / "0_dot" / "metrics.json").read_text())
+    m["test/acc"] = m["test/loss"] = None
+    (tmp_path / "0_dot" / "metrics.json").write_text(json.dumps(m))
+    r = report(tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "(3 pairs over 3 setting(s), paired t-test)" in (tmp_path / "report.md").read_text()
+
+
+def test_each_run_has_its_own_colour_and_one_validation_its_time(tmp_path):
+    """Seeds of one attention in shades of its colour, each its own; and the wall-clock of a run that
+    validated once is the time since its start, not 0 (its one validation was its first scalar)."""
+    import time
+
+    from torch.utils.tensorboard import SummaryWriter
+
+    module = load_report_module()
+    runs = [{"attention": a, "seed": s, "dir": tmp_path / f"{a}{s}"} for a in ("dot", "additive") for s in (1, 2, 3)]
+    colours = module.run_colours(runs)
+    assert len(set(colours.values())) == 6
+    blue = [colours[str(r["dir"])] for r in runs if r["attention"] == "dot"]
+    assert all(c[2] > c[0] for c in blue)  # (blue shades) and the oranges red-heavy:
+    assert all(colours[str(r["dir"])][0] > colours[str(r["dir"])][2] for r in runs if r["attention"] == "additive")
+
+    writer = SummaryWriter(str(tmp_path / "once" / "tensorboard"))
+    writer.add_scalar("val/acc", 0.8, global_step=390, walltime=time.time() + 90)
+    writer.close()
+    [(step, seconds, value)] = module.curve(tmp_path / "once")
+    assert step == 390 and 85 < seconds < 95 and abs(value - 0.8) < 1e-6
