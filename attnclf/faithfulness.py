@@ -249,6 +249,14 @@ def _probs_under(model: AttentionClassifier, out: torch.Tensor, weights: torch.T
     return torch.softmax(logits.float(), -1).reshape(*lead, *weights.shape[-2:-1], -1)
 
 
+def shuffled_weights(w: torch.Tensor, mask: torch.Tensor, permutations: int, gen: torch.Generator) -> torch.Tensor:
+    """`permutations` random orders of each review's weights w (B, T) among its real tokens (mask (B, T)):
+    (P, B, T); padding keeps its weight, 0."""
+    keys = torch.rand((permutations, *w.shape), generator=gen).to(w.device)  # (P, B, T)
+    keys = keys.masked_fill(~mask, 2.0)  # padding sorts last and stays there
+    return w.unsqueeze(0).expand_as(keys).gather(2, keys.argsort(-1))
+
+
 def permutation(
     model: AttentionClassifier,
     seqs: Sequence[np.ndarray],
@@ -265,9 +273,7 @@ def permutation(
     for group, out, w, mask in _encoded(model, seqs, max(1, batch_tokens // 8)):
         with torch.no_grad():
             p0 = _probs_under(model, out, w.unsqueeze(0))[0]  # (B, C)
-            keys = torch.rand((permutations, *w.shape), generator=gen).to(w.device)  # (P, B, T)
-            keys = keys.masked_fill(~mask, 2.0)  # padding sorts last and stays there
-            shuffled = w.unsqueeze(0).expand_as(keys).gather(2, keys.argsort(-1))  # (P, B, T)
+            shuffled = shuffled_weights(w, mask, permutations, gen)  # (P, B, T)
             p = _probs_under(model, out, shuffled)  # (P, B, C)
             dist = 0.5 * (p - p0).abs().sum(-1)  # (P, B)
             tv[group] = dist.median(0).values.cpu().numpy()

@@ -165,6 +165,8 @@ def test_measures_on_a_real_model_match_one_review_at_a_time(attention):
     seqs = [rng.integers(1, V, size=n).astype(np.int64) for n in (7, 3, 12, 1, 9)]
     attr = F.attributions(model, seqs, batch_tokens=20)  # several groups
     loo = F.leave_one_out(model, seqs, attr.probs, batch_tokens=20, group_tokens=30)
+    even_probs = F.uniform(model, seqs, batch_tokens=20)
+    plain_weights = F.attention_weights(model, seqs, batch_tokens=20)
     for i, s in enumerate(seqs):
         ids = torch.as_tensor(s).unsqueeze(0)
         with torch.no_grad():
@@ -176,6 +178,12 @@ def test_measures_on_a_real_model_match_one_review_at_a_time(attention):
         x = model.embed(ids).detach().requires_grad_(True)
         torch.softmax(model.classify(model.pool(*_out_and_weights(model, x, len(s)))), -1)[0, c].backward()
         np.testing.assert_allclose(attr.gradient[i], (x.grad * x).sum(-1)[0].detach().numpy(), atol=1e-6)
+        # uniform weights and the weights themselves: the real tokens only, whatever the batch's padding
+        with torch.no_grad():
+            out, _ = _out_and_weights(model, model.embed(ids), len(s))
+            even = torch.softmax(model.classify(model.pool(out, torch.full((1, len(s)), 1 / len(s)))), -1)[0]
+        np.testing.assert_allclose(even_probs[i], even.numpy(), atol=1e-6)
+        np.testing.assert_allclose(plain_weights[i], w[0].numpy(), atol=1e-6)
         if len(s) == 1:
             assert np.isnan(loo[i]).all()
             continue
@@ -184,6 +192,23 @@ def test_measures_on_a_real_model_match_one_review_at_a_time(attention):
             with torch.no_grad():
                 q = torch.softmax(model(rest, torch.tensor([len(s) - 1]))[0], -1)[0, c]
             assert loo[i][t] == pytest.approx(float(p[c] - q), abs=1e-5)
+
+
+def test_permuted_weights_stay_on_the_real_tokens():
+    """The permutation measure shuffles each review's weights among its own tokens: padding keeps 0, and each
+    shuffle holds the same weights (a review's TV distance must not depend on the batch's padding)."""
+    lengths = torch.tensor([5, 2, 8, 1])
+    mask = torch.arange(8) < lengths.unsqueeze(1)  # (B, T)
+    w = torch.rand(4, 8).masked_fill(~mask, 0.0)
+    w = w / w.sum(-1, keepdim=True)
+    shuffled = F.shuffled_weights(w, mask, 50, torch.Generator().manual_seed(0))  # (P, B, T)
+    assert shuffled.shape == (50, 4, 8)
+    assert (shuffled.masked_select(~mask.expand_as(shuffled)) == 0).all()
+    for b, n in enumerate(lengths.tolist()):
+        real = torch.sort(w[b, :n]).values
+        assert all(torch.equal(torch.sort(shuffled[p, b, :n]).values, real) for p in range(50))
+        if n > 2:
+            assert len({tuple(shuffled[p, b, :n].tolist()) for p in range(50)}) > 1  # (really shuffled)
 
 
 def _out_and_weights(model, x, n):
