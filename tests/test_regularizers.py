@@ -130,6 +130,31 @@ def test_virtual_adversarial_direction_moves_the_prediction_most():
     assert model.embed.weight.grad is not None and model.fc.weight.grad.abs().sum() > 0
 
 
+@pytest.mark.parametrize("attention", ["dot", "additive"])
+def test_virtual_adversarial_gradient_flows_through_the_moved_prediction_only(attention):
+    """The gradient of the VAT loss is that of KL(p || q(x + r)) with the clean prediction p and the step r
+    both constants, computed here the plain way: none flows into the target, nor through the power
+    iteration that found r (a target that learns is pulled towards the perturbed prediction)."""
+    model = small_model(attention)
+    ids, lengths, _ = batch(seed=4)
+    params = [p for p in model.parameters() if p.requires_grad]
+    torch.manual_seed(5)
+    got = torch.autograd.grad(virtual_adversarial_loss(model, ids, lengths, None, 0.05, 1e-3), params)
+
+    torch.manual_seed(5)  # (the same random start of the power iteration)
+    x = model.embed(ids)
+    mask = real_tokens(x, lengths)
+    size = embedding_norm(x, mask)
+    p = F.log_softmax(model.from_embeddings(x, lengths)[0].float(), -1).detach()  # the target: a constant
+    d = torch.randn_like(x) * mask
+    d = (1e-3 * size * d / d.flatten(1).norm(dim=1).view(-1, 1, 1)).requires_grad_()
+    (g,) = torch.autograd.grad(kl(p, F.log_softmax(model.from_embeddings(x.detach() + d, lengths)[0], -1)), d)
+    r = (0.05 * size * g * mask / (g * mask).flatten(1).norm(dim=1).view(-1, 1, 1)).detach()  # a constant
+    want = torch.autograd.grad(kl(p, F.log_softmax(model.from_embeddings(x + r, lengths)[0], -1)), params)
+    for (name, _), a, b in zip(model.named_parameters(), got, want, strict=True):
+        assert torch.allclose(a, b, atol=1e-6), name
+
+
 def test_unlabeled_batches_come_from_the_unlabeled_split_fixed_by_their_number(with_unlabeled, tmp_path):
     def fresh():
         dm = IMDBDataModule(str(with_unlabeled), vocab_size=200, cache_dir=str(tmp_path), max_length=64, seed=3)
