@@ -67,6 +67,7 @@ def test_bad_values_are_refused_before_any_data_work(override, message, tmp_path
     assert message in str(e.value) and "\n" not in str(e.value), str(e.value)
 
 
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_a_bad_seed_leaves_no_run_folder(tmp_path):
     r = subprocess.run(
         [sys.executable, "train.py", "seed=abc", "data.path=/no/such/data", f"hydra.run.dir={tmp_path / 'run_sabc'}"],
@@ -134,6 +135,7 @@ def test_no_gpu_is_refused_before_any_data_work(tmp_path):
         train(compose_cfg(["trainer=gpu", "data.path=/no/such/data", f"paths.output_dir={tmp_path}"]))
 
 
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_local_ddp_in_a_multirun_is_refused_before_any_data_work(tmp_path):
     r = subprocess.run(
         [

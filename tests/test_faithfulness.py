@@ -241,6 +241,7 @@ def compose_faith(overrides):
         return compose(config_name="faithfulness", overrides=overrides)
 
 
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_faithfulness_command_writes_json_summary_and_tensorboard(tiny_run, tiny_imdb, tmp_path, capsys):
     out = tmp_path / "faith"
     cfg = compose_faith(
@@ -332,6 +333,7 @@ def test_attention_agreement_across_seeds_and_attentions(tiny_run, tiny_run_addi
     assert capsys.readouterr().err.strip() == "error: give two or more runs to compare"
 
 
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_faithfulness_command_line(tiny_run, tmp_path):
     import subprocess
 

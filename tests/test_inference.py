@@ -140,6 +140,7 @@ def test_eval_of_an_ensemble_averages_the_members_probabilities(tiny_run, tiny_r
         run([tiny_run, other], tmp_path / "bad.json")
 
 
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_eval_and_predict_help_list_only_what_they_take(capsys):
     ev = cli("eval.py", "--help")
     assert ev.returncode == 0 and "ckpt" in ev.stdout and "data.split" in ev.stdout
@@ -151,6 +152,7 @@ def test_eval_and_predict_help_list_only_what_they_take(capsys):
     assert e.value.code == 0 and out.startswith("usage: python predict.py") and "column=" in out
 
 
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_predict_command_text_and_files(tiny_run, tmp_path):
     r = cli("predict.py", f"ckpt={best(tiny_run)}", "text=I don't think it's great, (really) 5/10!")
     assert r.returncode == 0, r.stderr[-2000:]
@@ -208,6 +210,7 @@ def error_of(argv, *needles):
     assert "\n" not in message and all(n in message for n in needles), message
 
 
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_bad_checkpoints(tiny_run, tmp_path):
     one_line_error(cli("predict.py", f"ckpt={tmp_path / 'none.ckpt'}", "text=x"), "checkpoint not found")
     torn = tmp_path / "run" / "checkpoints" / "torn.ckpt"
@@ -231,6 +234,7 @@ def test_missing_vocabulary(tiny_run, tmp_path):
     error_of([f"ckpt={lonely}", "text=x"], "vocabulary file missing", "vocab.json")
 
 
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_bad_predict_inputs(tiny_run, tmp_path):
     ckpt = f"ckpt={best(tiny_run)}"
     bad = tmp_path / "bad.txt"

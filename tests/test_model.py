@@ -149,6 +149,7 @@ def test_logits_same_alone_and_in_a_padded_batch(attention, layers):
 
 
 @pytest.mark.parametrize("attention", ["dot", "additive"])
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_model_learns_and_its_attention_finds_the_signal_word(attention):
     """Label = whether token 2 occurs (once, anywhere) among random tokens: a few hundred AdamW steps take the
     loss far below chance, and the attention puts most of its weight on that one token."""

@@ -108,6 +108,7 @@ def test_three_classes_with_their_own_validation_split_and_per_class_metrics(tmp
     assert "val/confusion_matrix" in tags["images"]
 
 
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_five_classes_end_to_end_eval_and_predict_with_names(tmp_path, capsys):
     """A 5-class run with string labels (and the text in a 'sentence' column, found by its usual name):
     eval.py loads its checkpoint, predict.py prints the class names."""

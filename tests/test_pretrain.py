@@ -107,6 +107,7 @@ def test_each_language_model_becomes_its_own_direction_of_the_encoder(lm_run):
     torch.testing.assert_close(out[..., 16:], h_b.flip(1))  # (one review, no padding: reversed = flipped)
 
 
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_a_killed_pretraining_resumes_where_it_stopped(tiny_imdb, tmp_path):
     from test_resume import KILLER
 

@@ -6,6 +6,7 @@ import re
 import subprocess
 import sys
 
+import pytest
 from conftest import ROOT
 
 
@@ -78,6 +79,7 @@ def test_objective_direction_and_unknown_objective(tmp_path):
     ]
 
 
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_a_setting_is_the_composed_config_not_how_it_was_spelled(tmp_path):
     """Seeds 1-2 give regularizer=adversarial on the command line, seed 3 gets it from the experiment: one
     setting. A run whose config differs (regularizer none) is another, though its overrides look like seed 3's."""
@@ -135,6 +137,7 @@ def load_report_module():
     return module
 
 
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_runs_of_different_data_are_reported_apart(tmp_path):
     """IMDb, SST-5 and a CSV under one folder: a section per dataset, each paired within itself; never
     pooled (which printed p = nan)."""
@@ -163,6 +166,7 @@ def test_runs_of_different_data_are_reported_apart(tmp_path):
     assert all((tmp_path / f"val_acc_{i}.png").is_file() for i in (1, 2, 3))
 
 
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_a_run_without_a_test_reads_as_not_measured(tmp_path):
     """metrics.json writes a value not measured as null (test=false: test/acc): read as nan, ranked last."""
     grid(tmp_path)

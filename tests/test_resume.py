@@ -54,6 +54,7 @@ def cli(args, tmp_path, env=None):
         ("32-true", "last, in the same hydra.run.dir", "virtual_adversarial"),
     ],
 )
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_killed_run_resumes_to_the_same_result(tiny_imdb, with_unlabeled, tmp_path, precision, how, regularizer):
     data = tiny_imdb if regularizer == "none" else with_unlabeled
     steps, kill_at, saved_at = (36, 17, 15) if regularizer == "none" else (24, 14, 10)

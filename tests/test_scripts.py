@@ -11,6 +11,7 @@ import torch
 from conftest import ROOT
 
 
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_bench_attention_quick(tmp_path):
     r = subprocess.run(
         [sys.executable, "scripts/bench_attention.py", "--quick", "--out", str(tmp_path)],
@@ -27,6 +28,7 @@ def test_bench_attention_quick(tmp_path):
     assert (tmp_path / "attention_cpu.png").stat().st_size > 0
 
 
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_bench_train_quick(tiny_imdb, tmp_path):
     """Contenders run on tiny data and their ratios are printed (the documents' loop and the product here:
     each contender is a process of its own, ~10 s of imports; the kernel runs in the interleaved test)."""
@@ -53,6 +55,7 @@ def test_bench_train_quick(tiny_imdb, tmp_path):
     assert re.search(r"^ratio product/doc: \d+\.\d\d$", r.stdout, re.M), r.stdout
 
 
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_bench_step_tiny():
     """The step breakdown runs for both attentions and prints every part (additive: its matmul floor too)."""
     args = ["--batch", "4", "--length", "12", "--embed-dim", "8", "--hidden-dim", "8", "--vocab", "50"]
@@ -69,6 +72,7 @@ def test_bench_step_tiny():
     assert re.search(r"^  its key-projection matmuls +- +[\d.]+ \( *\d+%\)$", r.stdout, re.M), r.stdout
 
 
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_bench_precision_tiny():
     """The three precisions run; fp32 is the reference (error 0), the bf16 rows differ from it."""
     args = ["--batch", "4", "--length", "20", "--vocab", "100", "--repeats", "1", "--device", "cpu"]
@@ -84,6 +88,7 @@ def test_bench_precision_tiny():
         assert 0 < float(rows[mode][3]) < 0.1, r.stdout  # bf16 rounding: small, not zero
 
 
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_bench_tokenize(tiny_imdb):
     """The tokenising contenders run and give the same ids as the one-process tokenizer."""
     r = subprocess.run(
@@ -98,6 +103,7 @@ def test_bench_tokenize(tiny_imdb):
         assert re.search(rf"^regex.*{re.escape(contender)}.* s .*identical ids: 240/240$", r.stdout, re.M), r.stdout
 
 
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_compare_attention(tiny_run, tiny_run_additive, tiny_imdb, tmp_path):
     ckpts = [json.loads((run / "metrics.json").read_text())["best_checkpoint"] for run in (tiny_run, tiny_run_additive)]
     r = subprocess.run(
@@ -146,6 +152,7 @@ def test_compare_attention(tiny_run, tiny_run_additive, tiny_imdb, tmp_path):
     assert swapped.returncode != 0 and "trained with attention=additive" in swapped.stderr
 
 
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_bench_train_interleaved_quick(tiny_imdb, tmp_path):
     """--interleaved: the model with both GRU kernels and the kernel, in one process, with ratios to the kernel."""
     r = subprocess.run(
@@ -163,6 +170,7 @@ def test_bench_train_interleaved_quick(tiny_imdb, tmp_path):
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="on a GPU the script runs for real (minutes)")
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_gpu_check_says_why_it_stops_without_a_gpu(tiny_imdb):
     """With this interpreter given (PYTHON), not whichever `python` is on PATH: here none is."""
     env = {**os.environ, "PYTHON": sys.executable, "PATH": "/usr/bin:/bin"}
@@ -172,6 +180,7 @@ def test_gpu_check_says_why_it_stops_without_a_gpu(tiny_imdb):
     assert r.returncode != 0 and "no CUDA device" in r.stderr, r.stderr[-2000:]
 
 
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_bench_lm_runs():
     r = subprocess.run(
         [sys.executable, "scripts/bench_lm.py", "--vocab", "300", "--batch", "4", "--length", "10", "--repeats", "1",

@@ -45,6 +45,7 @@ def metrics(tmp_path):
     return [json.loads(p.read_text()) for p in sorted((tmp_path / "sweep").glob("*/metrics.json"))]
 
 
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_grid_sweep_and_report(tiny_imdb, tmp_path):
     r = sweep(tiny_imdb, tmp_path, "experiment=compare", "seed=1,2")  # the head-to-head, with 2 seeds
     assert r.returncode == 0, r.stderr[-3000:]
@@ -69,6 +70,7 @@ def test_grid_sweep_and_report(tiny_imdb, tmp_path):
     assert (tmp_path / "sweep" / "val_acc.png").stat().st_size > 0
 
 
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_a_failed_job_does_not_stop_the_sweep(tiny_imdb, tmp_path):
     r = sweep(tiny_imdb, tmp_path, "model.hidden_dim=0,16")
     assert r.returncode != 0  # the sweep reports the failure...
@@ -89,6 +91,7 @@ hydra:
 """
 
 
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_optuna_sweep_resumes_and_records_failures(tiny_imdb, tmp_path):
     search = tmp_path / "conf" / "hparams_search"
     search.mkdir(parents=True)
@@ -127,6 +130,7 @@ def test_optuna_sweep_resumes_and_records_failures(tiny_imdb, tmp_path):
     assert trials[3].params not in [t.params for t in trials[:3]]
 
 
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_optuna_sweep_where_every_trial_fails_ends_in_one_line(tiny_imdb, tmp_path):
     search = tmp_path / "conf" / "hparams_search"
     search.mkdir(parents=True)
@@ -152,6 +156,7 @@ def test_optuna_sweep_where_every_trial_fails_ends_in_one_line(tiny_imdb, tmp_pa
     assert [t.state for t in trials] == [optuna.trial.TrialState.FAIL] * 2  # kept: the study goes on next time
 
 
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_submitit_local_launcher(tiny_imdb, tmp_path):
     r = sweep(
         tiny_imdb, tmp_path, "hydra/launcher=submitit_local", "attention=dot,additive", "hydra.launcher.timeout_min=10"
@@ -160,6 +165,7 @@ def test_submitit_local_launcher(tiny_imdb, tmp_path):
     assert sorted(m["attention"] for m in metrics(tmp_path)) == ["additive", "dot"]
 
 
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_ddp_two_processes_on_cpu(tiny_imdb, tmp_path):
     """2-process DDP (gloo) with trainer=ddp's own precision (bf16-mixed): the logged val/acc equals a
     single-process evaluation of the same checkpoint, every validation review is counted once, and the

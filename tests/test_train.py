@@ -111,6 +111,7 @@ def test_fast_dev_run(tiny_imdb, tmp_path):
     assert strict_json(tmp_path / "metrics.json")["steps"] == 1
 
 
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_model_learns_the_tiny_task(tiny_imdb, tmp_path):
     cfg = compose_cfg(
         [
@@ -144,6 +145,7 @@ def test_a_bad_value_is_one_line_on_stderr_and_exit_2(tmp_path, capsys):
     assert err[-1].startswith("error: data.path './no/such/dir' does not exist"), err
 
 
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_smoke_run_shows_its_loss_curve_and_no_warnings_a_user_cannot_act_on(tiny_imdb, tmp_path):
     tiny = [o for o in tiny_overrides(tiny_imdb, tmp_path) if not o.startswith("trainer.log_every_n_steps")]
     r = run_cli("experiment=smoke", *tiny, f"hydra.run.dir={tmp_path}")
@@ -168,6 +170,7 @@ class Perturb(L.Callback):
                 p.add_(torch.randn_like(p))
 
 
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_the_best_checkpoint_is_tested_and_the_run_counts_useful_tokens(tiny_imdb, tmp_path):
     cfg = compose_cfg(
         [
