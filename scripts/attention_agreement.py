@@ -1,6 +1,6 @@
 """How alike are the attention maps of runs that differ only in their seed, and of dot against additive?
 
-    python scripts/attention_agreement.py RUN [RUN ...] --data ../shared/data/imdb [--reviews 1000]
+    python scripts/attention_agreement.py RUN [RUN ...] --data /path/to/imdb [--reviews 1000]
 
 RUN: a run folder (its best checkpoint) or a .ckpt. The runs are grouped by their attention; on the
 same sample of reviews (as faithfulness.py draws it), it prints the mean Jensen-Shannon distance

@@ -1,6 +1,6 @@
 """Start-up cost: tokenising and caching on a first start, a second start from the cache, and train.py's first step.
 
-    python scripts/bench_data.py --data ../shared/data/imdb
+    python scripts/bench_data.py --data /path/to/imdb
 
 Each measurement is a fresh process against a fresh cache folder, imports included:
 1. first start: the DataModule's setup tokenises train and test (what training

@@ -1,7 +1,7 @@
 """Tokenising IMDb four ways: one process, the project's forked workers, `datasets.map`, and HF `tokenizers`.
 
     pip install tokenizers   # only for the last comparison
-    python scripts/bench_tokenize.py --data ../shared/data/imdb [--split train] [--workers 2]
+    python scripts/bench_tokenize.py --data /path/to/imdb [--split train] [--workers 2]
 
 All four turn the same reviews into ids of the same vocabulary (the same rules:
 tags removed, lower case, words with inner apostrophes, '!' and '?'):

@@ -1,6 +1,6 @@
 """Training speed of the product against the documents' loop, a bare loop, and the GRU kernel alone.
 
-    python scripts/bench_train.py --data ../shared/data/imdb [--subset 5000] [--repeats 3] [--threads 2]
+    python scripts/bench_train.py --data /path/to/imdb [--subset 5000] [--repeats 3] [--threads 2]
         [--attention dot] [--max-length 400] [--batch-size 64] [--embed-dim 128] [--hidden-dim 128]
         [--contenders doc bare product kernel [loader]] [-- hydra.override=value ...]
 

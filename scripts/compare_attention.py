@@ -1,6 +1,6 @@
 """The two attentions' weights on the same reviews, one above the other.
 
-    python scripts/compare_attention.py <ckpt_dot> <ckpt_additive> [--data ../shared/data/imdb] [--n 6]
+    python scripts/compare_attention.py <ckpt_dot> <ckpt_additive> [--data /path/to/imdb] [--n 6]
         [--out outputs/compare_attention] [--logdir outputs/compare_attention/tensorboard]
 
 Takes a fixed set of test reviews (the first --n of the test split, in its
