@@ -3,7 +3,7 @@
 import hydra
 from omegaconf import DictConfig
 
-from attnclf.train import main_entry, run, train
+from attnclf.training.train import main_entry, run, train
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")

@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 from omegaconf import OmegaConf
 
+from attnclf.analysis.faithfulness import load_all
+from attnclf.analysis.measures import attention_weights, js_distance
 from attnclf.errors import AttnclfError
-from attnclf.explain import load_all
-from attnclf.faithfulness import attention_weights, js_distance
-from attnclf.jsonfile import write_json
+from attnclf.utils.jsonfile import write_json
 
 
 def parse(argv):

@@ -30,8 +30,8 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from attnclf.attention import AdditiveAttention, DotAttention  # noqa: E402
-from attnclf.model import real_tokens  # noqa: E402
+from attnclf.models.attention import AdditiveAttention, DotAttention  # noqa: E402
+from attnclf.models.classifier import real_tokens  # noqa: E402
 
 
 class PeakRSS:

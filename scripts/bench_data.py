@@ -29,7 +29,7 @@ SETUP = """
 import sys, time
 sys.path.insert(0, {root!r})
 t = time.perf_counter()
-from attnclf.data import IMDBDataModule
+from attnclf.data.datamodule import IMDBDataModule
 imported = time.perf_counter() - t
 dm = IMDBDataModule(path={data!r}, cache_dir={cache!r})
 dm.setup("fit")
@@ -43,7 +43,7 @@ ALL_SPLITS = """
 import sys, time
 sys.path.insert(0, {root!r})
 t = time.perf_counter()
-from attnclf.data import encode_split, load_splits
+from attnclf.data.datamodule import encode_split, load_splits
 ds = load_splits({data!r})
 n = sum(len(encode_split(ds[s], "text", "label", {cache!r}).labels) for s in ds)
 print(f"{{time.perf_counter() - t:.2f}}", f"{{n}} reviews in splits {{', '.join(ds)}}")

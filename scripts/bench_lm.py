@@ -4,7 +4,7 @@ each against the GRUs they sit on (one training step's forward + backward, both 
     python scripts/bench_lm.py [--vocab 30000] [--batch 64] [--length 200] [--repeats 5] [--threads 2]
 
 Prints milliseconds per step for: the two GRUs alone; GRUs + full softmax; GRUs + adaptive softmax
-(attnclf.lm's cutoffs), and the output layers' cost as a multiple of the GRUs'.
+(attnclf.training.lm_module's cutoffs), and the output layers' cost as a multiple of the GRUs'.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import time
 import torch
 from torch import nn
 
-from attnclf.lm import adaptive_cutoffs
+from attnclf.training.lm_module import adaptive_cutoffs
 
 
 def main(argv=None) -> None:

@@ -27,9 +27,9 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from attnclf.encoder import ExactBiGRU  # noqa: E402
-from attnclf.model import AttentionClassifier  # noqa: E402
-from attnclf.module import adamw  # noqa: E402
+from attnclf.models.classifier import AttentionClassifier  # noqa: E402
+from attnclf.models.encoder import ExactBiGRU  # noqa: E402
+from attnclf.training.module import adamw  # noqa: E402
 
 MODES = {"fp32": (False, True), "bf16, GRU fp32": (True, True), "bf16, GRU autocast": (True, False)}
 

@@ -20,8 +20,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from attnclf.module import AttnClassifierModule, adamw  # noqa: E402
-from attnclf.regularizers import REGULARIZERS  # noqa: E402
+from attnclf.training.module import AttnClassifierModule, adamw  # noqa: E402
+from attnclf.training.regularizers import REGULARIZERS  # noqa: E402
 from scripts.bench_step import medians_ms, random_reviews  # noqa: E402
 
 

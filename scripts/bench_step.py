@@ -9,7 +9,7 @@ AdamW; with the model's default GRU kernel, then with `gru_kernel=padded`, the
 two directions one after the other), and alone, forward + backward of the
 embedding with its dropout, the BiGRU encoder, the attention pooling (also
 through autograd's own path instead of the model's fused Functions,
-attnclf/attention.py), the classifier with the loss, and the optimizer step.
+attnclf/models/attention.py), the classifier with the loss, and the optimizer step.
 For additive attention also the three matrix products its key projection needs
 at the least (W_k k_t for every token, forward, and the input and weight
 gradients), alone: the floor under its pooling. Medians of `--repeats`, after a
@@ -31,8 +31,8 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from attnclf.model import AttentionClassifier, real_tokens  # noqa: E402
-from attnclf.module import adamw  # noqa: E402
+from attnclf.models.classifier import AttentionClassifier, real_tokens  # noqa: E402
+from attnclf.training.module import adamw  # noqa: E402
 
 
 def medians_ms(fns: dict, repeats: int) -> dict:

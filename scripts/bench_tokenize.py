@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from attnclf.text import _TAG, _TOKEN, PAD, UNK, Vocab, tokenize  # noqa: E402
+from attnclf.data.text import _TAG, _TOKEN, PAD, UNK, Vocab, tokenize  # noqa: E402
 
 
 def hf_tokenizer(vocab: Vocab):
@@ -49,7 +49,7 @@ def main() -> None:
 
     import datasets
 
-    from attnclf.data import encode_texts
+    from attnclf.data.datamodule import encode_texts
 
     datasets.disable_progress_bars()
     split = datasets.load_dataset(args.data)[args.split]

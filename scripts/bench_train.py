@@ -12,7 +12,7 @@ rotating order, `--repeats` times; the medians are printed:
             loop as written there: nn.GRU fed (T, B, D) padded to the batch's
             longest review, random batches, no lengths, no mask, the first GRU
             output as the query, Adam.
-2. bare:    this project's model (attnclf.model) in a bare loop: the product's
+2. bare:    this project's model (attnclf.models.classifier) in a bare loop: the product's
             batches and optimiser (AdamW, gradient clipping), no Lightning.
 3. product: train(cfg) through Lightning, default callbacks and TensorBoard logging.
 4. kernel:  nn.GRU (bidirectional, same sizes) forward + backward alone on the
@@ -152,8 +152,8 @@ def bare_model(cfg, vocab_size: int, **model_overrides):
     import torch
     import torch.nn.functional as F
 
-    from attnclf.model import AttentionClassifier
-    from attnclf.module import START_KEYS, adamw
+    from attnclf.models.classifier import AttentionClassifier
+    from attnclf.training.module import START_KEYS, adamw
 
     shape = {k: v for k, v in cfg.model.items() if k not in START_KEYS}  # (a random start, as the documents')
     model = AttentionClassifier(vocab_size, attention=cfg.attention, **{**shape, **model_overrides})
@@ -194,8 +194,8 @@ def worker(args) -> dict:
     import torch.nn.functional as F
     from torch import nn
 
-    from attnclf.data import IMDBDataModule, collate
-    from attnclf.memory import keep_freed_memory
+    from attnclf.data.datamodule import IMDBDataModule, collate
+    from attnclf.utils.memory import keep_freed_memory
 
     name = args.worker
     out = Path(args.out)
@@ -204,7 +204,7 @@ def worker(args) -> dict:
     if cfg.keep_freed_memory:  # the same allocator setting for every contender (train(cfg) sets it for the product)
         keep_freed_memory()
     if name == "product":
-        from attnclf.train import train
+        from attnclf.training.train import train
 
         train(cfg)
         m = json.loads((out / "metrics.json").read_text())

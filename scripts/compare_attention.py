@@ -19,14 +19,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from attnclf.callbacks import draw_weights  # noqa: E402
-from attnclf.inference import Classifier, Prediction  # noqa: E402
-from attnclf.predict import shade_words  # noqa: E402
-from attnclf.text import tokenize  # noqa: E402
+from attnclf.data.text import tokenize  # noqa: E402
+from attnclf.inference.classifier import Classifier, Prediction  # noqa: E402
+from attnclf.inference.predict import shade_words  # noqa: E402
+from attnclf.training.callbacks import draw_weights  # noqa: E402
 
 
 def pick_reviews(data: str, n: int, lo: int, hi: int) -> list[str]:
-    from attnclf.data import load_splits
+    from attnclf.data.datamodule import load_splits
 
     test = load_splits(data)["test"]["text"]
     chosen = [t for t in test if lo <= len(tokenize(t)) <= hi][:n]

@@ -102,7 +102,7 @@ def compose_cfg(overrides: list[str]):
 
 def train_tiny(tiny_imdb: Path, out: Path, attention: str) -> Path:
     """A finished short training run on the tiny data: its folder (checkpoints/, vocab.json, metrics.json)."""
-    from attnclf.train import train
+    from attnclf.training.train import train
 
     train(
         compose_cfg(

@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from attnclf.attention import AdditiveAttention, DotAttention, build_attention, masked_softmax
+from attnclf.models.attention import AdditiveAttention, DotAttention, build_attention, masked_softmax
 
 
 def inputs(B=3, Tq=1, Tk=9, D=8, lengths=(9, 4, 1), seed=0):
@@ -132,7 +132,7 @@ def test_pooling_with_keys_as_values_matches_the_plain_path(name, Tq):
 
 
 def test_fused_pooling_gradcheck():
-    from attnclf.attention import _SharedKeysAdditivePool, _SharedKeysPool
+    from attnclf.models.attention import _SharedKeysAdditivePool, _SharedKeysPool
 
     q, k, mask = inputs(Tq=2)
     args = [t.double().requires_grad_() for t in (q, k, torch.randn(3, 2, 1))]

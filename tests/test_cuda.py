@@ -12,9 +12,9 @@ import pytest
 import torch
 from conftest import ROOT, compose_cfg, tiny_overrides
 
-from attnclf.encoder import ExactBiGRU
-from attnclf.model import AttentionClassifier
-from attnclf.module import adamw, unpack
+from attnclf.models.classifier import AttentionClassifier
+from attnclf.models.encoder import ExactBiGRU
+from attnclf.training.module import adamw, unpack
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -27,7 +27,7 @@ def gpu_overrides(tiny_imdb, out):
 
 @pytest.mark.parametrize("attention", ["dot", "additive"])
 def test_bf16_mixed_training_steps_on_cuda(tiny_imdb, tmp_path, attention):
-    from attnclf.train import train
+    from attnclf.training.train import train
 
     cfg = compose_cfg([*gpu_overrides(tiny_imdb, tmp_path), f"attention={attention}", "experiment=smoke"])
     assert cfg.trainer.precision == "bf16-mixed"
@@ -78,7 +78,7 @@ def test_output_dtypes_under_bf16_autocast():
 @pytest.mark.parametrize("attention", ["dot", "additive"])
 def test_no_host_sync_inside_a_training_step(attention):
     """Forward, loss, finiteness check, backward, clipping and the fused AdamW step never wait for the GPU."""
-    from attnclf.module import AttnClassifierModule
+    from attnclf.training.module import AttnClassifierModule
 
     torch.manual_seed(0)
     module = AttnClassifierModule(500, attention=attention, embed_dim=32, hidden_dim=32).cuda()
@@ -113,7 +113,7 @@ def test_no_host_sync_inside_a_training_step(attention):
 
 
 def test_a_checkpoint_trained_on_cuda_evaluates_and_predicts_on_cpu(tiny_imdb, tmp_path):
-    from attnclf.train import train
+    from attnclf.training.train import train
 
     train(compose_cfg([*gpu_overrides(tiny_imdb, tmp_path), "experiment=smoke"]))
     best = json.loads((tmp_path / "metrics.json").read_text())["best_checkpoint"]

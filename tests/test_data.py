@@ -2,10 +2,10 @@ import datasets
 import numpy as np
 import pytest
 
-import attnclf.encoding as encoding
-from attnclf.data import BucketBatchSampler, IMDBDataModule, Reviews, collate, split_train_val
+import attnclf.data.encoding as encoding
+from attnclf.data.datamodule import BucketBatchSampler, IMDBDataModule, Reviews, collate, split_train_val
+from attnclf.data.text import PAD, UNK, UNK_ID, Vocab, tokenize
 from attnclf.errors import AttnclfError
-from attnclf.text import PAD, UNK, UNK_ID, Vocab, tokenize
 
 
 def test_tokenize():
@@ -269,7 +269,7 @@ def test_the_token_cache_key_holds_what_changes_the_tokens(tmp_path, monkeypatch
     values the cache holds)."""
     import datasets
 
-    import attnclf.encoding as enc_module
+    import attnclf.data.encoding as enc_module
 
     split = datasets.Dataset.from_dict({"text": ["a b", "c d"], "title": ["x", "y"], "label": [0, 1], "y": [1, 0]})
     other = datasets.Dataset.from_dict({"text": ["a b", "c e"], "title": ["x", "y"], "label": [0, 1], "y": [1, 0]})

@@ -9,9 +9,9 @@ import pytorch_lightning as L
 import torch
 from conftest import ROOT, compose_cfg, tiny_overrides
 
-from attnclf.checkpoint import load_checkpoint
 from attnclf.errors import AttnclfError
-from attnclf.train import train
+from attnclf.training.checkpoint import load_checkpoint
+from attnclf.training.train import train
 
 
 @pytest.mark.parametrize(
@@ -115,7 +115,7 @@ def test_hub_unreachable_fails_at_once_and_says_how_to_use_a_local_folder(tmp_pa
     and the failed start leaves no run folder behind."""
     from huggingface_hub import constants
 
-    from attnclf.train import run
+    from attnclf.training.train import run
 
     monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")  # (nothing listens on port 9: refused)
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)

@@ -1,4 +1,4 @@
-"""Faithfulness measures (attnclf.faithfulness, faithfulness.py) against models whose truth is known.
+"""Faithfulness measures (attnclf.analysis.measures, faithfulness.py) against models whose truth is known.
 
 Two known-truth models share one design: the encoder is the identity (each position holds its own
 token's embedding), so what the output depends on is set by hand.
@@ -23,11 +23,11 @@ from hydra import compose, initialize_config_dir
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from torch import nn
 
-from attnclf import faithfulness as F
-from attnclf.attention import masked_softmax
+from attnclf.analysis import measures as F
+from attnclf.analysis.faithfulness import check_ks, faithfulness, sample
 from attnclf.errors import AttnclfError
-from attnclf.explain import check_ks, faithfulness, sample
-from attnclf.model import AttentionClassifier
+from attnclf.models.attention import masked_softmax
+from attnclf.models.classifier import AttentionClassifier
 
 SIGNAL = 3
 V, E = 50, 4

@@ -11,8 +11,8 @@ import torch
 from conftest import CONF, ROOT, strict_json
 
 from attnclf.errors import AttnclfError
-from attnclf.inference import Classifier
-from attnclf.predict import predict, read_rows
+from attnclf.inference.classifier import Classifier
+from attnclf.inference.predict import predict, read_rows
 
 
 def best(run):
@@ -72,7 +72,7 @@ def test_eval_command_on_a_run_folder_against_an_independent_computation(tiny_ru
     shutil.copytree(tiny_run, run)
     from hydra import compose, initialize_config_dir
 
-    from attnclf.evaluate import evaluate
+    from attnclf.inference.evaluate import evaluate
 
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
         overrides = [f"ckpt={run}", f"data.path={data}", f"paths.cache_dir={tmp_path}", f"paths.output_dir={tmp_path}"]
@@ -102,9 +102,9 @@ def test_eval_of_an_ensemble_averages_the_members_probabilities(tiny_run, tiny_r
     import numpy as np
     from hydra import compose, initialize_config_dir
 
-    from attnclf.checkpoint import best_checkpoint
-    from attnclf.evaluate import evaluate
-    from attnclf.loading import load_splits
+    from attnclf.data.loading import load_splits
+    from attnclf.inference.evaluate import evaluate
+    from attnclf.training.checkpoint import best_checkpoint
 
     other = tmp_path / "other"  # a member with another vocabulary: two words swapped
     shutil.copytree(tiny_run_additive, other)
@@ -264,7 +264,7 @@ def test_eval_refuses_bad_values_before_reading_anything(tmp_path):
     data is read (the paths given here do not exist)."""
     from hydra import compose, initialize_config_dir
 
-    from attnclf.evaluate import evaluate
+    from attnclf.inference.evaluate import evaluate
 
     cases = [("batch_size=0", "batch_size=0 must be a positive integer"), ("device=npu", "device='npu'")]
     if not torch.cuda.is_available():

@@ -10,7 +10,7 @@ from conftest import ROOT
 PROBE = """
 import ctypes, sys
 sys.path.insert(0, {root!r})
-from attnclf.memory import keep_freed_memory
+from attnclf.utils.memory import keep_freed_memory
 
 class MallInfo2(ctypes.Structure):
     _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd",

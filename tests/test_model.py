@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from attnclf.dropout import Dropout
-from attnclf.encoder import ExactBiGRU, reverse_within_length
-from attnclf.model import AttentionClassifier
+from attnclf.models.classifier import AttentionClassifier
+from attnclf.models.dropout import Dropout
+from attnclf.models.encoder import ExactBiGRU, reverse_within_length
 
 
 def test_reverse_within_length():
@@ -184,7 +184,7 @@ def test_model_learns_and_its_attention_finds_the_signal_word(attention):
 def test_learning_rate_warms_up_linearly_then_decays_by_cosine_to_zero():
     from types import SimpleNamespace
 
-    from attnclf.module import AttnClassifierModule
+    from attnclf.training.module import AttnClassifierModule
 
     module = AttnClassifierModule(50, embed_dim=8, hidden_dim=8, lr=1e-2, warmup_ratio=0.1)
     module._trainer = SimpleNamespace(estimated_stepping_batches=100, precision_plugin=None)
@@ -204,7 +204,7 @@ def test_learning_rate_warms_up_linearly_then_decays_by_cosine_to_zero():
 
 
 def test_weight_decay_only_on_weight_matrices_not_the_embedding_or_biases():
-    from attnclf.module import adamw
+    from attnclf.training.module import adamw
 
     model = AttentionClassifier(50, embed_dim=8, hidden_dim=8, attention="dot")
     opt = adamw(model, 1e-3, 0.05)
@@ -232,7 +232,7 @@ def test_dropout_keeps_1_minus_p_scaled_and_its_gradient_follows_the_mask():
 
 
 def test_an_attention_map_marks_the_highest_weighted_words():
-    from attnclf.callbacks import AttentionMaps
+    from attnclf.training.callbacks import AttentionMaps
 
     maps = AttentionMaps(top_k=2, columns=3)
     words = ["a", "superb", "film", "and", "awful", "end"]

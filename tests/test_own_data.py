@@ -12,9 +12,9 @@ import pytest
 from conftest import CONF, compose_cfg, tiny_overrides
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from attnclf.encoding import encode_split
+from attnclf.data.encoding import encode_split
 from attnclf.errors import AttnclfError
-from attnclf.train import train
+from attnclf.training.train import train
 
 WORDS = [
     ["awful", "dreadful", "terrible"],
@@ -120,8 +120,8 @@ def test_five_classes_end_to_end_eval_and_predict_with_names(tmp_path, capsys):
     assert m["labels"] == sorted(names) and m["test/acc"] > 0.6  # chance: 0.2
     from hydra import compose, initialize_config_dir
 
-    from attnclf.evaluate import evaluate
-    from attnclf.predict import predict
+    from attnclf.inference.evaluate import evaluate
+    from attnclf.inference.predict import predict
 
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
         cfg = compose(
@@ -144,7 +144,7 @@ def test_eval_rebuilds_a_carved_test_split(tmp_path):
     m = fit(data, tmp_path / "run", "logger=none", "seed=7")
     from hydra import compose, initialize_config_dir
 
-    from attnclf.evaluate import evaluate
+    from attnclf.inference.evaluate import evaluate
 
     def evaluated(split, path=data):
         with initialize_config_dir(config_dir=CONF, version_base="1.3"):

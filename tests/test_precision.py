@@ -9,11 +9,11 @@ import pytest
 import torch
 from conftest import compose_cfg, tiny_overrides
 
-from attnclf.data import BucketBatchSampler
-from attnclf.encoder import ExactBiGRU
-from attnclf.model import AttentionClassifier
-from attnclf.module import AttnClassifierModule, adamw
-from attnclf.train import train
+from attnclf.data.datamodule import BucketBatchSampler
+from attnclf.models.classifier import AttentionClassifier
+from attnclf.models.encoder import ExactBiGRU
+from attnclf.training.module import AttnClassifierModule, adamw
+from attnclf.training.train import train
 
 QUIET = ["logger=none", "callbacks.rich_progress_bar=null", "callbacks.attention_maps=null"]
 
@@ -129,8 +129,8 @@ def test_ddp_ranks_get_batches_of_similar_lengths_at_each_step():
 def test_a_moved_batch_keeps_its_lengths_on_the_host():
     """(ids, lengths, labels) -> (ids, host lengths, labels, device lengths): the packed GRU and the
     throughput count read the host copy, never the device one."""
-    from attnclf.data import IMDBDataModule
-    from attnclf.module import unpack
+    from attnclf.data.datamodule import IMDBDataModule
+    from attnclf.training.module import unpack
 
     ids, lengths, y = torch.zeros(2, 3, dtype=torch.long), torch.tensor([3, 1]), torch.tensor([0, 1])
     moved = IMDBDataModule().transfer_batch_to_device((ids, lengths, y), torch.device("cpu"), 0)

@@ -12,14 +12,14 @@ import torch
 from conftest import CONF, ROOT, compose_cfg, strict_json, tiny_overrides
 from hydra import compose, initialize_config_dir
 
-from attnclf.checkpoint import load_checkpoint
+from attnclf.data.text import Vocab
 from attnclf.errors import AttnclfError
-from attnclf.inference import Classifier
-from attnclf.lm import BiGRULanguageModel, adaptive_cutoffs
-from attnclf.model import AttentionClassifier
-from attnclf.pretrain import check_init_from, load_pretrained, pretrain
-from attnclf.text import Vocab
-from attnclf.train import train
+from attnclf.inference.classifier import Classifier
+from attnclf.models.classifier import AttentionClassifier
+from attnclf.training.checkpoint import load_checkpoint
+from attnclf.training.lm_module import BiGRULanguageModel, adaptive_cutoffs
+from attnclf.training.pretrain import check_init_from, load_pretrained, pretrain
+from attnclf.training.train import train
 
 LM = [
     "model.embed_dim=16",

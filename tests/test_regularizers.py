@@ -11,13 +11,13 @@ import torch
 import torch.nn.functional as F
 from conftest import UNLABELED_ONLY, compose_cfg, tiny_overrides
 
-from attnclf.data import IMDBDataModule
+from attnclf.data.datamodule import IMDBDataModule
 from attnclf.errors import AttnclfError
-from attnclf.inference import Classifier
-from attnclf.model import AttentionClassifier
-from attnclf.module import AttnClassifierModule
-from attnclf.regularizers import adversarial_losses, embedding_norm, kl, real_tokens, virtual_adversarial_loss
-from attnclf.train import train
+from attnclf.inference.classifier import Classifier
+from attnclf.models.classifier import AttentionClassifier
+from attnclf.training.module import AttnClassifierModule
+from attnclf.training.regularizers import adversarial_losses, embedding_norm, kl, real_tokens, virtual_adversarial_loss
+from attnclf.training.train import train
 
 
 def batch(seed=0, b=12, t=20, vocab=50):
@@ -215,7 +215,7 @@ def test_training_with_a_regularizer(name, precision, with_unlabeled, tmp_path):
 def test_the_optimiser_follows_cross_entropy_plus_weighted_adversarial_loss(frozen):
     """The gradient of what training_step returns is that of cross-entropy + weight x adversarial loss,
     computed here the plain way (with the frozen embedding too, which the step must still perturb)."""
-    from attnclf.module import AttnClassifierModule
+    from attnclf.training.module import AttnClassifierModule
 
     ids, lengths, y = batch(b=6, vocab=50)
     args = dict(embed_dim=16, hidden_dim=16, dropout=0.0, embed_dropout=0.0, gru_kernel="padded",

@@ -10,8 +10,8 @@ import torch
 from conftest import ROOT, compose_cfg, tiny_overrides
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from attnclf.checkpoint import load_checkpoint
-from attnclf.train import train
+from attnclf.training.checkpoint import load_checkpoint
+from attnclf.training.train import train
 
 KILLER = '''
 import os, signal
@@ -140,9 +140,9 @@ def fake_run(root, name, ckpt, mtime, finished=False, **hparams):
 
 
 def test_last_picks_the_newest_unfinished_run_with_this_commands_settings(tiny_run, tmp_path):
-    from attnclf.checkpoint import find_resume
     from attnclf.errors import AttnclfError
-    from attnclf.train import same_settings
+    from attnclf.training.checkpoint import find_resume
+    from attnclf.training.train import same_settings
 
     ckpt = tiny_run / "checkpoints" / "last.ckpt"  # dot, embed 16, hidden 16, lr 1e-2
     runs = tmp_path / "runs"

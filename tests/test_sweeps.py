@@ -198,8 +198,8 @@ def test_ddp_two_processes_on_cpu(tiny_imdb, tmp_path):
 
     import pytorch_lightning as L
 
-    from attnclf.data import IMDBDataModule
-    from attnclf.module import AttnClassifierModule
+    from attnclf.data.datamodule import IMDBDataModule
+    from attnclf.training.module import AttnClassifierModule
 
     cfg = compose_cfg([*common, f"paths.output_dir={tmp_path / 'single'}"])
     datamodule = IMDBDataModule(**cfg.data, seed=cfg.seed)

@@ -11,9 +11,9 @@ import torch
 from conftest import ROOT, compose_cfg, strict_json, tiny_overrides
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from attnclf.data import IMDBDataModule
-from attnclf.module import AttnClassifierModule
-from attnclf.train import train
+from attnclf.data.datamodule import IMDBDataModule
+from attnclf.training.module import AttnClassifierModule
+from attnclf.training.train import train
 
 TAGS = {"train/loss", "train/acc", "val/loss", "val/acc", "test/acc", "train/samples_per_sec", "train/tokens_per_sec"}
 
@@ -136,7 +136,7 @@ def test_unknown_attention_is_refused_naming_the_choices():
 
 
 def test_a_bad_value_is_one_line_on_stderr_and_exit_2(tmp_path, capsys):
-    from attnclf.train import run
+    from attnclf.training.train import run
 
     with pytest.raises(SystemExit) as e:
         run(train, compose_cfg(["data.path=./no/such/dir", f"paths.output_dir={tmp_path / 'run'}"]))

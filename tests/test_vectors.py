@@ -9,11 +9,11 @@ import pytest
 import torch
 from conftest import TEST_ONLY, UNLABELED_ONLY, compose_cfg, make_reviews, tiny_overrides
 
-from attnclf.data import IMDBDataModule
+from attnclf.data.datamodule import IMDBDataModule
+from attnclf.data.vectors import cached_word2vec, embedding_matrix, read_vectors
 from attnclf.errors import AttnclfError
-from attnclf.inference import Classifier
-from attnclf.train import train
-from attnclf.vectors import cached_word2vec, embedding_matrix, read_vectors
+from attnclf.inference.classifier import Classifier
+from attnclf.training.train import train
 
 CARVED_ONLY = "zzqcarvedword"
 SETTINGS = {"algorithm": "cbow", "window": 3, "min_count": 1, "negative": 3, "epochs": 2, "seed": 0}
@@ -42,7 +42,7 @@ def test_runs_started_together_train_the_vectors_once(with_unlabeled, tmp_path, 
     import threading
     import time
 
-    import attnclf.vectors as vectors
+    import attnclf.data.vectors as vectors
 
     dm = IMDBDataModule(str(with_unlabeled), vocab_size=200, cache_dir=str(tmp_path), max_length=64)
     dm.setup("fit")
@@ -188,7 +188,7 @@ def test_bad_vectors_files(tiny_imdb, tmp_path):
 def test_embedding_matrix_scales_missing_words_like_the_vectors():
     from gensim.models import KeyedVectors
 
-    from attnclf.text import Vocab
+    from attnclf.data.text import Vocab
 
     wv = KeyedVectors(4)
     rng = np.random.default_rng(0)

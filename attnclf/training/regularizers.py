@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from attnclf.model import real_tokens as model_real_tokens
+from attnclf.models.classifier import real_tokens as model_real_tokens
 
 REGULARIZERS = ("none", "adversarial", "virtual_adversarial")
 

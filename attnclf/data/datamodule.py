@@ -1,7 +1,7 @@
 """The DataModule: any text-classification dataset, tokenised once and cached, batched by length.
 
-Loading and labels: attnclf/loading.py; tokenising and the cache: attnclf/encoding.py;
-batch samplers: attnclf/sampling.py. The vocabulary comes from the training rows only
+Loading and labels: attnclf/data/loading.py; tokenising and the cache: attnclf/data/encoding.py;
+batch samplers: attnclf/data/sampling.py. The vocabulary comes from the training rows only
 (never validation or test).
 """
 
@@ -17,9 +17,8 @@ import torch
 from lightning_fabric.utilities.rank_zero import rank_zero_only
 from torch.utils.data import DataLoader, Dataset
 
-from attnclf.encoding import Encoded, encode_split, encode_texts  # noqa: F401  (re-exported)
-from attnclf.errors import AttnclfError
-from attnclf.loading import (  # noqa: F401  (re-exported)
+from attnclf.data.encoding import Encoded, encode_split, encode_texts  # noqa: F401  (re-exported)
+from attnclf.data.loading import (  # noqa: F401  (re-exported)
     VALIDATION_SPLITS,
     check_hub_reachable,
     label_ids,
@@ -27,8 +26,9 @@ from attnclf.loading import (  # noqa: F401  (re-exported)
     prepare_labels,
     resolve_columns,
 )
-from attnclf.sampling import BucketBatchSampler, EpochShuffle  # noqa: F401  (re-exported)
-from attnclf.text import PAD_ID, UNK_ID, Vocab
+from attnclf.data.sampling import BucketBatchSampler, EpochShuffle  # noqa: F401  (re-exported)
+from attnclf.data.text import PAD_ID, UNK_ID, Vocab
+from attnclf.errors import AttnclfError
 
 log = logging.getLogger(__name__)
 

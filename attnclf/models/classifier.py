@@ -11,10 +11,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from attnclf.attention import build_attention
-from attnclf.dropout import Dropout
-from attnclf.encoder import ExactBiGRU
-from attnclf.text import PAD_ID
+from attnclf.data.text import PAD_ID
+from attnclf.models.attention import build_attention
+from attnclf.models.dropout import Dropout
+from attnclf.models.encoder import ExactBiGRU
 
 
 def real_tokens(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -60,7 +60,7 @@ class AttentionClassifier(nn.Module):
         self, x: torch.Tensor, lengths: torch.Tensor, host_lengths: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
         """Embedded reviews x (B, T, E) -> logits (B, C), attention weights (B, T): forward() past the
-        embedding, for the regularisers that perturb the embedded review (attnclf/regularizers.py)."""
+        embedding, for the regularisers that perturb the embedded review (attnclf/training/regularizers.py)."""
         out, final, mask = self.encode(x, lengths, host_lengths)
         context, weights = self.attention(final.unsqueeze(1), out, out, mask)  # (B, 1, 2H), (B, 1, T)
         return self.classify(context.squeeze(1)), weights.squeeze(1)
@@ -70,7 +70,7 @@ class AttentionClassifier(nn.Module):
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Embedded reviews x (B, T, E) -> encoder outputs (B, T, 2H), query (B, 2H), real-token mask (B, T).
 
-        Starts from the embeddings so that attnclf.faithfulness can take gradients with respect to them.
+        Starts from the embeddings so that attnclf.analysis.measures can take gradients with respect to them.
         """
         out, final = self.encoder(self.embed_dropout(x), lengths, host_lengths)  # (B, T, 2H), (B, 2H)
         mask = real_tokens(x, lengths)  # (B, T)
@@ -79,7 +79,7 @@ class AttentionClassifier(nn.Module):
     def pool(self, out: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
         """The attention-weighted sum of the encoder outputs (B, T, 2H) under given weights (B, T) -> (B, 2H).
 
-        forward() gets the same sum from the attention itself; attnclf.faithfulness calls this one with
+        forward() gets the same sum from the attention itself; attnclf.analysis.measures calls this one with
         permuted, uniform or the model's own weights.
         """
         return torch.bmm(weights.unsqueeze(1).to(out.dtype), out).squeeze(1)

@@ -10,7 +10,7 @@ import torch
 from pytorch_lightning.callbacks import RichProgressBar
 from pytorch_lightning.loggers import TensorBoardLogger
 
-from attnclf.text import UNK
+from attnclf.data.text import UNK
 
 
 class Throughput(L.Callback):
@@ -246,10 +246,10 @@ class AttentionMaps(L.Callback):
 
     @staticmethod
     def importance(pl_module, reviews: list[np.ndarray]):
-        """attnclf.faithfulness's attributions (attention weights, probabilities, gradient x input) and
+        """attnclf.analysis.measures's attributions (attention weights, probabilities, gradient x input) and
         leave-one-out of each review, in eval mode (`python faithfulness.py` for the measures over many
         reviews)."""
-        from attnclf import faithfulness as F
+        from attnclf.analysis import measures as F
 
         was_training = pl_module.training
         pl_module.eval()

@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 from filelock import FileLock
 
-from attnclf.encoding import Encoded
+from attnclf.data.encoding import Encoded
+from attnclf.data.text import PAD_ID, TOKENIZER_VERSION, Vocab
 from attnclf.errors import AttnclfError
-from attnclf.text import PAD_ID, TOKENIZER_VERSION, Vocab
 
 log = logging.getLogger(__name__)
 

@@ -11,12 +11,12 @@ import torch.nn.functional as F
 from omegaconf import DictConfig
 from torchmetrics.classification import MulticlassAccuracy, MulticlassConfusionMatrix, MulticlassF1Score
 
-from attnclf.checkpoint import best_checkpoint, run_dir_of
-from attnclf.data import Reviews, carve_splits, encode_split
+from attnclf.data.datamodule import Reviews, carve_splits, encode_split
+from attnclf.data.loading import VALIDATION_SPLITS, label_ids, load_splits, prepare_labels, resolve_columns
 from attnclf.errors import AttnclfError
-from attnclf.inference import Classifier, check_device
-from attnclf.jsonfile import write_json
-from attnclf.loading import VALIDATION_SPLITS, label_ids, load_splits, prepare_labels, resolve_columns
+from attnclf.inference.classifier import Classifier, check_device
+from attnclf.training.checkpoint import best_checkpoint, run_dir_of
+from attnclf.utils.jsonfile import write_json
 
 log = logging.getLogger(__name__)
 

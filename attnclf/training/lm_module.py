@@ -20,11 +20,11 @@ import torch
 from torch import nn
 from torchmetrics import MeanMetric
 
-from attnclf.data import IMDBDataModule, Reviews
-from attnclf.encoder import reverse_within_length
+from attnclf.data.datamodule import IMDBDataModule, Reviews
+from attnclf.data.text import PAD_ID
 from attnclf.errors import AttnclfError
-from attnclf.module import TrainingModule, unpack
-from attnclf.text import PAD_ID
+from attnclf.models.encoder import reverse_within_length
+from attnclf.training.module import TrainingModule, unpack
 
 log = logging.getLogger(__name__)
 

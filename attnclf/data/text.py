@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from attnclf.errors import AttnclfError
-from attnclf.jsonfile import dumps
+from attnclf.utils.jsonfile import dumps
 
 TOKENIZER_VERSION = "regex-v1"  # part of the cache key: change it when the rules change
 PAD, UNK = "<pad>", "<unk>"

@@ -27,8 +27,8 @@ import torch
 from scipy.spatial.distance import jensenshannon
 from scipy.stats import kendalltau, spearmanr
 
-from attnclf.data import collate
-from attnclf.model import AttentionClassifier
+from attnclf.data.datamodule import collate
+from attnclf.models.classifier import AttentionClassifier
 
 RANKINGS = ("attention", "gradient", "loo", "random")
 

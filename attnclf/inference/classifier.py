@@ -10,11 +10,11 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
-from attnclf.checkpoint import best_checkpoint, load_checkpoint, run_dir_of
-from attnclf.data import BucketBatchSampler, Reviews, collate, truncate
+from attnclf.data.datamodule import BucketBatchSampler, Reviews, collate, truncate
+from attnclf.data.text import UNK, Vocab, tokenize
 from attnclf.errors import AttnclfError
-from attnclf.module import AttnClassifierModule
-from attnclf.text import UNK, Vocab, tokenize
+from attnclf.training.checkpoint import best_checkpoint, load_checkpoint, run_dir_of
+from attnclf.training.module import AttnClassifierModule
 
 
 def check_device(device: str) -> None:

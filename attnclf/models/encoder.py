@@ -43,8 +43,8 @@ from torch.autograd.function import once_differentiable
 from torch.func import functional_call
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from attnclf.dropout import Dropout
 from attnclf.errors import AttnclfError
+from attnclf.models.dropout import Dropout
 
 KERNELS = ("auto", "concurrent", "padded", "packed")
 

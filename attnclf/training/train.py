@@ -18,22 +18,22 @@ from hydra.errors import CompactHydraException, InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
-from attnclf.attention import ATTENTION_INITS, ATTENTIONS
-from attnclf.callbacks import Throughput
-from attnclf.checkpoint import (
+from attnclf.data.datamodule import IMDBDataModule
+from attnclf.data.vectors import check_embeddings, initial_embeddings
+from attnclf.errors import AttnclfError
+from attnclf.models.attention import ATTENTION_INITS, ATTENTIONS
+from attnclf.training.callbacks import Throughput
+from attnclf.training.checkpoint import (
     AtomicCheckpointIO,
     find_resume,
     load_checkpoint,
     run_dir_of,
     setting_differences,
 )
-from attnclf.data import IMDBDataModule
-from attnclf.errors import AttnclfError
-from attnclf.jsonfile import write_json
-from attnclf.memory import keep_freed_memory
-from attnclf.module import AttnClassifierModule
-from attnclf.regularizers import REGULARIZERS
-from attnclf.vectors import check_embeddings, initial_embeddings
+from attnclf.training.module import AttnClassifierModule
+from attnclf.training.regularizers import REGULARIZERS
+from attnclf.utils.jsonfile import write_json
+from attnclf.utils.memory import keep_freed_memory
 
 log = logging.getLogger(__name__)
 
@@ -410,7 +410,7 @@ def train(cfg: DictConfig) -> float:
     validate(cfg)
     init_from = None
     if cfg.model.get("init_from"):  # (checked before any data work; read once)
-        from attnclf.pretrain import check_init_from  # (it builds on this module)
+        from attnclf.training.pretrain import check_init_from  # (it builds on this module)
 
         m = cfg.model
         init_from = check_init_from(str(m.init_from), m.embed_dim, m.hidden_dim, m.num_layers, cfg.paths.pretrain_dir)
@@ -445,7 +445,7 @@ def train(cfg: DictConfig) -> float:
         model.model.embed.weight.data.copy_(torch.from_numpy(matrix))
     pretrained = None
     if resume is None and init_from is not None:
-        from attnclf.pretrain import load_pretrained
+        from attnclf.training.pretrain import load_pretrained
 
         pretrained = load_pretrained(model.model, str(cfg.model.init_from), datamodule.vocab, loaded=init_from)
     init_from = None  # (the language models' checkpoint, optimizer state and all: not kept through training)

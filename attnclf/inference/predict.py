@@ -16,10 +16,10 @@ import json
 import sys
 from pathlib import Path
 
-from attnclf.checkpoint import best_checkpoint
 from attnclf.errors import AttnclfError
-from attnclf.inference import Classifier, Prediction
-from attnclf.jsonfile import dumps
+from attnclf.inference.classifier import Classifier, Prediction
+from attnclf.training.checkpoint import best_checkpoint
+from attnclf.utils.jsonfile import dumps
 
 KEYS = {"ckpt", "text", "input", "output", "html", "batch_size", "top_k", "device", "column"}
 INPUTS = (".txt", ".csv", ".jsonl", ".parquet")

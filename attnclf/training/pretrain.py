@@ -1,4 +1,4 @@
-"""`pretrain(cfg)`: the forward and backward language models (attnclf/lm.py), and `load_pretrained`,
+"""`pretrain(cfg)`: the forward and backward language models (attnclf/training/lm_module.py), and `load_pretrained`,
 which starts a classifier from them (`python train.py model.init_from=<checkpoint or run folder>`)."""
 
 from __future__ import annotations
@@ -13,13 +13,12 @@ import pytorch_lightning as L
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from attnclf.checkpoint import best_checkpoint, load_checkpoint, run_dir_of
+from attnclf.data.text import Vocab
 from attnclf.errors import AttnclfError
-from attnclf.jsonfile import write_json
-from attnclf.lm import KIND, LanguageModelModule, LMDataModule
-from attnclf.model import AttentionClassifier
-from attnclf.text import Vocab
-from attnclf.train import (
+from attnclf.models.classifier import AttentionClassifier
+from attnclf.training.checkpoint import best_checkpoint, load_checkpoint, run_dir_of
+from attnclf.training.lm_module import KIND, LanguageModelModule, LMDataModule
+from attnclf.training.train import (
     check_fraction,
     check_positive_int,
     check_positive_number,
@@ -32,6 +31,7 @@ from attnclf.train import (
     resume_point,
     resumed_step_of,
 )
+from attnclf.utils.jsonfile import write_json
 
 log = logging.getLogger(__name__)
 

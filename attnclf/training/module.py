@@ -12,8 +12,8 @@ from torchmetrics import MaxMetric
 from torchmetrics.classification import MulticlassAccuracy, MulticlassConfusionMatrix, MulticlassF1Score
 
 from attnclf.errors import AttnclfError
-from attnclf.model import AttentionClassifier
-from attnclf.regularizers import REGULARIZERS, adversarial_losses, virtual_adversarial_loss
+from attnclf.models.classifier import AttentionClassifier
+from attnclf.training.regularizers import REGULARIZERS, adversarial_losses, virtual_adversarial_loss
 
 log = logging.getLogger(__name__)
 

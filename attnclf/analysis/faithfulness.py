@@ -1,6 +1,6 @@
 """`faithfulness(cfg)`: can a checkpoint's attention maps be read as "the words the model used"?
 
-Runs the measures of attnclf.faithfulness on a fixed seeded sample of a split and writes, into
+Runs the measures of attnclf.analysis.measures on a fixed seeded sample of a split and writes, into
 `<run folder>/faithfulness_<split>/` (or `output`): faithfulness.json, summary.md, summary.png and
 TensorBoard events (scalars, histograms, the summary figure, and four reviews shaded by each measure).
 """
@@ -14,12 +14,12 @@ from pathlib import Path
 import numpy as np
 from omegaconf import DictConfig, ListConfig
 
-from attnclf import faithfulness as F
-from attnclf.checkpoint import best_checkpoint, run_dir_of
+from attnclf.analysis import measures as F
 from attnclf.errors import AttnclfError
-from attnclf.evaluate import split_as_trained
-from attnclf.inference import Classifier
-from attnclf.jsonfile import write_json
+from attnclf.inference.classifier import Classifier
+from attnclf.inference.evaluate import split_as_trained
+from attnclf.training.checkpoint import best_checkpoint, run_dir_of
+from attnclf.utils.jsonfile import write_json
 
 log = logging.getLogger(__name__)
 
@@ -332,7 +332,7 @@ def summary_figure(r: dict, arrays: dict):
 def write_tensorboard(out: Path, r: dict, arrays: dict, fig, clf: Classifier, seqs: list[np.ndarray]) -> None:
     from torch.utils.tensorboard import SummaryWriter
 
-    from attnclf.callbacks import importance_figure
+    from attnclf.training.callbacks import importance_figure
 
     with SummaryWriter(str(out)) as tb:
         a = r["agreement"]

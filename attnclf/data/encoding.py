@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attnclf.text import TOKENIZER_VERSION, UNK_ID, Vocab, tokenize
+from attnclf.data.text import TOKENIZER_VERSION, UNK_ID, Vocab, tokenize
 
 log = logging.getLogger(__name__)
 
