@@ -3,8 +3,8 @@
 import hydra
 from omegaconf import DictConfig
 
+from attnclf.cli import main_entry, run
 from attnclf.inference.evaluate import evaluate
-from attnclf.training.train import main_entry, run
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="eval")

@@ -4,7 +4,7 @@ import hydra
 from omegaconf import DictConfig
 
 from attnclf.analysis.faithfulness import faithfulness
-from attnclf.training.train import main_entry, run
+from attnclf.cli import main_entry, run
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="faithfulness")

@@ -2,8 +2,8 @@
 
 import sys
 
+from attnclf.cli import run
 from attnclf.inference.predict import predict
-from attnclf.training.train import run
 
 if __name__ == "__main__":
     run(predict, sys.argv[1:])

@@ -3,7 +3,8 @@
 import hydra
 from omegaconf import DictConfig
 
-from attnclf.training.train import main_entry, run, train
+from attnclf.cli import main_entry, run
+from attnclf.training.train import train
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")

@@ -15,7 +15,7 @@ import time
 import torch
 from torch import nn
 
-from attnclf.training.lm_module import adaptive_cutoffs
+from attnclf.models.language_model import adaptive_cutoffs
 
 
 def main(argv=None) -> None:

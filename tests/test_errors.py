@@ -115,7 +115,7 @@ def test_hub_unreachable_fails_at_once_and_says_how_to_use_a_local_folder(tmp_pa
     and the failed start leaves no run folder behind."""
     from huggingface_hub import constants
 
-    from attnclf.training.train import run
+    from attnclf.cli import run
 
     monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")  # (nothing listens on port 9: refused)
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)

@@ -16,9 +16,10 @@ from attnclf.data.text import Vocab
 from attnclf.errors import AttnclfError
 from attnclf.inference.classifier import Classifier
 from attnclf.models.classifier import AttentionClassifier
+from attnclf.models.language_model import BiGRULanguageModel, adaptive_cutoffs
 from attnclf.training.checkpoint import load_checkpoint
-from attnclf.training.lm_module import BiGRULanguageModel, adaptive_cutoffs
-from attnclf.training.pretrain import check_init_from, load_pretrained, pretrain
+from attnclf.training.init_from import check_init_from, load_pretrained
+from attnclf.training.pretrain import pretrain
 from attnclf.training.train import train
 
 LM = [

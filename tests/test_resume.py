@@ -142,7 +142,7 @@ def fake_run(root, name, ckpt, mtime, finished=False, **hparams):
 def test_last_picks_the_newest_unfinished_run_with_this_commands_settings(tiny_run, tmp_path):
     from attnclf.errors import AttnclfError
     from attnclf.training.checkpoint import find_resume
-    from attnclf.training.train import same_settings
+    from attnclf.training.resume import same_settings
 
     ckpt = tiny_run / "checkpoints" / "last.ckpt"  # dot, embed 16, hidden 16, lr 1e-2
     runs = tmp_path / "runs"

@@ -136,7 +136,7 @@ def test_unknown_attention_is_refused_naming_the_choices():
 
 
 def test_a_bad_value_is_one_line_on_stderr_and_exit_2(tmp_path, capsys):
-    from attnclf.training.train import run
+    from attnclf.cli import run
 
     with pytest.raises(SystemExit) as e:
         run(train, compose_cfg(["data.path=./no/such/dir", f"paths.output_dir={tmp_path / 'run'}"]))

@@ -1,0 +1,101 @@
+"""Resuming an interrupted run: which checkpoint (`ckpt_path`), whether it fits this command's settings,
+and continuing in its own run folder."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import warnings
+from pathlib import Path
+
+from omegaconf import DictConfig
+
+from attnclf.errors import AttnclfError
+from attnclf.training.checkpoint import find_resume, load_checkpoint, run_dir_of, setting_differences
+from attnclf.training.settings import MODULE_DEFAULTS, config_key, module_settings
+
+log = logging.getLogger(__name__)
+
+
+def resume_point(cfg: DictConfig, matches, mismatch=None) -> Path | None:
+    """The checkpoint `cfg.ckpt_path` names (None: a fresh run); a resumed run continues in its own folder.
+
+    `last` picks a run whose checkpoint's hyperparameters pass `matches`; a run given by name is refused
+    where `mismatch(hyperparameters, run folder)` gives a reason (one line).
+    """
+    if not cfg.get("ckpt_path"):
+        return None
+    here = Path(cfg.paths.output_dir)
+    resume = find_resume(cfg.ckpt_path, Path(cfg.paths.runs_dir), here, matches)
+    if cfg.ckpt_path != "last" and mismatch is not None:
+        why = mismatch(load_checkpoint(resume).get("hyper_parameters", {}), run_dir_of(resume))
+        if why:
+            raise AttnclfError(f"ckpt_path={cfg.ckpt_path!r}: {why}")
+    if run_dir_of(resume).resolve() != here.resolve():  # continue in the interrupted run's folder
+        cfg.paths.output_dir = str(run_dir_of(resume))
+        move_log_to(run_dir_of(resume), here)
+    log.info("resuming %s", resume)
+    # the run's own checkpoints are in its checkpoints/: Lightning's warning that the folder is not empty is no news
+    warnings.filterwarnings("ignore", message=r"Checkpoint directory .* exists and is not empty")
+    return resume
+
+
+def same_settings(hparams: dict, cfg: DictConfig) -> bool:
+    """Whether a checkpoint is a classifier's with this command's settings (what ckpt_path=last takes)."""
+    return "attention" in hparams and not setting_differences(hparams, module_settings(cfg), MODULE_DEFAULTS)
+
+
+def settings_mismatch(hparams: dict, run: Path, cfg: DictConfig) -> str | None:
+    """Why a classifier checkpoint cannot continue under this command's settings (None: it can)."""
+    if "attention" not in hparams:
+        return (
+            f"{run} is not a classifier's run (a language model's from pretrain.py?); a classifier starts from "
+            "one with model.init_from=<run>"
+        )
+    settings = module_settings(cfg)
+    differ = setting_differences(hparams, settings, MODULE_DEFAULTS)
+    if not differ:
+        return None
+    was = ", ".join(f"{config_key(k, cfg)}={saved!r}" for k, saved in differ.items())
+    now = ", ".join(f"{config_key(k, cfg)}={settings[k]!r}" for k in differ)
+    see = f" (its overrides: {run / '.hydra' / 'overrides.yaml'})" if (run / ".hydra").is_dir() else ""
+    return f"that run was trained with {was}, this command gives {now}; resume with the run's own settings{see}"
+
+
+def resumed_step_of(resume: Path | None) -> int | None:
+    """The step a checkpoint resumes at (None: a fresh run)."""
+    return None if resume is None else load_checkpoint(resume)["global_step"]
+
+
+def check_resumed_vocab(resume: Path | None, vocab_size: int) -> None:
+    """A resumed run's data settings must give its checkpoint's vocabulary."""
+    if resume is None:
+        return
+    saved_vocab = load_checkpoint(resume).get("hyper_parameters", {}).get("vocab_size")
+    if saved_vocab != vocab_size:
+        raise AttnclfError(
+            f"ckpt_path: {resume} has a vocabulary of {saved_vocab} words, this command's data settings give "
+            f"{vocab_size}; resume with the run's own data.* settings"
+        )
+
+
+def move_log_to(run: Path, fresh: Path) -> None:
+    """A resumed run logs into its own train.log; the folder Hydra made for this command goes, if that is
+    all it holds (its config and log: the resumed run's own .hydra/ stays as it was)."""
+    root = logging.getLogger()
+    for h in list(root.handlers):
+        if isinstance(h, logging.FileHandler) and Path(h.baseFilename).parent.resolve() == fresh.resolve():
+            root.removeHandler(h)
+            h.close()
+            handler = logging.FileHandler(run / "train.log", mode="a")
+            handler.setFormatter(h.formatter)
+            handler.setLevel(h.level)
+            root.addHandler(handler)
+    remove_if_unused(fresh)
+
+
+def remove_if_unused(folder: Path) -> None:
+    """Remove a run folder that holds nothing but Hydra's config, an empty or only-started log and the
+    vocabulary (a start that failed before training)."""
+    if folder.is_dir() and {p.name for p in folder.iterdir()} <= {".hydra", "train.log", "vocab.json"}:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,137 @@
+"""The process and the Trainer: warnings a user cannot act on, threads, the allocator, the configured
+callbacks and loggers, and the HParams dashboard."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+
+import pytorch_lightning as L
+import torch
+from hydra.errors import InstantiationException
+from hydra.utils import instantiate
+from omegaconf import DictConfig, OmegaConf
+
+from attnclf.errors import AttnclfError
+from attnclf.training.callbacks import Throughput
+from attnclf.training.checkpoint import AtomicCheckpointIO
+from attnclf.utils.memory import keep_freed_memory
+
+# the hyperparameters shown in TensorBoard's HParams dashboard
+HPARAMS = (
+    "attention",
+    "seed",
+    "optimizer.lr",
+    "optimizer.weight_decay",
+    "model.embed_dim",
+    "model.hidden_dim",
+    "model.num_layers",
+    "model.dropout",
+    "model.attention_scale",
+    "model.attention_init",
+    "model.embeddings",
+    "model.freeze_embeddings",
+    "model.init_from",
+    "regularizer.name",
+    "data.max_length",
+    "data.batch_size",
+    "data.vocab_size",
+    "trainer.max_epochs",
+)
+
+
+# Lightning's warnings that a user of this tool cannot act on (its own internals, or settings that
+# train() makes on purpose); the ones that matter stay.
+QUIET = (
+    r".*isinstance\(treespec, LeafSpec\)",  # Lightning's pytree use under torch >= 2.9
+    r".*torch.distributed.nn.functional.all_gather is deprecated",  # Lightning's all_gather
+    r"Precision bf16-mixed is not supported by the model summary",  # (it counts parameters in fp32)
+    r".*does not have many workers",  # the loaders bucket in-process on purpose (data.num_workers)
+    r".*is called with Trainer configured with multiple `ModelCheckpoint`",  # the first one is the best's
+    # a mid-epoch resume: the DataModule's own state_dict skips the batches done (tests/test_resume.py)
+    r".*your dataloader is not resumable",
+)
+
+
+def quiet_known_warnings() -> None:
+    for pattern in QUIET:
+        warnings.filterwarnings("ignore", message=pattern)
+
+
+def hparams_of(cfg: DictConfig) -> dict:
+    return {key: OmegaConf.select(cfg, key) for key in HPARAMS}
+
+
+def instantiate_group(group: DictConfig | None) -> list:
+    """Instantiate every `_target_` entry of a config group (callbacks, logger); null entries are off."""
+    return [instantiate(c) for c in (group or {}).values() if c is not None and "_target_" in c]
+
+
+def instantiate_loggers(group: DictConfig | None, resumed_step: int | None) -> list:
+    """The loggers; on resume (at `resumed_step`), TensorBoard drops what the interrupted run logged after
+    its checkpoint."""
+    loggers = []
+    for c in (group or {}).values():
+        if c is None or "_target_" not in c:
+            continue
+        extra = {}
+        if resumed_step is not None and c._target_.endswith("TensorBoardLogger"):
+            extra["purge_step"] = resumed_step
+        loggers.append(instantiate(c, **extra))
+    return loggers
+
+
+def write_hparams(trainer: L.Trainer, hparams: dict, metrics: dict) -> None:
+    """Fill the HParams dashboard: hyperparameters with their final metrics (tags logged as scalars)."""
+    from torch.utils.tensorboard.summary import hparams as hparams_summary
+
+    for lg in trainer.loggers:
+        if isinstance(lg, L.loggers.TensorBoardLogger):
+            clean = {k: (v if isinstance(v, (int, float, str, bool)) else str(v)) for k, v in hparams.items()}
+            writer = lg.experiment._get_file_writer()
+            for summary in hparams_summary(clean, metrics):
+                writer.add_summary(summary)
+            lg.experiment.flush()
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far (MB); nan where the platform does not say."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return float("nan")
+    kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return kb / 1024 if sys.platform != "darwin" else kb / 2**20  # (macOS reports bytes)
+
+
+def peak_gpu_mb(trainer: L.Trainer) -> float:
+    """Peak GPU memory allocated by tensors on this rank's device (MB); nan off a GPU."""
+    device = trainer.strategy.root_device
+    return torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else float("nan")
+
+
+def prepare_process(cfg: DictConfig) -> None:
+    """Process-wide settings of an entry point: warnings, threads, the allocator."""
+    quiet_known_warnings()
+    if cfg.get("num_threads"):
+        torch.set_num_threads(cfg.num_threads)
+    if cfg.get("keep_freed_memory"):
+        keep_freed_memory()
+
+
+def make_trainer(cfg: DictConfig, resumed_step: int | None) -> tuple[L.Trainer, Throughput]:
+    """The Trainer with the configured callbacks (a Throughput among them, always) and loggers. Built
+    before any data work, so that a value it refuses costs no loading."""
+    callbacks = instantiate_group(cfg.get("callbacks"))
+    throughput = next((c for c in callbacks if isinstance(c, Throughput)), None) or Throughput()
+    if throughput not in callbacks:
+        callbacks.append(throughput)
+    loggers = instantiate_loggers(cfg.get("logger"), resumed_step)
+    if not loggers:  # logger=none: the learning-rate monitor has nowhere to write (Lightning refuses it)
+        callbacks = [c for c in callbacks if not isinstance(c, L.callbacks.LearningRateMonitor)]
+    try:
+        trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=loggers, plugins=[AtomicCheckpointIO()])
+    except InstantiationException as e:  # a value the Trainer refuses (precision, accelerator, devices, ...)
+        why = str(e.__cause__ or e).strip().splitlines()[-1]
+        raise AttnclfError(f"trainer: {why}") from e
+    return trainer, throughput
