@@ -3,8 +3,8 @@
 import hydra
 from omegaconf import DictConfig
 
-from attnclf.analysis.faithfulness import faithfulness
 from attnclf.cli import main_entry, run
+from attnclf.inference.faithfulness import faithfulness
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="faithfulness")

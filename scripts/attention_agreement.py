@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 from omegaconf import OmegaConf
 
-from attnclf.analysis.faithfulness import load_all
 from attnclf.analysis.measures import attention_weights, js_distance
 from attnclf.errors import AttnclfError
+from attnclf.inference.faithfulness import load_all
 from attnclf.utils.jsonfile import write_json
 
 

@@ -20,7 +20,6 @@ import argparse
 import csv
 import math
 import statistics
-import sys
 import threading
 import time
 from pathlib import Path
@@ -28,10 +27,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from attnclf.models.attention import AdditiveAttention, DotAttention  # noqa: E402
-from attnclf.models.classifier import real_tokens  # noqa: E402
+from attnclf.models.attention import AdditiveAttention, DotAttention
+from attnclf.models.classifier import real_tokens
 
 
 class PeakRSS:

@@ -26,8 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 SETUP = """
-import sys, time
-sys.path.insert(0, {root!r})
+import time
 t = time.perf_counter()
 from attnclf.data.datamodule import IMDBDataModule
 imported = time.perf_counter() - t
@@ -40,8 +39,7 @@ print(f"{{total:.2f}}", f"imports {{imported:.2f}} s + data {{total - imported:.
 """
 
 ALL_SPLITS = """
-import sys, time
-sys.path.insert(0, {root!r})
+import time
 t = time.perf_counter()
 from attnclf.data.datamodule import encode_split, load_splits
 ds = load_splits({data!r})

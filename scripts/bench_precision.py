@@ -18,18 +18,14 @@ from __future__ import annotations
 import argparse
 import copy
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from attnclf.models.classifier import AttentionClassifier  # noqa: E402
-from attnclf.models.encoder import ExactBiGRU  # noqa: E402
-from attnclf.training.module import adamw  # noqa: E402
+from attnclf.models.classifier import AttentionClassifier
+from attnclf.models.encoder import ExactBiGRU
+from attnclf.training.module import adamw
 
 MODES = {"fp32": (False, True), "bf16, GRU fp32": (True, True), "bf16, GRU autocast": (True, False)}
 

@@ -13,16 +13,12 @@ epoch costs more (evaluation aside). Timings, not a test.
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from attnclf.training.module import AttnClassifierModule, adamw  # noqa: E402
-from attnclf.training.regularizers import REGULARIZERS  # noqa: E402
-from scripts.bench_step import medians_ms, random_reviews  # noqa: E402
+from attnclf.training.module import AttnClassifierModule, adamw
+from attnclf.training.regularizers import REGULARIZERS
+from scripts.bench_step import medians_ms, random_reviews
 
 
 class Module(AttnClassifierModule):

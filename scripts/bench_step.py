@@ -22,17 +22,13 @@ from __future__ import annotations
 import argparse
 import copy
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from attnclf.models.classifier import AttentionClassifier, real_tokens  # noqa: E402
-from attnclf.training.module import adamw  # noqa: E402
+from attnclf.models.classifier import AttentionClassifier, real_tokens
+from attnclf.training.module import adamw
 
 
 def medians_ms(fns: dict, repeats: int) -> dict:

@@ -19,23 +19,19 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 from collections import Counter
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from attnclf.data.text import _TAG, _TOKEN, PAD, UNK, Vocab, tokenize  # noqa: E402
+from attnclf.data.text import PAD, TAG, TOKEN, UNK, Vocab, tokenize
 
 
 def hf_tokenizer(vocab: Vocab):
     from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers
 
     tok = Tokenizer(models.WordLevel(vocab.stoi, unk_token=UNK))
-    tok.normalizer = normalizers.Sequence([normalizers.Replace(Regex(_TAG.pattern), " "), normalizers.Lowercase()])
+    tok.normalizer = normalizers.Sequence([normalizers.Replace(Regex(TAG.pattern), " "), normalizers.Lowercase()])
     # keep what the pattern matches, drop the rest
-    tok.pre_tokenizer = pre_tokenizers.Split(Regex(_TOKEN.pattern), behavior="removed", invert=True)
+    tok.pre_tokenizer = pre_tokenizers.Split(Regex(TOKEN.pattern), behavior="removed", invert=True)
     return tok
 
 

@@ -49,7 +49,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 CONTENDERS = ("doc", "bare", "product", "kernel")
 EXTRA = ("loader",)  # on request: the product's batches alone, no model (the cost of loading data)

@@ -14,15 +14,12 @@ from __future__ import annotations
 
 import argparse
 import html
-import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from attnclf.data.text import tokenize  # noqa: E402
-from attnclf.inference.classifier import Classifier, Prediction  # noqa: E402
-from attnclf.inference.predict import shade_words  # noqa: E402
-from attnclf.training.callbacks import draw_weights  # noqa: E402
+from attnclf.data.text import tokenize
+from attnclf.inference import Classifier
+from attnclf.presentation.figures import attention_pair_figure
+from attnclf.presentation.html import page, shade_words
 
 
 def pick_reviews(data: str, n: int, lo: int, hi: int) -> list[str]:
@@ -31,23 +28,6 @@ def pick_reviews(data: str, n: int, lo: int, hi: int) -> list[str]:
     test = load_splits(data)["test"]["text"]
     chosen = [t for t in test if lo <= len(tokenize(t)) <= hi][:n]
     return chosen or list(test[:n])
-
-
-def figure(preds: list[tuple[str, Prediction]], columns: int = 12):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
-    rows = -(-len(preds[0][1].tokens) // columns)
-    fig, axes = plt.subplots(len(preds), 1, figsize=(columns * 0.95, len(preds) * (0.42 * rows + 0.9)))
-    for ax, (name, p) in zip(np.atleast_1d(axes), preds, strict=True):
-        draw_weights(ax, p.tokens, p.weights, columns)
-        ax.set_yticks([])
-        ax.set_title(f"{name}: predicted {p.label_name} (p={p.prob:.2f})", fontsize=9)
-    fig.tight_layout()
-    return fig
 
 
 def main() -> None:
@@ -80,19 +60,18 @@ def main() -> None:
 
     args.out.mkdir(parents=True, exist_ok=True)
     writer = SummaryWriter(str(args.logdir or args.out / "tensorboard"))
-    page = [
-        "<!doctype html><meta charset='utf-8'><title>dot vs additive attention</title>",
-        "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto} p{line-height:1.8}</style>",
-    ]
+    body = []
     for i in range(len(texts)):
         pair = [(name, preds[name][i]) for name in ("dot", "additive")]
-        fig = figure(pair)
+        fig = attention_pair_figure(
+            [(f"{n}: predicted {q.label_name} (p={q.prob:.2f})", q.tokens, q.weights) for n, q in pair]
+        )
         fig.savefig(args.out / f"review_{i}.png", dpi=110)
         writer.add_figure(f"compare/review_{i}", fig, close=True)
-        page.append(f"<h3>review {i}</h3>")
-        page += [f"<p><b>{n}</b> ({html.escape(q.label_name)}, {q.prob:.2f}): {shade_words(q)}</p>" for n, q in pair]
+        body.append(f"<h3>review {i}</h3>")
+        body += [f"<p><b>{n}</b> ({html.escape(q.label_name)}, {q.prob:.2f}): {shade_words(q)}</p>" for n, q in pair]
     writer.close()
-    (args.out / "compare.html").write_text("\n".join(page) + "\n", encoding="utf-8")
+    (args.out / "compare.html").write_text(page("dot vs additive attention", body), encoding="utf-8")
     print(f"{len(texts)} reviews: {args.out}/review_*.png, {args.out}/compare.html, TensorBoard compare/review_*")
 
 

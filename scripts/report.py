@@ -269,46 +269,12 @@ def paired_by_setting(runs: list[dict]) -> list[tuple[dict, dict]]:
     return [(v["dot"], v["additive"]) for _, v in sorted(by_key.items(), key=str) if len(v) == 2]
 
 
-def run_colours(runs: list[dict]) -> dict[str, tuple]:
-    """A colour per run (by its folder): a family per attention (dot blue, additive orange, others grey) and
-    a shade of it per run, so that each seed's curve can be told apart."""
-    from matplotlib import colormaps
-
-    families = {"dot": "Blues", "additive": "Oranges"}
-    by_att = defaultdict(list)
-    for m in runs:
-        by_att[m["attention"]].append(m)
-    colours = {}
-    for att, ms in by_att.items():
-        cmap = colormaps[families.get(att, "Greys")]
-        for i, m in enumerate(sorted(ms, key=lambda m: (m["seed"], str(m["dir"])))):
-            colours[str(m["dir"])] = cmap(0.45 + 0.5 * i / max(len(ms) - 1, 1))
-    return colours
-
-
 def plot(runs: list[dict], out: Path) -> None:
-    import matplotlib
+    from attnclf.presentation.figures import pyplot, validation_curves
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
-    shade = run_colours(runs)
-    for m in runs:
-        c = curve(m["dir"])
-        if not c:
-            continue
-        steps, secs, vals = zip(*c, strict=True)
-        kw = dict(color=shade[str(m["dir"])], alpha=0.85, marker="o", ms=3)
-        a.plot(steps, vals, label=f"{m['attention']} s{m['seed']}", **kw)
-        b.plot([s / 60 for s in secs], vals, **kw)
-    a.set(xlabel="optimizer step", ylabel="val/acc", title="validation accuracy by step")
-    b.set(xlabel="minutes", ylabel="val/acc", title="validation accuracy by wall-clock")
-    if a.get_legend_handles_labels()[0]:  # (runs without curves: no legend to draw)
-        a.legend(fontsize=7)
-    fig.tight_layout()
+    fig = validation_curves(runs, {str(m["dir"]): curve(m["dir"]) for m in runs})
     fig.savefig(out, dpi=110)
-    plt.close(fig)
+    pyplot().close(fig)
 
 
 def main() -> None:

@@ -275,3 +275,19 @@ def test_eval_refuses_bad_values_before_reading_anything(tmp_path):
         with pytest.raises(AttnclfError) as e:
             evaluate(cfg)
         assert message in str(e.value) and "\n" not in str(e.value), str(e.value)
+
+
+def test_the_html_page_shades_the_users_own_text_with_a_legend(tiny_run, tmp_path):
+    """predict.py html=: the review as written (case, punctuation, markup-free spacing) with the words the
+    model read shaded by their weights, the words truncation left out in grey, and a legend."""
+    from attnclf.presentation.html import predictions_page
+
+    clf = Classifier.from_checkpoint(tiny_run)
+    text = "Great film, REALLY moving!<br />Not dull."
+    page = predictions_page(clf.predict([text, "awful " * 1500]))
+    assert ">Great</span>" in page and ">REALLY</span>" in page and "film</span>, <span" in page
+    assert "moving</span><span" in page and "!</span><br><span" in page  # (<br />: a line break, not markup)
+    assert "class='legend'" in page and "not read" in page  # (the long review was cut to 1000 tokens)
+    assert page.count("class='cut'") == 1500 - 1000 + 1  # (+1: the legend's own grey sample)
+    shaded = [q.weights for q in clf.predict([text])][0]
+    assert page.count("title='attention ") == len(shaded) + 1000

@@ -232,13 +232,13 @@ def test_dropout_keeps_1_minus_p_scaled_and_its_gradient_follows_the_mask():
 
 
 def test_an_attention_map_marks_the_highest_weighted_words():
-    from attnclf.training.callbacks import AttentionMaps
+    from attnclf.presentation.figures import attention_heatmap
+    from attnclf.presentation.markdown import top_words_marked
 
-    maps = AttentionMaps(top_k=2, columns=3)
     words = ["a", "superb", "film", "and", "awful", "end"]
     weights = np.array([0.05, 0.5, 0.1, 0.05, 0.25, 0.05])
-    assert maps.marked_text(words, weights) == "a **superb**(0.50) film and **awful**(0.25) end"
-    fig = maps.heatmap(words, weights, "title")
+    assert top_words_marked(words, weights, 2) == "a **superb**(0.50) film and **awful**(0.25) end"
+    fig = attention_heatmap(words, weights, "title", columns=3)
     grid = fig.axes[0].images[0].get_array()
     assert grid.shape == (2, 3) and np.allclose(np.asarray(grid).ravel(), weights)  # reading order, 3 a row
     assert [t.get_text() for t in fig.axes[0].texts] == words

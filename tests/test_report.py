@@ -185,9 +185,11 @@ def test_each_run_has_its_own_colour_and_one_validation_its_time(tmp_path):
 
     from torch.utils.tensorboard import SummaryWriter
 
+    from attnclf.presentation.figures import run_colours
+
     module = load_report_module()
     runs = [{"attention": a, "seed": s, "dir": tmp_path / f"{a}{s}"} for a in ("dot", "additive") for s in (1, 2, 3)]
-    colours = module.run_colours(runs)
+    colours = run_colours(runs)
     assert len(set(colours.values())) == 6
     blue = [colours[str(r["dir"])] for r in runs if r["attention"] == "dot"]
     assert all(c[2] > c[0] for c in blue)  # (blue shades) and the oranges red-heavy:

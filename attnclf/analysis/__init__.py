@@ -1,2 +1,3 @@
-"""Whether the attention explains the decision: the faithfulness measures (pure functions) and the
-faithfulness.py command that runs them on a checkpoint."""
+"""The faithfulness measures: whether the attention explains the decision, as pure functions of a model and
+reviews (gradient x input, leave-one-out, erasure, permutation, uniform weights). The faithfulness.py
+command that runs them on a checkpoint: attnclf/inference/faithfulness.py."""

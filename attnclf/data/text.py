@@ -22,12 +22,22 @@ TOKENIZER_VERSION = "regex-v1"  # part of the cache key: change it when the rule
 PAD, UNK = "<pad>", "<unk>"
 PAD_ID, UNK_ID = 0, 1
 
-_TAG = re.compile(r"<[^>]{0,20}>")
-_TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)*|[!?]")
+TAG = re.compile(r"<[^>]{0,20}>")  # markup such as IMDb's <br />, removed
+TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)*|[!?]")  # words (inner apostrophes kept), numbers, ! and ?
 
 
 def tokenize(text: str) -> list[str]:
-    return _TOKEN.findall(_TAG.sub(" ", text.lower()))
+    return TOKEN.findall(TAG.sub(" ", text.lower()))
+
+
+def token_spans(text: str) -> list[tuple[int, int]] | None:
+    """Where each of tokenize(text)'s tokens stands in `text` itself, as (start, end) character offsets, so
+    that the text can be shown as written (case, punctuation, spacing) with its tokens marked. None where
+    lower-casing changes a character's length (a few non-Latin letters), so offsets cannot be trusted."""
+    if len(text.lower()) != len(text):
+        return None
+    blanked = TAG.sub(lambda m: " " * len(m.group()), text.lower())  # (same length: offsets are the text's)
+    return [m.span() for m in TOKEN.finditer(blanked)]
 
 
 class Vocab:

@@ -1,5 +1,6 @@
 """Using a trained classifier: `Classifier.from_checkpoint(path).predict(texts)`, evaluation on a split
-(eval.py) and prediction from the command line (predict.py)."""
+(eval.py), prediction from the command line (predict.py) and the faithfulness measures on a checkpoint
+(faithfulness.py)."""
 
 from attnclf.inference.classifier import Classifier, Prediction
 

@@ -37,6 +37,8 @@ class Prediction:
     probs: list[float]
     tokens: list[str]  # the words the model read (after truncation), in order
     weights: list[float]  # attention weight of each of those words
+    text: str = ""  # the review as given
+    positions: list[int] = field(default_factory=list)  # each read word's place among tokenize(text)'s tokens
 
     def top_words(self, k: int = 5) -> list[tuple[str, float]]:
         order = np.argsort(-np.asarray(self.weights), kind="stable")[:k]
@@ -99,10 +101,9 @@ class Classifier:
 
     def predict(self, texts: Sequence[str], batch_size: int = 64) -> list[Prediction]:
         # the words the model reads: tokenised and truncated as in training (an empty review reads as one <unk>)
-        words = [tokenize(t or "") for t in texts]
-        words = [
-            [w[i] for i in truncate(np.arange(len(w)), self.max_length, self.truncation)] if w else [UNK] for w in words
-        ]
+        every = [tokenize(t or "") for t in texts]
+        kept = [truncate(np.arange(len(w)), self.max_length, self.truncation).tolist() if w else [] for w in every]
+        words = [[w[i] for i in k] or [UNK] for w, k in zip(every, kept, strict=True)]
         ids, offsets = [], [0]
         for w in words:
             ids.extend(self.vocab.encode_tokens(w))
@@ -122,6 +123,7 @@ class Classifier:
                 label = int(p.argmax())
                 toks = words[row]
                 out[row] = Prediction(
-                    label, self.labels[label], float(p[label]), p.tolist(), toks, w[: len(toks)].tolist()
-                )
+                    label, self.labels[label], float(p[label]), p.tolist(), toks, w[: len(toks)].tolist(),
+                    texts[row] or "", kept[row],
+                )  # fmt: skip
         return out

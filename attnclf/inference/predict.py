@@ -10,7 +10,6 @@ they are not parsed as Hydra overrides).
 from __future__ import annotations
 
 import csv
-import html
 import io
 import json
 import sys
@@ -18,6 +17,7 @@ from pathlib import Path
 
 from attnclf.errors import AttnclfError
 from attnclf.inference.classifier import Classifier, Prediction
+from attnclf.presentation.html import predictions_page
 from attnclf.training.checkpoint import best_checkpoint
 from attnclf.utils.jsonfile import dumps
 
@@ -149,26 +149,6 @@ def write_output(path: Path, rows: list[dict], preds: list[Prediction], top_k: i
             f.writelines(dumps(r, ensure_ascii=False, default=str) + "\n" for r in out)
 
 
-def shade_words(p: Prediction) -> str:
-    """The review's words as HTML, each shaded by its attention weight (darker = more weight)."""
-    peak = max(p.weights) or 1.0
-    return " ".join(
-        f"<span title='{w:.4f}' style='background:rgba(220,40,40,{w / peak:.3f})'>{html.escape(t)}</span>"
-        for t, w in zip(p.tokens, p.weights, strict=True)
-    )
-
-
-def render_html(preds: list[Prediction]) -> str:
-    parts = [
-        "<!doctype html><meta charset='utf-8'><title>attention</title>",
-        "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto} "
-        "p{line-height:1.8} span{padding:1px 2px;border-radius:3px}</style>",
-    ]
-    for i, p in enumerate(preds):
-        parts.append(f"<h3>#{i + 1}: {html.escape(p.label_name)} ({p.prob:.3f})</h3><p>{shade_words(p)}</p>")
-    return "\n".join(parts) + "\n"
-
-
 def predict(argv: list[str]) -> list[Prediction]:
     args = parse_args(argv)
     if "text" in args:
@@ -189,5 +169,5 @@ def predict(argv: list[str]) -> list[Prediction]:
     if "output" in args:
         write_output(Path(args["output"]), rows, preds, args["top_k"])
     if "html" in args:
-        Path(args["html"]).write_text(render_html(preds), encoding="utf-8")
+        Path(args["html"]).write_text(predictions_page(preds), encoding="utf-8")
     return preds

@@ -10,7 +10,7 @@ import torch
 from pytorch_lightning.callbacks import RichProgressBar
 from pytorch_lightning.loggers import TensorBoardLogger
 
-from attnclf.data.text import UNK
+from attnclf.presentation.tensorboard import log_attention_review, log_confusion
 
 
 class Throughput(L.Callback):
@@ -169,27 +169,7 @@ class ConfusionMatrixImage(L.Callback):
         confusion = pl_module.confusion.get("val")
         if tb is None or trainer.sanity_checking or not trainer.is_global_zero or confusion is None:
             return
-        fig = self.figure(confusion.numpy(), pl_module._class_names())
-        tb.experiment.add_figure("val/confusion_matrix", fig, trainer.global_step, close=True)
-
-    @staticmethod
-    def figure(confusion: np.ndarray, names: list[str]):
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        n = len(names)
-        fig, ax = plt.subplots(figsize=(1.2 + 0.7 * n, 1.0 + 0.6 * n))
-        ax.imshow(confusion, cmap="Blues")
-        for (i, j), v in np.ndenumerate(confusion):
-            ax.text(j, i, str(int(v)), ha="center", va="center", fontsize=8,
-                    color="white" if v > confusion.max() / 2 else "black")  # fmt: skip
-        ax.set_xticks(range(n), names, rotation=45, ha="right", fontsize=8)
-        ax.set_yticks(range(n), names, fontsize=8)
-        ax.set(xlabel="predicted", ylabel="true")
-        fig.tight_layout()
-        return fig
+        log_confusion(tb.experiment, confusion.numpy(), pl_module._class_names(), trainer.global_step)
 
 
 class AttentionMaps(L.Callback):
@@ -227,104 +207,30 @@ class AttentionMaps(L.Callback):
         labels = [dm.val_set[i][1] for i in picked]
         names = dm.vocab.meta.get("labels") or [str(c) for c in range(pl_module.hparams.num_classes)]
         attr, loo = self.importance(pl_module, reviews)
-        step = trainer.global_step
         for i, ids in enumerate(reviews):
-            words, weights, probs = dm.vocab.decode(ids), attr.weights[i], attr.probs[i]
+            probs = attr.probs[i]
             pred = int(probs.argmax())
             title = (
                 f"{pl_module.hparams.attention} attention | true: {names[labels[i]]} | "
                 f"predicted: {names[pred]} (p={probs[pred]:.2f})"
             )
-            fig = self.heatmap(words, weights, title)
-            tb.experiment.add_figure(f"attention/review_{i}", fig, step, close=True)
-            tb.experiment.add_text(f"attention/review_{i}", f"**{title}**\n\n" + self.marked_text(words, weights), step)
-            rows = {"attention": weights, "gradient x input": attr.gradient[i], "leave-one-out": loo[i]}
-            title = f"{pl_module.hparams.attention} attention: importance of each word for the predicted class"
-            tb.experiment.add_figure(
-                f"attention/importance_{i}", importance_figure(words, rows, title), step, close=True
-            )
+            rows = {"attention": attr.weights[i], "gradient x input": attr.gradient[i], "leave-one-out": loo[i]}
+            log_attention_review(tb.experiment, i, dm.vocab.decode(ids), title, rows, trainer.global_step,
+                                 self.top_k, self.columns)  # fmt: skip
 
     @staticmethod
     def importance(pl_module, reviews: list[np.ndarray]):
         """attnclf.analysis.measures's attributions (attention weights, probabilities, gradient x input) and
         leave-one-out of each review, in eval mode (`python faithfulness.py` for the measures over many
         reviews)."""
-        from attnclf.analysis import measures as F
+        from attnclf.analysis import measures
 
         was_training = pl_module.training
         pl_module.eval()
         try:
             # (validation runs in inference mode, which gradients cannot leave)
             with torch.inference_mode(False), torch.enable_grad():
-                attr = F.attributions(pl_module.model, reviews)
-                return attr, F.leave_one_out(pl_module.model, reviews, attr.probs)
+                attr = measures.attributions(pl_module.model, reviews)
+                return attr, measures.leave_one_out(pl_module.model, reviews, attr.probs)
         finally:
             pl_module.train(was_training)
-
-    def marked_text(self, words: list[str], weights: np.ndarray) -> str:
-        top = set(np.argsort(-weights)[: self.top_k].tolist())
-        return " ".join(f"**{w}**({weights[j]:.2f})" if j in top else w for j, w in enumerate(words))
-
-    def heatmap(self, words: list[str], weights: np.ndarray, title: str):
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        cols = self.columns
-        rows = -(-len(words) // cols)
-        fig, ax = plt.subplots(figsize=(cols * 0.95, 0.42 * rows + 0.9))
-        im = draw_weights(ax, words, weights, cols)
-        ax.set_yticks(range(rows), [str(r * cols) for r in range(rows)], fontsize=7)
-        ax.set_ylabel("token index")
-        ax.set_title(title, fontsize=9)
-        fig.colorbar(im, ax=ax, fraction=0.03, pad=0.01, label="attention weight")
-        fig.tight_layout()
-        return fig
-
-
-def draw_weights(ax, words: list[str], weights, columns: int, signed: bool = False):
-    """The words in reading order on a grid `columns` wide, each cell coloured by its weight
-    (`signed`: a diverging scale centred on 0)."""
-    weights = np.asarray(weights, dtype=float)
-    rows = -(-len(words) // columns)
-    grid = np.full(rows * columns, np.nan)
-    grid[: len(words)] = weights[: len(words)]
-    top = float(np.abs(weights).max()) or 1.0
-    cmap, vmin = ("RdBu_r", -top) if signed else ("Reds", 0)
-    im = ax.imshow(grid.reshape(rows, columns), cmap=cmap, aspect="auto", vmin=vmin, vmax=top)
-    for j, w in enumerate(words):
-        ax.text(
-            j % columns,
-            j // columns,
-            w[:12],
-            ha="center",
-            va="center",
-            fontsize=7,
-            color="grey" if w == UNK else "black",
-        )
-    ax.set_xticks([])
-    return im
-
-
-def importance_figure(words: list[str], rows: dict[str, np.ndarray], title: str, columns: int = 12):
-    """A review's words shaded by several importance measures, one grid above the other: attention
-    (>= 0) in reds, signed measures (gradient x input, leave-one-out) in red for the predicted class
-    and blue against it, centred on 0."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    grid_rows = -(-len(words) // columns)
-    fig, axes = plt.subplots(len(rows), 1, figsize=(columns * 0.95, len(rows) * (0.42 * grid_rows + 0.6) + 0.5))
-    for ax, (name, scores) in zip(np.atleast_1d(axes), rows.items(), strict=True):
-        scores = np.nan_to_num(np.asarray(scores, dtype=float))
-        signed = bool((scores < 0).any())
-        im = draw_weights(ax, words, scores, columns, signed=signed)
-        ax.set_yticks([])
-        ax.set_title(name, fontsize=8, loc="left")
-        fig.colorbar(im, ax=ax, fraction=0.03, pad=0.01)
-    fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    return fig

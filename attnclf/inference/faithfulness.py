@@ -14,10 +14,13 @@ from pathlib import Path
 import numpy as np
 from omegaconf import DictConfig, ListConfig
 
-from attnclf.analysis import measures as F
+from attnclf.analysis import measures
 from attnclf.errors import AttnclfError
 from attnclf.inference.classifier import Classifier
 from attnclf.inference.evaluate import split_as_trained
+from attnclf.presentation.figures import faithfulness_figure
+from attnclf.presentation.markdown import faithfulness_markdown
+from attnclf.presentation.tensorboard import write_faithfulness
 from attnclf.training.checkpoint import best_checkpoint, run_dir_of
 from attnclf.utils.jsonfile import write_json
 
@@ -79,25 +82,25 @@ def measure(
         log.info("%s: %.1f s", name, seconds[name])
         return out
 
-    attr = timed("gradient", F.attributions, model, seqs, bt)
-    loo = timed("leave_one_out", F.leave_one_out, model, seqs, attr.probs, bt)
+    attr = timed("gradient", measures.attributions, model, seqs, bt)
+    loo = timed("leave_one_out", measures.leave_one_out, model, seqs, attr.probs, bt)
     rng = np.random.default_rng(cfg.seed)
     orders = {
-        "attention": [F.ranking(w) for w in attr.weights],
-        "gradient": [F.ranking(g) for g in attr.gradient],
-        "loo": [F.ranking(np.nan_to_num(x, nan=0.0)) for x in loo],
+        "attention": [measures.ranking(w) for w in attr.weights],
+        "gradient": [measures.ranking(g) for g in attr.gradient],
+        "loo": [measures.ranking(np.nan_to_num(x, nan=0.0)) for x in loo],
         "random": [rng.permutation(len(s)) for s in seqs],
     }
-    erasure = timed("erasure", F.erasure, model, seqs, attr.probs, orders, ks, bt)
-    flip = timed("tokens_to_flip", F.tokens_to_flip, model, seqs, attr.probs, orders["attention"], bt)
-    flip_random = timed("tokens_to_flip_random", F.tokens_to_flip, model, seqs, attr.probs, orders["random"], bt)
-    tv, entropy = timed("permutation", F.permutation, model, seqs, int(cfg.permutations), int(cfg.seed), bt)
-    uni = timed("uniform", F.uniform, model, seqs, bt)
+    erasure = timed("erasure", measures.erasure, model, seqs, attr.probs, orders, ks, bt)
+    flip = timed("tokens_to_flip", measures.tokens_to_flip, model, seqs, attr.probs, orders["attention"], bt)
+    flip_random = timed("tokens_to_flip_random", measures.tokens_to_flip, model, seqs, attr.probs, orders["random"], bt)
+    tv, entropy = timed("permutation", measures.permutation, model, seqs, int(cfg.permutations), int(cfg.seed), bt)
+    uni = timed("uniform", measures.uniform, model, seqs, bt)
 
     pred = attr.pred
     lengths = np.array([len(s) for s in seqs])
-    tau = {"gradient": F.kendall(attr.weights, attr.gradient), "loo": F.kendall(attr.weights, loo)}
-    tau_ref = F.kendall(attr.gradient, loo)  # two non-attention measures against each other: the yardstick
+    tau = {"gradient": measures.kendall(attr.weights, attr.gradient), "loo": measures.kendall(attr.weights, loo)}
+    tau_ref = measures.kendall(attr.gradient, loo)  # two non-attention measures against each other: the yardstick
     flip_frac = share_removed(flip, lengths)
     edges = np.quantile(entropy, np.linspace(0, 1, 5))
     bins = np.clip(np.searchsorted(edges, entropy, side="right") - 1, 0, 3)
@@ -107,9 +110,9 @@ def measure(
             "kendall_tau": {name: summarize(t) for name, t in tau.items()},
             "kendall_tau_gradient_vs_loo": summarize(tau_ref),
             "top1_same": {
-                "gradient": F.top1_agreement(attr.weights, attr.gradient),
-                "loo": F.top1_agreement(attr.weights, loo),
-                "gradient_vs_loo": F.top1_agreement(attr.gradient, loo),
+                "gradient": measures.top1_agreement(attr.weights, attr.gradient),
+                "loo": measures.top1_agreement(attr.weights, loo),
+                "gradient_vs_loo": measures.top1_agreement(attr.gradient, loo),
             },
         },
         "erasure": erasure,
@@ -122,7 +125,7 @@ def measure(
             "median_tv": float(np.median(tv)),
             "mean_tv": float(np.mean(tv)),
             "share_tv_below_0.05": float(np.mean(tv < 0.05)),
-            "spearman_entropy_tv": F.spearman(entropy, tv),
+            "spearman_entropy_tv": measures.spearman(entropy, tv),
             "by_entropy_quartile": [
                 {
                     "entropy_from": float(edges[b]),
@@ -208,153 +211,30 @@ def faithfulness(cfg: DictConfig) -> dict:
         "eligible_share": float(np.mean(dataset.lengths <= cfg.max_tokens)),
         "mean_tokens": float(np.mean([len(s) for s in seqs])),
         "seed": int(cfg.seed),
-        "ks": [F.k_name(k) for k in ks],
+        "ks": [measures.k_name(k) for k in ks],
         **result,
         "total_seconds": round(time.perf_counter() - t0, 1),
     }
     out = Path(cfg.output) if cfg.get("output") else run_dir_of(ckpt) / f"faithfulness_{cfg.data.split}"
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "faithfulness.json", result)
-    fig = summary_figure(result, arrays)
+    fig = faithfulness_figure(result, arrays)
     fig.savefig(out / "summary.png", dpi=110)
-    summary = markdown(result)
+    summary = faithfulness_markdown(result)
     (out / "summary.md").write_text(summary)
-    write_tensorboard(out, result, arrays, fig, clf, seqs)
+    attr, loo = arrays["attr"], arrays["loo"]
+    shown = [
+        (
+            clf.vocab.decode(seqs[i]),
+            f"{result['attention']} attention | predicted: {clf.labels[attr.pred[i]]} (p={attr.probs[i].max():.2f})",
+            {"attention": attr.weights[i], "gradient x input": attr.gradient[i], "leave-one-out": loo[i]},
+        )
+        for i in range(min(4, len(seqs)))
+    ]
+    write_faithfulness(out, result, arrays, fig, shown)
     print(summary)
     print(f"written to {out}")
     return result
-
-
-def markdown(r: dict) -> str:
-    a, e, p, u = r["agreement"], r["erasure"], r["permutation"], r["uniform"]
-    tau = a["kendall_tau"]
-    lines = [
-        f"# Faithfulness of {r['attention']} attention",
-        "",
-        f"`{r['checkpoint']}` on {r['reviews']} reviews of `{r['data']}` {r['split']} (seed {r['seed']}; reviews of "
-        f"at most {r['max_tokens']} tokens, {r['eligible_share']:.0%} of the split; mean {r['mean_tokens']:.0f} "
-        f"tokens). Accuracy on them {r['accuracy']:.2%}. {r['total_seconds']:.0f} s.",
-        "",
-        "## Agreement with other importance measures (Kendall tau per review)",
-        "",
-        "| attention vs | tau mean ± sd | median | top-1 token the same |",
-        "|---|---|---|---|",
-        f"| gradient x input | {tau['gradient']['mean']:.3f} ± {tau['gradient']['sd']:.3f} | "
-        f"{tau['gradient']['median']:.3f} | {a['top1_same']['gradient']:.1%} |",
-        f"| leave-one-out | {tau['loo']['mean']:.3f} ± {tau['loo']['sd']:.3f} | {tau['loo']['median']:.3f} | "
-        f"{a['top1_same']['loo']:.1%} |",
-        f"| (gradient vs leave-one-out) | {a['kendall_tau_gradient_vs_loo']['mean']:.3f} ± "
-        f"{a['kendall_tau_gradient_vs_loo']['sd']:.3f} | {a['kendall_tau_gradient_vs_loo']['median']:.3f} | "
-        f"{a['top1_same']['gradient_vs_loo']:.1%} |",
-        "",
-        "## Erasure: decisions flipped (mean drop in p(predicted)) after removing the top-k tokens",
-        "",
-        "| ranking | " + " | ".join(r["ks"]) + " |",
-        "|---|" + "---|" * len(r["ks"]),
-    ]
-    for name, by_k in e.items():
-        cells = [f"{by_k[k]['flipped']:.1%} ({by_k[k]['prob_drop']:+.3f})" for k in r["ks"]]
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    lines += [
-        "",
-        "## Tokens removed, in order, until the decision flips",
-        "",
-        "| order | median tokens | quartiles | median share of the review | never flips |",
-        "|---|---|---|---|---|",
-    ]
-    for name, f in r["tokens_to_flip"].items():
-        q = f["quartiles_tokens"]
-        lines.append(
-            f"| {name} | {f['median_tokens']:g} | {q[0]:g} – {q[1]:g} | {f['median_fraction']:.1%} | {f['never']:.1%} |"
-        )
-    lines += [
-        "",
-        f"## Permuted weights ({p['permutations']} shuffles a review)",
-        "",
-        f"Median total-variation change of the output: {p['median_tv']:.4f} (mean {p['mean_tv']:.4f}); "
-        f"{p['share_tv_below_0.05']:.1%} of reviews move less than 0.05. Spearman (entropy, change): "
-        f"{p['spearman_entropy_tv']:.3f}.",
-        "",
-        "| attention entropy (nats) | median change | reviews |",
-        "|---|---|---|",
-        *[
-            f"| {b['entropy_from']:.2f} – {b['entropy_to']:.2f} | {b['median_tv']:.4f} | {b['reviews']} |"
-            for b in p["by_entropy_quartile"]
-        ],
-        "",
-        "## Uniform weights",
-        "",
-        f"Accuracy {u['accuracy']:.2%} ({u['accuracy_change']:+.2%} against the model's own weights); "
-        f"{u['decisions_changed']:.1%} of decisions change; median output change {u['median_tv']:.4f}.",
-        "",
-    ]
-    return "\n".join(lines)
-
-
-def summary_figure(r: dict, arrays: dict):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(2, 2, figsize=(11, 7.5))
-    bins = np.linspace(-1, 1, 41)
-    for name, t in arrays["tau"].items():
-        ax[0, 0].hist(t[np.isfinite(t)], bins=bins, alpha=0.6, label=f"vs {name}")
-    ax[0, 0].set(title="Kendall tau of attention, per review", xlabel="tau", ylabel="reviews")
-    ax[0, 0].legend(fontsize=8)
-    ks = r["ks"]
-    width = 0.8 / len(r["erasure"])
-    for j, (name, by_k) in enumerate(r["erasure"].items()):
-        ax[0, 1].bar(np.arange(len(ks)) + j * width, [by_k[k]["flipped"] for k in ks], width, label=name)
-    ax[0, 1].set_xticks(np.arange(len(ks)) + 0.4 - width / 2, ks)
-    ax[0, 1].set(title="decisions flipped after removing the top-k tokens", ylabel="share of reviews")
-    ax[0, 1].legend(fontsize=8)
-    frac = arrays["flip_frac"]
-    ax[1, 0].hist(np.where(np.isfinite(frac), frac, 1.05), bins=np.linspace(0, 1.1, 23))
-    ax[1, 0].set(
-        title="share of the review removed (by attention) before the decision flips (>1: never)",
-        xlabel="share of tokens",
-        ylabel="reviews",
-    )
-    ax[1, 0].title.set_fontsize(9)
-    ax[1, 1].scatter(arrays["entropy"], arrays["tv"], s=4, alpha=0.5)
-    ax[1, 1].set(
-        title="permuted weights: output change against attention entropy",
-        xlabel="entropy (nats)",
-        ylabel="median total variation",
-    )
-    fig.suptitle(f"{r['attention']} attention: {r['reviews']} {r['split']} reviews", fontsize=11)
-    fig.tight_layout()
-    return fig
-
-
-def write_tensorboard(out: Path, r: dict, arrays: dict, fig, clf: Classifier, seqs: list[np.ndarray]) -> None:
-    from torch.utils.tensorboard import SummaryWriter
-
-    from attnclf.training.callbacks import importance_figure
-
-    with SummaryWriter(str(out)) as tb:
-        a = r["agreement"]
-        for name, t in a["kendall_tau"].items():
-            tb.add_scalar(f"faithfulness/kendall_tau_{name}", t["mean"], 0)
-            tb.add_histogram(f"faithfulness/kendall_tau_{name}", np.nan_to_num(arrays["tau"][name]), 0)
-        for name, v in a["top1_same"].items():
-            tb.add_scalar(f"faithfulness/top1_same_{name}", v, 0)
-        for name, by_k in r["erasure"].items():
-            for k, v in by_k.items():
-                tb.add_scalar(f"faithfulness/erasure_flipped/{name}_{k}", v["flipped"], 0)
-        tb.add_scalar("faithfulness/tokens_to_flip_median", r["tokens_to_flip"]["attention"]["median_tokens"], 0)
-        tb.add_scalar("faithfulness/permutation_median_tv", r["permutation"]["median_tv"], 0)
-        tb.add_histogram("faithfulness/permutation_tv", arrays["tv"], 0)
-        tb.add_scalar("faithfulness/uniform_accuracy_change", r["uniform"]["accuracy_change"], 0)
-        tb.add_figure("faithfulness/summary", fig, 0, close=False)
-        attr, loo = arrays["attr"], arrays["loo"]
-        for i in range(min(4, len(seqs))):
-            words = clf.vocab.decode(seqs[i])
-            title = f"{r['attention']} attention | predicted: {clf.labels[attr.pred[i]]} (p={attr.probs[i].max():.2f})"
-            rows = {"attention": attr.weights[i], "gradient x input": attr.gradient[i], "leave-one-out": loo[i]}
-            tb.add_figure(f"faithfulness/review_{i}", importance_figure(words, rows, title), 0, close=True)
 
 
 def load_all(runs: list[str], data: DictConfig, reviews: int, max_tokens: int, seed: int):

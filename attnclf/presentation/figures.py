@@ -1,0 +1,195 @@
+"""Matplotlib figures: attention over a review's words, importance measures side by side, the confusion
+matrix, the faithfulness summary and validation curves. Each function takes plain arrays and returns a
+figure; the caller saves it or hands it to TensorBoard (attnclf/presentation/tensorboard.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attnclf.data.text import UNK
+
+UNMEASURED_FLIP = 1.05  # where a review never flipped, in the "share removed" histogram (past 1)
+
+
+def pyplot():
+    """matplotlib.pyplot on the Agg backend (files and TensorBoard images; no window)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def readable_on(rgba) -> str:
+    """Black or white, whichever reads better on a cell of colour `rgba` (by its luminance)."""
+    r, g, b = rgba[:3]
+    return "white" if 0.299 * r + 0.587 * g + 0.114 * b < 0.5 else "black"
+
+
+def draw_weights(ax, words: list[str], weights, columns: int, signed: bool = False):
+    """The words in reading order on a grid `columns` wide, each cell coloured by its weight (`signed`: a
+    diverging scale centred on 0); each word in black or white, whichever reads on its cell."""
+    weights = np.asarray(weights, dtype=float)
+    rows = -(-len(words) // columns)
+    grid = np.full(rows * columns, np.nan)
+    grid[: len(words)] = weights[: len(words)]
+    top = float(np.abs(weights).max()) if len(weights) else 0.0
+    top = top or 1.0
+    cmap, vmin = ("RdBu_r", -top) if signed else ("Reds", 0)
+    im = ax.imshow(grid.reshape(rows, columns), cmap=cmap, aspect="auto", vmin=vmin, vmax=top)
+    for j, w in enumerate(words):
+        colour = "grey" if w == UNK else readable_on(im.cmap(im.norm(weights[j])))
+        ax.text(j % columns, j // columns, w[:12], ha="center", va="center", fontsize=7, color=colour)
+    ax.set_xticks([])
+    return im
+
+
+def attention_heatmap(words: list[str], weights: np.ndarray, title: str, columns: int = 12):
+    """A review's words in reading order, each shaded by its attention weight, with a colour bar."""
+    plt = pyplot()
+    rows = -(-len(words) // columns)
+    fig, ax = plt.subplots(figsize=(columns * 0.95, 0.42 * rows + 0.9))
+    im = draw_weights(ax, words, weights, columns)
+    ax.set_yticks(range(rows), [str(r * columns) for r in range(rows)], fontsize=7)
+    ax.set_ylabel("token index")
+    ax.set_title(title, fontsize=9)
+    fig.colorbar(im, ax=ax, fraction=0.03, pad=0.01, label="attention weight")
+    fig.tight_layout()
+    return fig
+
+
+def importance_figure(words: list[str], rows: dict[str, np.ndarray], title: str, columns: int = 12):
+    """A review's words shaded by several importance measures, one grid above the other: attention
+    (>= 0) in reds, signed measures (gradient x input, leave-one-out) in red for the predicted class
+    and blue against it, centred on 0."""
+    plt = pyplot()
+    grid_rows = -(-len(words) // columns)
+    fig, axes = plt.subplots(len(rows), 1, figsize=(columns * 0.95, len(rows) * (0.42 * grid_rows + 0.6) + 0.5))
+    for ax, (name, scores) in zip(np.atleast_1d(axes), rows.items(), strict=True):
+        scores = np.nan_to_num(np.asarray(scores, dtype=float))
+        im = draw_weights(ax, words, scores, columns, signed=bool((scores < 0).any()))
+        ax.set_yticks([])
+        ax.set_title(name, fontsize=8, loc="left")
+        fig.colorbar(im, ax=ax, fraction=0.03, pad=0.01)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def attention_pair_figure(rows: list[tuple[str, list[str], np.ndarray]], columns: int = 12):
+    """Several models' attention over the same review, one grid above the other: (title, words, weights)."""
+    plt = pyplot()
+    grid_rows = -(-max(len(words) for _, words, _ in rows) // columns)
+    fig, axes = plt.subplots(len(rows), 1, figsize=(columns * 0.95, len(rows) * (0.42 * grid_rows + 0.9)))
+    for ax, (title, words, weights) in zip(np.atleast_1d(axes), rows, strict=True):
+        draw_weights(ax, words, weights, columns)
+        ax.set_yticks([])
+        ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def confusion_figure(confusion: np.ndarray, names: list[str]):
+    """Counts per (true class, predicted class), class names on the axes."""
+    plt = pyplot()
+    n = len(names)
+    fig, ax = plt.subplots(figsize=(1.2 + 0.7 * n, 1.0 + 0.6 * n))
+    im = ax.imshow(confusion, cmap="Blues")
+    for (i, j), v in np.ndenumerate(confusion):
+        colour = readable_on(im.cmap(im.norm(v)))
+        ax.text(j, i, str(int(v)), ha="center", va="center", fontsize=8, color=colour)
+    ax.set_xticks(range(n), names, rotation=45, ha="right", fontsize=8)
+    ax.set_yticks(range(n), names, fontsize=8)
+    ax.set(xlabel="predicted", ylabel="true")
+    fig.tight_layout()
+    return fig
+
+
+def k_label(name: str) -> str:
+    """A faithfulness result's k as a reader says it: k3 -> "top 3", k10pct -> "top 10%"."""
+    if name.endswith("pct"):
+        return f"top {name[1:-3]}%"
+    return f"top {name[1:]}"
+
+
+def faithfulness_figure(r: dict, arrays: dict):
+    """The faithfulness command's four panels: agreement (Kendall tau), erasure, tokens to flip, and
+    permuted weights against attention entropy."""
+    from matplotlib.ticker import MaxNLocator
+
+    plt = pyplot()
+    fig, ax = plt.subplots(2, 2, figsize=(11, 7.5))
+    bins = np.linspace(-1, 1, 41)
+    for name, t in arrays["tau"].items():
+        ax[0, 0].hist(t[np.isfinite(t)], bins=bins, alpha=0.6, label=f"vs {name}")
+    ax[0, 0].set(title="Kendall tau of attention, per review", xlabel="tau", ylabel="reviews")
+    ax[0, 0].legend(fontsize=8)
+    ks = r["ks"]
+    width = 0.8 / len(r["erasure"])
+    for j, (name, by_k) in enumerate(r["erasure"].items()):
+        ax[0, 1].bar(np.arange(len(ks)) + j * width, [by_k[k]["flipped"] for k in ks], width, label=name)
+    ax[0, 1].set_xticks(np.arange(len(ks)) + 0.4 - width / 2, [k_label(k) for k in ks])
+    ax[0, 1].set(title="decisions flipped after removing the most important tokens", xlabel="tokens removed",
+                 ylabel="share of reviews")  # fmt: skip
+    ax[0, 1].legend(fontsize=8)
+    frac = arrays["flip_frac"]
+    ax[1, 0].hist(np.where(np.isfinite(frac), frac, UNMEASURED_FLIP), bins=np.linspace(0, 1.1, 23))
+    ax[1, 0].set(
+        title="share of the review removed (by attention) before the decision flips (>1: never)",
+        xlabel="share of tokens",
+        ylabel="reviews",
+    )
+    ax[1, 0].title.set_fontsize(9)
+    for hist in (ax[0, 0], ax[1, 0]):  # (counts of reviews: whole numbers)
+        hist.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax[1, 1].scatter(arrays["entropy"], arrays["tv"], s=4, alpha=0.5)
+    ax[1, 1].set(
+        title="permuted weights: output change against attention entropy",
+        xlabel="entropy (nats)",
+        ylabel="median total variation",
+    )
+    fig.suptitle(f"{r['attention']} attention: {r['reviews']} {r['split']} reviews", fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def run_colours(runs: list[dict]) -> dict[str, tuple]:
+    """A colour per run (by its folder, `dir`): a family per attention (dot blue, additive orange, others
+    grey) and a shade of it per run, so that each seed's curve can be told apart."""
+    from collections import defaultdict
+
+    from matplotlib import colormaps
+
+    families = {"dot": "Blues", "additive": "Oranges"}
+    by_att = defaultdict(list)
+    for m in runs:
+        by_att[m["attention"]].append(m)
+    colours = {}
+    for att, ms in by_att.items():
+        cmap = colormaps[families.get(att, "Greys")]
+        for i, m in enumerate(sorted(ms, key=lambda m: (m["seed"], str(m["dir"])))):
+            colours[str(m["dir"])] = cmap(0.45 + 0.5 * i / max(len(ms) - 1, 1))
+    return colours
+
+
+def validation_curves(runs: list[dict], curves: dict[str, list[tuple[int, float, float]]]):
+    """Validation accuracy of each run against optimizer steps and against wall-clock minutes;
+    `curves[run dir]` holds (step, seconds, value) points."""
+    plt = pyplot()
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
+    shade = run_colours(runs)
+    for m in runs:
+        c = curves.get(str(m["dir"]))
+        if not c:
+            continue
+        steps, secs, vals = zip(*c, strict=True)
+        kw = dict(color=shade[str(m["dir"])], alpha=0.85, marker="o", ms=3)
+        a.plot(steps, vals, label=f"{m['attention']} s{m['seed']}", **kw)
+        b.plot([s / 60 for s in secs], vals, **kw)
+    a.set(xlabel="optimizer step", ylabel="val/acc", title="validation accuracy by step")
+    b.set(xlabel="minutes", ylabel="val/acc", title="validation accuracy by wall-clock")
+    if a.get_legend_handles_labels()[0]:  # (runs without curves: no legend to draw)
+        a.legend(fontsize=7)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,79 @@
+"""HTML pages of reviews with their words shaded by attention: predict.py's `html=` and the scripts' pages.
+
+The review is shown as its writer wrote it (case, punctuation, spacing); each word the model read is
+shaded by its weight, and a legend says what the shading means."""
+
+from __future__ import annotations
+
+import html
+
+from attnclf.data.text import TAG, token_spans
+
+STYLE = (
+    "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto} p{line-height:1.8} "
+    ".w{padding:1px 2px;border-radius:3px} .cut{color:#999} "
+    ".legend{display:inline-block;width:12em;height:0.9em;vertical-align:middle;border:1px solid #ccc;"
+    "background:linear-gradient(to right,rgba(220,40,40,0),rgba(220,40,40,1))}</style>"
+)
+
+
+def _shade(text: str, weight: float, peak: float) -> str:
+    return (
+        f"<span class='w' title='attention {weight:.4f}' style='background:rgba(220,40,40,{weight / peak:.3f})'>"
+        f"{html.escape(text)}</span>"
+    )
+
+
+def _between(raw: str) -> str:
+    """Text between two words as HTML: escaped, markup the tokenizer drops shown as what it means (a line
+    break for <br />, else a space)."""
+    parts, at = [], 0
+    for m in TAG.finditer(raw):
+        parts += [html.escape(raw[at : m.start()]), "<br>" if m.group().lower().startswith("<br") else " "]
+        at = m.end()
+    return "".join([*parts, html.escape(raw[at:])]).replace("\n", "<br>")
+
+
+def shade_words(p) -> str:
+    """A Prediction's review as HTML: its own text, each word it read shaded by its attention weight (darker:
+    more), words left out by truncation in grey. Where the text's offsets cannot be traced (see
+    token_spans), the words as the model read them."""
+    peak = max(p.weights) or 1.0
+    spans = token_spans(p.text) if p.text else None
+    if spans is None or not p.positions:
+        return " ".join(_shade(t, w, peak) for t, w in zip(p.tokens, p.weights, strict=True))
+    weight_at = dict(zip(p.positions, p.weights, strict=True))
+    out, at = [], 0
+    for i, (start, end) in enumerate(spans):
+        out.append(_between(p.text[at:start]))
+        word = p.text[start:end]
+        cut = f"<span class='cut'>{html.escape(word)}</span>"
+        out.append(_shade(word, weight_at[i], peak) if i in weight_at else cut)
+        at = end
+    out.append(_between(p.text[at:]))
+    return "".join(out)
+
+
+def legend(truncated: bool = False) -> str:
+    """What the shading means, in one line."""
+    cut = " <span class='cut'>grey</span>: not read (the review was cut to the run's length)." if truncated else ""
+    return (
+        "<p>Attention weight of each word: <span class='legend'></span> from none to the review's highest "
+        f"(hover a word for its weight).{cut}</p>"
+    )
+
+
+def page(title: str, body: list[str], truncated: bool = False) -> str:
+    """A whole HTML page: title, legend, then the body's parts."""
+    head = [f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title>", STYLE, legend(truncated)]
+    return "\n".join(head + body) + "\n"
+
+
+def predictions_page(preds: list) -> str:
+    """predict.py's html=: each review with its predicted label and probability."""
+    truncated = any(p.positions and len(p.positions) < len(token_spans(p.text) or p.positions) for p in preds)
+    body = [
+        f"<h3>#{i + 1}: {html.escape(p.label_name)} ({p.prob:.3f})</h3><p>{shade_words(p)}</p>"
+        for i, p in enumerate(preds)
+    ]
+    return page("attention", body, truncated)

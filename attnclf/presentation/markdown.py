@@ -1,0 +1,80 @@
+"""Markdown: TensorBoard's text of a review with its top words in bold, and the faithfulness summary."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attnclf.presentation.figures import k_label
+
+
+def top_words_marked(words: list[str], weights: np.ndarray, top_k: int) -> str:
+    """The review's words, the `top_k` highest-weighted in bold with their weight."""
+    top = set(np.argsort(-weights)[:top_k].tolist())
+    return " ".join(f"**{w}**({weights[j]:.2f})" if j in top else w for j, w in enumerate(words))
+
+
+def faithfulness_markdown(r: dict) -> str:
+    """faithfulness.py's summary.md from its faithfulness.json result."""
+    a, e, p, u = r["agreement"], r["erasure"], r["permutation"], r["uniform"]
+    tau = a["kendall_tau"]
+    lines = [
+        f"# Faithfulness of {r['attention']} attention",
+        "",
+        f"`{r['checkpoint']}` on {r['reviews']} reviews of `{r['data']}` {r['split']} (seed {r['seed']}; reviews of "
+        f"at most {r['max_tokens']} tokens, {r['eligible_share']:.0%} of the split; mean {r['mean_tokens']:.0f} "
+        f"tokens). Accuracy on them {r['accuracy']:.2%}. {r['total_seconds']:.0f} s.",
+        "",
+        "## Agreement with other importance measures (Kendall tau per review)",
+        "",
+        "| attention vs | tau mean ± sd | median | top-1 token the same |",
+        "|---|---|---|---|",
+        f"| gradient x input | {tau['gradient']['mean']:.3f} ± {tau['gradient']['sd']:.3f} | "
+        f"{tau['gradient']['median']:.3f} | {a['top1_same']['gradient']:.1%} |",
+        f"| leave-one-out | {tau['loo']['mean']:.3f} ± {tau['loo']['sd']:.3f} | {tau['loo']['median']:.3f} | "
+        f"{a['top1_same']['loo']:.1%} |",
+        f"| (gradient vs leave-one-out) | {a['kendall_tau_gradient_vs_loo']['mean']:.3f} ± "
+        f"{a['kendall_tau_gradient_vs_loo']['sd']:.3f} | {a['kendall_tau_gradient_vs_loo']['median']:.3f} | "
+        f"{a['top1_same']['gradient_vs_loo']:.1%} |",
+        "",
+        "## Erasure: decisions flipped (mean drop in p(predicted)) after removing the most important tokens",
+        "",
+        "| ranking | " + " | ".join(k_label(k) for k in r["ks"]) + " |",
+        "|---|" + "---|" * len(r["ks"]),
+    ]
+    for name, by_k in e.items():
+        cells = [f"{by_k[k]['flipped']:.1%} ({by_k[k]['prob_drop']:+.3f})" for k in r["ks"]]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "## Tokens removed, in order, until the decision flips",
+        "",
+        "| order | median tokens | quartiles | median share of the review | never flips |",
+        "|---|---|---|---|---|",
+    ]
+    for name, f in r["tokens_to_flip"].items():
+        q = f["quartiles_tokens"]
+        lines.append(
+            f"| {name} | {f['median_tokens']:g} | {q[0]:g} – {q[1]:g} | {f['median_fraction']:.1%} | {f['never']:.1%} |"
+        )
+    lines += [
+        "",
+        f"## Permuted weights ({p['permutations']} shuffles a review)",
+        "",
+        f"Median total-variation change of the output: {p['median_tv']:.4f} (mean {p['mean_tv']:.4f}); "
+        f"{p['share_tv_below_0.05']:.1%} of reviews move less than 0.05. Spearman (entropy, change): "
+        f"{p['spearman_entropy_tv']:.3f}.",
+        "",
+        "| attention entropy (nats) | median change | reviews |",
+        "|---|---|---|",
+        *[
+            f"| {b['entropy_from']:.2f} – {b['entropy_to']:.2f} | {b['median_tv']:.4f} | {b['reviews']} |"
+            for b in p["by_entropy_quartile"]
+        ],
+        "",
+        "## Uniform weights",
+        "",
+        f"Accuracy {u['accuracy']:.2%} ({u['accuracy_change']:+.2%} against the model's own weights); "
+        f"{u['decisions_changed']:.1%} of decisions change; median output change {u['median_tv']:.4f}.",
+        "",
+    ]
+    return "\n".join(lines)

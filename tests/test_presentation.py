@@ -1,0 +1,47 @@
+"""What people look at (attnclf/presentation): words readable on their cells, whole-number counts,
+labels in a reader's words."""
+
+import numpy as np
+
+from attnclf.presentation.figures import (
+    attention_heatmap,
+    confusion_figure,
+    faithfulness_figure,
+    k_label,
+    pyplot,
+    readable_on,
+)
+
+
+def test_words_are_readable_on_the_darkest_and_the_lightest_cells():
+    words = ["the", "film", "was", "superb"]
+    fig = attention_heatmap(words, np.array([0.05, 0.05, 0.1, 0.8]), "title", columns=4)
+    colours = {t.get_text(): t.get_color() for t in fig.axes[0].texts}
+    assert colours["superb"] == "white" and colours["the"] == "black"  # (was black on the darkest red)
+    fig = confusion_figure(np.array([[90, 3], [10, 97]]), ["neg", "pos"])
+    colours = {t.get_text(): t.get_color() for t in fig.axes[0].texts}
+    assert colours["97"] == "white" and colours["3"] == "black"
+    assert readable_on((0.0, 0.0, 0.0, 1.0)) == "white" and readable_on((1.0, 1.0, 1.0, 1.0)) == "black"
+    pyplot().close("all")
+
+
+def test_the_faithfulness_figure_counts_reviews_in_whole_numbers_and_names_k_plainly():
+    rng = np.random.default_rng(0)
+    r = {
+        "ks": ["k1", "k3", "k10pct"],
+        "erasure": {"attention": {k: {"flipped": 0.1} for k in ("k1", "k3", "k10pct")}},
+        "attention": "dot",
+        "reviews": 3,
+        "split": "test",
+    }
+    arrays = {"tau": {"gradient": rng.uniform(-1, 1, 3)}, "flip_frac": np.array([0.2, np.nan, 0.5]),
+              "entropy": rng.uniform(0, 3, 3), "tv": rng.uniform(0, 1, 3)}  # fmt: skip
+    fig = faithfulness_figure(r, arrays)
+    fig.canvas.draw()
+    for ax in (fig.axes[0], fig.axes[2]):  # the two histograms of reviews
+        ticks = [t for t in ax.get_yticks() if ax.get_ylim()[0] <= t <= ax.get_ylim()[1]]
+        assert ticks and all(float(t).is_integer() for t in ticks), ticks
+    labels = [t.get_text() for t in fig.axes[1].get_xticklabels()]
+    assert labels == ["top 1", "top 3", "top 10%"] and fig.axes[1].get_xlabel() == "tokens removed"
+    assert [k_label(k) for k in r["ks"]] == ["top 1", "top 3", "top 10%"]
+    pyplot().close("all")
