@@ -14,13 +14,15 @@ from pathlib import Path
 
 import numpy as np
 
+from attnclf.utils.jsonfile import not_measured
+
 
 def load(path: str) -> dict:
     p = Path(path)
     p = p / "faithfulness.json" if p.is_dir() else p
     if not p.is_file():
         raise SystemExit(f"error: no faithfulness.json at {path} (run faithfulness.py first)")
-    r = json.loads(p.read_text())
+    r = not_measured(json.loads(p.read_text()))  # (a value not measured is null in the file)
     r["_label"] = f"{r['attention']} ({Path(r['checkpoint']).parent.parent.name})"
     return r
 
@@ -84,7 +86,7 @@ def figure(results: list[dict], out: str) -> None:
     fig, ax = plt.subplots(1, 3, figsize=(15, 4.2))
     bins = np.linspace(-1, 1, 41)
     for r in results:
-        tau = np.array([v for v in r["per_review"]["kendall_tau_loo"] if v is not None])
+        tau = np.array([v for v in r["per_review"]["kendall_tau_loo"] if np.isfinite(v)])
         ax[0].hist(tau, bins=bins, histtype="step", linewidth=1.5, label=r["_label"])
     ax[0].set(title="Kendall tau, attention vs leave-one-out", xlabel="tau per review", ylabel="reviews")
     ks = results[0]["ks"]
@@ -98,7 +100,9 @@ def figure(results: list[dict], out: str) -> None:
     edges = np.linspace(0, 1.1, 23)
     for r in results:
         pr = r["per_review"]
-        frac = [f / (n - 1) if f is not None else 1.05 for f, n in zip(pr["tokens_to_flip"], pr["tokens"], strict=True)]
+        frac = [
+            f / (n - 1) if np.isfinite(f) else 1.05 for f, n in zip(pr["tokens_to_flip"], pr["tokens"], strict=True)
+        ]
         ax[2].hist(frac, bins=edges, histtype="step", linewidth=1.5, label=r["_label"])
     ax[2].set(title="top-attention tokens removed to flip (>1: never)", xlabel="share of the review", ylabel="reviews")
     for a in ax:

@@ -19,6 +19,18 @@ def finite(value):
     return value
 
 
+def not_measured(value):
+    """The inverse of finite() for files whose nulls all stand for numbers not measured (faithfulness.json):
+    every None, in nested dicts and lists, as nan, so that arithmetic and formatting work on them."""
+    if value is None:
+        return math.nan
+    if isinstance(value, dict):
+        return {k: not_measured(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [not_measured(v) for v in value]
+    return value
+
+
 def dumps(value, **kwargs) -> str:
     """json.dumps that never writes NaN or Infinity (allow_nan=False would fail on them: they become null)."""
     return json.dumps(finite(value), allow_nan=False, **kwargs)
