@@ -154,6 +154,7 @@ def test_last_picks_the_newest_unfinished_run_with_this_commands_settings(tiny_r
     lm = fake_run(runs, "f_newest_not_a_classifier", ckpt, 8000)  # (as a language model's: no attention)
     c = torch.load(lm / "checkpoints" / "last.ckpt", weights_only=True)
     del c["hyper_parameters"]["attention"]
+    c["hyper_parameters"]["kind"] = "bigru_lm"  # (checkpoints say their kind; a classifier's: "classifier")
     torch.save(c, lm / "checkpoints" / "last.ckpt")
     os.utime(lm / "checkpoints" / "last.ckpt", (8000, 8000))
 
@@ -245,3 +246,12 @@ def test_a_run_killed_in_its_test_phase_resumes_to_its_results(tiny_imdb, tmp_pa
     # the earlier part's time is kept (fit_seconds was this process's 0.06 s)
     assert again["train_seconds"] == pytest.approx(done["train_seconds"])
     assert again["fit_seconds"] >= again["train_seconds"] > 0.1
+
+
+def test_a_checkpoint_says_its_kind_and_an_older_one_is_still_known():
+    from attnclf.training.checkpoint import checkpoint_kind
+
+    assert checkpoint_kind({"kind": "classifier", "attention": "dot"}) == "classifier"
+    assert checkpoint_kind({"kind": "bigru_lm", "embed_dim": 16}) == "bigru_lm"
+    assert checkpoint_kind({"attention": "additive", "vocab_size": 9}) == "classifier"  # (saved before `kind`)
+    assert checkpoint_kind({"vocab_size": 9}) is None

@@ -71,7 +71,7 @@ def test_short_run_writes_tensorboard_metrics_and_checkpoint(attention, tiny_imd
 
     # the best checkpoint loads with nothing else, and predicts
     model = AttnClassifierModule.load_from_checkpoint(metrics["best_checkpoint"], map_location="cpu")
-    assert model.hparams.attention == attention
+    assert model.hparams.attention == attention and model.hparams.kind == "classifier"  # (it says its kind)
     logits, weights = model.eval()(torch.tensor([[5, 6, 7]]), torch.tensor([3]))
     assert logits.shape == (1, 2) and weights.shape == (1, 3)
 

@@ -29,6 +29,7 @@ from attnclf.data.loading import (  # noqa: F401  (re-exported)
 from attnclf.data.sampling import BucketBatchSampler, EpochShuffle  # noqa: F401  (re-exported)
 from attnclf.data.text import PAD_ID, UNK_ID, Vocab
 from attnclf.errors import AttnclfError
+from attnclf.utils.checks import one_of, positive_int
 
 log = logging.getLogger(__name__)
 
@@ -152,24 +153,14 @@ class IMDBDataModule(L.LightningDataModule):
         test_size: float = 0.1,
     ):
         super().__init__()
-        for key, value, null in (  # null: what None means, where it is allowed
-            ("max_length", max_length, None),
-            ("eval_max_length", eval_max_length, "whole"),
-            ("batch_size", batch_size, None),
-            ("eval_batch_size", eval_batch_size, None),
-            ("vocab_size", vocab_size, None),
-        ):
-            if value is None and null:
-                continue
-            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                allowed = f" or null ({null})" if null else ""
-                raise AttnclfError(f"data.{key}={value!r} must be a positive integer{allowed}")
+        sizes = dict(max_length=max_length, batch_size=batch_size, eval_batch_size=eval_batch_size,
+                     vocab_size=vocab_size, min_freq=min_freq)  # fmt: skip
+        for key, value in sizes.items():
+            positive_int(f"data.{key}", value)
+        positive_int("data.eval_max_length", eval_max_length, "whole")
         if vocab_size < 3:
             raise AttnclfError(f"data.vocab_size={vocab_size!r} must be at least 3 (<pad>, <unk> and a word)")
-        if isinstance(min_freq, bool) or not isinstance(min_freq, int) or min_freq < 1:
-            raise AttnclfError(f"data.min_freq={min_freq!r} must be a positive integer")
-        if truncation not in TRUNCATIONS:
-            raise AttnclfError(f"data.truncation={truncation!r}; allowed: {', '.join(TRUNCATIONS)}")
+        one_of("data.truncation", truncation, TRUNCATIONS)
         for key, size in (("val_size", val_size), ("test_size", test_size)):
             if (
                 isinstance(size, bool)

@@ -13,7 +13,8 @@ from torch.utils.data import DataLoader
 from attnclf.data.datamodule import BucketBatchSampler, Reviews, collate, truncate
 from attnclf.data.text import UNK, Vocab, tokenize
 from attnclf.errors import AttnclfError
-from attnclf.training.checkpoint import best_checkpoint, load_checkpoint, run_dir_of
+from attnclf.models.language_model import KIND as LANGUAGE_MODEL
+from attnclf.training.checkpoint import best_checkpoint, checkpoint_kind, load_checkpoint, run_dir_of
 from attnclf.training.module import AttnClassifierModule
 
 
@@ -60,7 +61,7 @@ class Classifier:
         check_device(device)
         path = best_checkpoint(path)
         ckpt = load_checkpoint(path, map_location=device)
-        if (ckpt.get("hyper_parameters") or {}).get("kind") == "bigru_lm":
+        if checkpoint_kind(ckpt.get("hyper_parameters") or {}) == LANGUAGE_MODEL:
             raise AttnclfError(
                 f"{path} is a pretrain.py language model, not a classifier; train one from it: "
                 f"python train.py model.init_from={path}"

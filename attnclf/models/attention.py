@@ -13,6 +13,8 @@ import math
 import torch
 from torch import nn
 
+from attnclf.utils.checks import one_of
+
 ATTENTIONS = ("dot", "additive")
 ATTENTION_INITS = ("xavier", "default")  # additive attention's initialisation
 
@@ -171,7 +173,7 @@ class AdditiveAttention(nn.Module):
             nn.init.xavier_uniform_(self.k_proj.weight)
             nn.init.normal_(self.score_proj.weight, std=1e-2)
         elif init != "default":
-            raise ValueError(f"attention init={init!r}; allowed: {', '.join(ATTENTION_INITS)}")
+            one_of("model.attention_init", init, ATTENTION_INITS)
 
     def forward(self, query, keys, values, mask=None):
         q = self.q_proj(query)  # (B, Tq, h)
@@ -187,8 +189,7 @@ class AdditiveAttention(nn.Module):
 def build_attention(
     name: str, query_dim: int, key_dim: int, attn_dim: int | None, scale: bool = True, init: str = "xavier"
 ) -> nn.Module:
+    one_of("attention", name, ATTENTIONS)
     if name == "dot":
         return DotAttention(query_dim, key_dim, key_dim if attn_dim is None else attn_dim, scale=scale)
-    if name == "additive":
-        return AdditiveAttention(query_dim, key_dim, attn_dim, init=init)
-    raise ValueError(f"attention={name!r}; allowed: {', '.join(ATTENTIONS)}")
+    return AdditiveAttention(query_dim, key_dim, attn_dim, init=init)

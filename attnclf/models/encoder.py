@@ -43,8 +43,8 @@ from torch.autograd.function import once_differentiable
 from torch.func import functional_call
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from attnclf.errors import AttnclfError
 from attnclf.models.dropout import Dropout
+from attnclf.utils.checks import one_of
 
 KERNELS = ("auto", "concurrent", "padded", "packed")
 
@@ -164,8 +164,7 @@ class ExactBiGRU(nn.Module):
         self, input_dim: int, hidden_dim: int, num_layers: int = 1, dropout: float = 0.0, kernel: str = "auto"
     ):
         super().__init__()
-        if kernel not in KERNELS:
-            raise AttnclfError(f"model.gru_kernel={kernel!r}; allowed: {', '.join(KERNELS)}")
+        one_of("model.gru_kernel", kernel, KERNELS)
         self.fwd = nn.ModuleList()
         self.bwd = nn.ModuleList()
         for layer in range(num_layers):

@@ -57,6 +57,15 @@ def load_checkpoint(path: str | Path, map_location="cpu") -> dict:
     return ckpt
 
 
+CLASSIFIER = "classifier"  # a classifier checkpoint's hyper_parameters["kind"] (language models: theirs)
+
+
+def checkpoint_kind(hparams: dict) -> str | None:
+    """What a checkpoint holds, by its hyperparameters' `kind`: "classifier", or "bigru_lm" (pretrain.py's
+    language models). A classifier saved before classifiers said their kind is told by its attention."""
+    return hparams.get("kind") or (CLASSIFIER if "attention" in hparams else None)
+
+
 def best_checkpoint(path: str | Path) -> Path:
     """A .ckpt file as given; a run folder: its best checkpoint (metrics.json's, else the one checkpoint
     that is not last.ckpt), so that eval and predict take run folders as train.py does."""

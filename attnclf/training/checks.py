@@ -13,15 +13,14 @@ from attnclf.data.vectors import check_embeddings
 from attnclf.errors import AttnclfError
 from attnclf.models.attention import ATTENTION_INITS, ATTENTIONS
 from attnclf.training.regularizers import REGULARIZERS
+from attnclf.utils.checks import one_of, positive_int
 
 # what train(cfg) can return for a sweep to optimise (keys of metrics.json)
 OBJECTIVES = ("val/acc", "test/acc", "test/loss", "train_tokens_per_sec")
 
 
 def check_positive_int(cfg: DictConfig, key: str) -> None:
-    value = OmegaConf.select(cfg, key)
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise AttnclfError(f"{key}={value!r} must be a positive integer")
+    positive_int(key, OmegaConf.select(cfg, key))
 
 
 def check_positive_number(cfg: DictConfig, key: str) -> None:
@@ -31,9 +30,7 @@ def check_positive_number(cfg: DictConfig, key: str) -> None:
 
 
 def check_positive_int_or_null(cfg: DictConfig, key: str, null_means: str) -> None:
-    value = OmegaConf.select(cfg, key)
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value <= 0):
-        raise AttnclfError(f"{key}={value!r} must be a positive integer or null ({null_means})")
+    positive_int(key, OmegaConf.select(cfg, key), null_means)
 
 
 def check_fraction(cfg: DictConfig, key: str) -> None:
@@ -96,8 +93,7 @@ def validate(cfg: DictConfig) -> None:
     check_trainer(cfg)
     if not OmegaConf.select(cfg, "data.path") and not OmegaConf.select(cfg, "data.train_file"):
         raise AttnclfError("data.path is required here: give the data's file, folder or Hub id, e.g. data.path=my.csv")
-    if cfg.attention not in ATTENTIONS:
-        raise AttnclfError(f"attention={cfg.attention!r}; allowed: {', '.join(ATTENTIONS)}")
+    one_of("attention", cfg.attention, ATTENTIONS)
     # (data.* values are checked by the DataModule itself, before any data is read)
     for key in ("model.embed_dim", "model.hidden_dim", "model.num_layers"):
         check_positive_int(cfg, key)
@@ -111,9 +107,7 @@ def validate(cfg: DictConfig) -> None:
     if isinstance(wd, bool) or not isinstance(wd, (int, float)) or not 0 <= wd < math.inf:
         raise AttnclfError(f"optimizer.weight_decay={wd!r} must be a number >= 0")
     check_positive_int_or_null(cfg, "model.attention_dim", "the default size")
-    init = OmegaConf.select(cfg, "model.attention_init")
-    if init not in ATTENTION_INITS:
-        raise AttnclfError(f"model.attention_init={init!r}; allowed: {', '.join(ATTENTION_INITS)}")
+    one_of("model.attention_init", OmegaConf.select(cfg, "model.attention_init"), ATTENTION_INITS)
     check_embeddings(str(OmegaConf.select(cfg, "model.embeddings") or "random"), cfg.model.embed_dim)
     if OmegaConf.select(cfg, "model.embeddings") == "word2vec":
         check_word2vec(cfg)
@@ -131,8 +125,7 @@ def check_word2vec(cfg: DictConfig) -> None:
 
 def check_regularizer(cfg: DictConfig) -> None:
     name = OmegaConf.select(cfg, "regularizer.name") or "none"
-    if name not in REGULARIZERS:
-        raise AttnclfError(f"regularizer={name!r}; allowed: {', '.join(REGULARIZERS)}")
+    one_of("regularizer", name, REGULARIZERS)
     for key in ("epsilon", "xi", "weight"):
         if OmegaConf.select(cfg, f"regularizer.{key}") is not None:
             check_positive_number(cfg, f"regularizer.{key}")

@@ -13,7 +13,7 @@ from attnclf.data.text import Vocab
 from attnclf.errors import AttnclfError
 from attnclf.models.classifier import AttentionClassifier
 from attnclf.models.language_model import KIND
-from attnclf.training.checkpoint import best_checkpoint, load_checkpoint, run_dir_of
+from attnclf.training.checkpoint import CLASSIFIER, best_checkpoint, checkpoint_kind, load_checkpoint, run_dir_of
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +43,8 @@ def check_init_from(
     ckpt_path = best_checkpoint(path) if Path(path).is_dir() else Path(path)
     ckpt = load_checkpoint(ckpt_path)
     hp = ckpt.get("hyper_parameters") or {}
-    if hp.get("kind") != KIND:
-        what = "a classifier's" if "attention" in hp else "another kind of"
+    if checkpoint_kind(hp) != KIND:
+        what = "a classifier's" if checkpoint_kind(hp) == CLASSIFIER else "another kind of"
         raise AttnclfError(
             f"model.init_from={path}: {what} checkpoint, not a language model; give what pretrain.py wrote"
         )

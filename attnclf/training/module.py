@@ -14,6 +14,7 @@ from torchmetrics.classification import MulticlassAccuracy, MulticlassConfusionM
 from attnclf.errors import AttnclfError
 from attnclf.models.classifier import AttentionClassifier
 from attnclf.training.regularizers import REGULARIZERS, adversarial_losses, virtual_adversarial_loss
+from attnclf.utils.checks import one_of
 
 log = logging.getLogger(__name__)
 
@@ -201,12 +202,11 @@ class AttnClassifierModule(TrainingModule):
         regularizer_epsilon: float = 0.02,
         regularizer_weight: float = 1.0,
         regularizer_xi: float = 1e-3,
+        kind: str = "classifier",  # (in the checkpoint: what it holds; training/checkpoint.py checkpoint_kind)
     ):
         super().__init__()
-        if schedule not in SCHEDULES:
-            raise AttnclfError(f"optimizer.schedule={schedule!r}; allowed: {', '.join(SCHEDULES)}")
-        if regularizer not in REGULARIZERS:
-            raise AttnclfError(f"regularizer={regularizer!r}; allowed: {', '.join(REGULARIZERS)}")
+        one_of("optimizer.schedule", schedule, SCHEDULES)
+        one_of("regularizer", regularizer, REGULARIZERS)
         # logger=False: train(cfg) writes the hparams once, at the end, with the final metrics
         self.save_hyperparameters(logger=False)
         self.model = AttentionClassifier(

@@ -14,6 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 from attnclf.data.lm import LMDataModule
 from attnclf.errors import AttnclfError
 from attnclf.models.language_model import KIND
+from attnclf.training.checkpoint import checkpoint_kind
 from attnclf.training.checks import (
     check_fraction,
     check_positive_int,
@@ -53,7 +54,7 @@ def validate(cfg: DictConfig) -> None:
 def matches(hp: dict, cfg: DictConfig) -> bool:
     """Whether a checkpoint is a language model of this command's sizes (for ckpt_path=last)."""
     return (
-        hp.get("kind") == KIND
+        checkpoint_kind(hp) == KIND
         and hp.get("embed_dim") == cfg.model.embed_dim
         and hp.get("hidden_dim") == cfg.model.hidden_dim
     )
@@ -61,7 +62,7 @@ def matches(hp: dict, cfg: DictConfig) -> bool:
 
 def mismatch(hp: dict, run: Path, cfg: DictConfig) -> str | None:
     """Why a checkpoint given by name cannot continue as this command's pretraining (None: it can)."""
-    if hp.get("kind") != KIND:
+    if checkpoint_kind(hp) != KIND:
         return f"{run} is not a pretrain.py run (its checkpoint is a classifier's); give a pretraining run"
     if not matches(hp, cfg):
         return (

@@ -11,7 +11,14 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from attnclf.errors import AttnclfError
-from attnclf.training.checkpoint import find_resume, load_checkpoint, run_dir_of, setting_differences
+from attnclf.training.checkpoint import (
+    CLASSIFIER,
+    checkpoint_kind,
+    find_resume,
+    load_checkpoint,
+    run_dir_of,
+    setting_differences,
+)
 from attnclf.training.settings import MODULE_DEFAULTS, config_key, module_settings
 
 log = logging.getLogger(__name__)
@@ -42,12 +49,14 @@ def resume_point(cfg: DictConfig, matches, mismatch=None) -> Path | None:
 
 def same_settings(hparams: dict, cfg: DictConfig) -> bool:
     """Whether a checkpoint is a classifier's with this command's settings (what ckpt_path=last takes)."""
-    return "attention" in hparams and not setting_differences(hparams, module_settings(cfg), MODULE_DEFAULTS)
+    return checkpoint_kind(hparams) == CLASSIFIER and not setting_differences(
+        hparams, module_settings(cfg), MODULE_DEFAULTS
+    )
 
 
 def settings_mismatch(hparams: dict, run: Path, cfg: DictConfig) -> str | None:
     """Why a classifier checkpoint cannot continue under this command's settings (None: it can)."""
-    if "attention" not in hparams:
+    if checkpoint_kind(hparams) != CLASSIFIER:
         return (
             f"{run} is not a classifier's run (a language model's from pretrain.py?); a classifier starts from "
             "one with model.init_from=<run>"
