@@ -34,8 +34,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-# config keys that do not make a run a different setting
-NOT_SETTINGS = ("seed", "ckpt_path")
+# config keys that do not make a run a different setting: replicates (seeds, cross-validation folds)
+NOT_SETTINGS = ("seed", "ckpt_path", "data.fold")
 # config keys that say which data a run learned from: runs of different data are reported apart
 DATA_KEYS = ("data.path", "data.name", "data.train_file")
 
@@ -67,6 +67,9 @@ def load_runs(root: Path) -> list[dict]:
             m["setting"] = sorted(w for w in words if w.split("=", 1)[0] not in NOT_SETTINGS)
         else:
             m["setting"] = [o for o in m["overrides"] if o.split("=", 1)[0] not in NOT_SETTINGS]
+        words = flatten(yaml.safe_load(config.read_text()) or {}) if config.exists() else m["overrides"]
+        fold = next((w.split("=", 1)[1] for w in words if w.startswith("data.fold=")), "null")
+        m["fold"] = None if fold in ("null", "None") else int(fold)
         data = [w.split("=", 1)[1] for w in m["setting"] if w.split("=", 1)[0] in DATA_KEYS]
         m["data"] = " ".join(d for d in data if d not in ("null", "None")) or "(the default data)"
         runs.append(m)
@@ -139,6 +142,17 @@ def setting_of(run: dict, common: set[str]) -> str:
     return " ".join(w for w in run["setting"] if w not in common) or "(defaults)"
 
 
+def replicates(ms: list[dict]) -> str:
+    """The seeds of a setting's runs, and how many cross-validation folds where they have folds."""
+    seeds = ", ".join(str(s) for s in sorted({m["seed"] for m in ms}))
+    folds = {m.get("fold") for m in ms} - {None}
+    return (
+        f"{seeds} ({len(folds)} folds)"
+        if folds
+        else ", ".join(str(m["seed"]) for m in sorted(ms, key=lambda m: m["seed"]))
+    )
+
+
 def by_setting(runs: list[dict], target: float) -> list[str]:
     """One row per setting (everything but the seed): the claims' table."""
     common = set.intersection(*(set(m["setting"]) for m in runs))
@@ -156,7 +170,7 @@ def by_setting(runs: list[dict], target: float) -> list[str]:
         secs = [t for _, t in reach if t is not None]
         cells = [
             setting,
-            ", ".join(str(m["seed"]) for m in sorted(ms, key=lambda m: m["seed"])),
+            replicates(ms),
             mean_sd([m["val/acc"] for m in ms]),
             mean_sd([m.get("test/acc") for m in ms]),
             f"{mean_sd(steps)} ({len(steps)}/{len(ms)} reached)",
@@ -255,8 +269,9 @@ def compare(runs: list[dict], target: float) -> list[str]:
 
 
 def setting_key(run: dict) -> tuple[tuple, object]:
-    """(everything but the attention and the seed, the seed): runs equal in both differ only in the attention."""
-    return tuple(sorted(w for w in run["setting"] if not w.startswith("attention="))), run["seed"]
+    """(everything but the attention, the seed and the fold; (the seed, the fold)): runs equal in both differ
+    only in the attention (with k-fold cross-validation, dot and additive are paired fold by fold)."""
+    return tuple(sorted(w for w in run["setting"] if not w.startswith("attention="))), (run["seed"], run.get("fold"))
 
 
 def paired_by_setting(runs: list[dict]) -> list[tuple[dict, dict]]:

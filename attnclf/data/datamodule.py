@@ -46,19 +46,59 @@ def carve(rows: np.ndarray, size: float, rng: np.random.Generator, key: str, pur
     return np.sort(perm[k:]), np.sort(perm[:k])
 
 
+def fold_rows(labels: np.ndarray, folds: int, fold: int, seed: int) -> np.ndarray:
+    """The rows of fold `fold` of `folds` stratified, seeded folds over rows of class ids `labels`: each
+    class's rows shuffled and dealt round the folds in turn (the next class going on where the last one
+    stopped), so every fold holds about 1/folds of each class and of the rows. The folds are disjoint and
+    together cover every row."""
+    rng = np.random.default_rng([seed, 4])
+    assign = np.empty(len(labels), dtype=np.int64)
+    dealt = 0
+    for c in np.unique(labels):
+        rows = rng.permutation(np.flatnonzero(labels == c))
+        assign[rows] = (dealt + np.arange(len(rows))) % folds
+        dealt += len(rows)
+    return np.flatnonzero(assign == fold)
+
+
 def carve_splits(
-    n: int, seed: int, test_size: float | None, val_size: float | None
+    n: int,
+    seed: int,
+    test_size: float | None,
+    val_size: float | None,
+    folds: int | None = None,
+    fold: int | None = None,
+    labels: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
     """(rows, train rows, validation rows, test rows) of a training split of n rows, seeded: a test split
-    carved first where test_size is given (rows: all but it), then a validation split from the rest where
-    val_size is given (None: not carved). The same for the same arguments: eval.py rebuilds them."""
+    carved first where test_size is given, or fold `fold` of `folds` stratified folds (by `labels`) where
+    folds are given (rows: all but it); then a validation split from the rest where val_size is given
+    (None: not carved), never from the test rows. The same for the same arguments: eval.py rebuilds them."""
     rows, test_rows, val_rows = np.arange(n), None, None
-    if test_size is not None:  # (never touching a validation split)
+    if folds is not None:  # k-fold cross-validation: this run tests on one fold
+        test_rows = fold_rows(labels, folds, fold, seed)
+        rows = np.setdiff1d(rows, test_rows)
+    elif test_size is not None:  # (never touching a validation split)
         rows, test_rows = carve(rows, test_size, np.random.default_rng([seed, 2]), "data.test_size", "testing")
     train_rows = rows
     if val_size is not None:
         train_rows, val_rows = carve(rows, val_size, np.random.default_rng(seed), "data.val_size", "validation")
     return rows, train_rows, val_rows, test_rows
+
+
+def check_folds(folds, fold) -> None:
+    """data.folds (k-fold cross-validation: null, or 2 or more) and data.fold (0..folds-1), in one line."""
+    if folds is None:
+        if fold is not None:
+            raise AttnclfError(f"data.fold={fold!r} needs data.folds (how many folds), e.g. data.folds=10")
+        return
+    if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
+        raise AttnclfError(f"data.folds={folds!r} must be a whole number >= 2 (or null: no cross-validation)")
+    if isinstance(fold, bool) or not isinstance(fold, int) or not 0 <= fold < folds:
+        raise AttnclfError(
+            f"data.fold={fold!r} must be one of 0..{folds - 1} with data.folds={folds} "
+            f"(all of them: python train.py -m data.folds={folds} 'data.fold=range({folds})')"
+        )
 
 
 def split_train_val(n: int, val_size: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -151,6 +191,8 @@ class IMDBDataModule(L.LightningDataModule):
         validation_file: str | None = None,
         test_file: str | None = None,
         test_size: float = 0.1,
+        folds: int | None = None,
+        fold: int | None = None,
     ):
         super().__init__()
         sizes = dict(max_length=max_length, batch_size=batch_size, eval_batch_size=eval_batch_size,
@@ -161,6 +203,7 @@ class IMDBDataModule(L.LightningDataModule):
         if vocab_size < 3:
             raise AttnclfError(f"data.vocab_size={vocab_size!r} must be at least 3 (<pad>, <unk> and a word)")
         one_of("data.truncation", truncation, TRUNCATIONS)
+        check_folds(folds, fold)
         for key, size in (("val_size", val_size), ("test_size", test_size)):
             if (
                 isinstance(size, bool)
@@ -179,6 +222,7 @@ class IMDBDataModule(L.LightningDataModule):
         self.text_column, self.label_column = text_column, label_column
         self.config_name, self.test_size = name, test_size  # (LightningDataModule has a `name` of its own)
         self.files = dict(train_file=train_file, validation_file=validation_file, test_file=test_file)
+        self.folds, self.fold = folds, fold
         self.num_classes: int | None = None  # from the data, in setup
         self.splits: dict[str, str] = {}  # where each of train / val / test came from (metrics.json)
         self.length_stats: dict[str, float] = {}  # the training texts' length percentiles (metrics.json)
@@ -224,6 +268,11 @@ class IMDBDataModule(L.LightningDataModule):
             raise AttnclfError(f"dataset {self.path!r} has no split {self.train_split!r}; splits found: {list(ds)}")
         val_split = next((v for v in VALIDATION_SPLITS if v in ds and v != self.train_split), None)
         test_split = self.test_split if self.test_split in ds else None
+        if self.folds is not None and test_split is not None:
+            raise AttnclfError(
+                f"data.folds={self.folds}: {self.path!r} has a {test_split!r} split of its own; k-fold "
+                "cross-validation is for data without one (drop data.folds, or give the training file alone)"
+            )
 
         def encoded(split: str) -> Encoded:
             enc = encode_split(ds[split], text_col, label_col, self.cache_dir)
@@ -237,13 +286,18 @@ class IMDBDataModule(L.LightningDataModule):
             "rows": len(train.labels),
             "seed": self.seed,
             "test_split": self.test_split,
-            "test_size": self.test_size if test_split is None else None,
+            "test_size": self.test_size if test_split is None and self.folds is None else None,
             "val_size": self.val_size if val_split is None else None,  # (from what a carved test split left)
+            "folds": self.folds,
+            "fold": self.fold,
         }
         rows, train_rows, val_rows, test_rows = carve_splits(
-            carved["rows"], self.seed, carved["test_size"], carved["val_size"]
+            carved["rows"], self.seed, carved["test_size"], carved["val_size"], self.folds, self.fold, train.labels
         )
-        if test_rows is not None:
+        if self.folds is not None:
+            log.info("testing on fold %d of %d (%d rows, stratified by label, seed %d); validation carved from the "
+                     "other folds", self.fold, self.folds, len(test_rows), self.seed)  # fmt: skip
+        elif test_rows is not None:
             log.warning("no %r split in %r: testing on %d training rows carved at random", self.test_split,
                         self.path, len(test_rows))  # fmt: skip
         if self.train_size is not None:  # a fixed random subset of the training rows (quick runs, scaling)
@@ -309,7 +363,12 @@ class IMDBDataModule(L.LightningDataModule):
         self.splits = {
             "train": self.train_split,
             "val": val_split or f"carved from {self.train_split} (data.val_size={self.val_size}, seed {self.seed})",
-            "test": test_split or f"carved from {self.train_split} (data.test_size={self.test_size}, seed {self.seed})",
+            "test": test_split
+            or (
+                f"fold {self.fold} of {self.folds} of {self.train_split} (stratified by label, seed {self.seed})"
+                if self.folds is not None
+                else f"carved from {self.train_split} (data.test_size={self.test_size}, seed {self.seed})"
+            ),
         }
         log.info(
             "train %d, val %d, test %d reviews; %d classes; vocabulary %d",

@@ -98,25 +98,21 @@ def split_as_trained(data: DictConfig, clf: Classifier) -> Reviews:
     """The split `data.split` of `data.path`, encoded with the checkpoint's vocabulary, read as in its
     training (max_length, truncation), with labels as the checkpoint's class ids."""
     ds = load_splits(data.path, data.get("name"))
-    rows = None if data.split in ds else carved_rows(data.split, clf.vocab.meta.get("carved"), ds, data.path)
+    carved = None if data.split in ds else carved_from(data.split, clf.vocab.meta.get("carved"), ds, data.path)
     text_col, label_col = resolve_columns(ds, data.text_column, data.label_column, data.path)
     ds, names, remap = prepare_labels(ds, label_col, data.path)
-    split = data.split if rows is None else clf.vocab.meta["carved"]["from"]
+    split = data.split if carved is None else carved["from"]
     enc = encode_split(ds[split], text_col, label_col, data.cache_dir)
     labels = labels_as_trained(enc.labels, names, remap, clf.labels, data.split)
-    rows = np.arange(len(labels)) if rows is None else rows
+    rows = np.arange(len(labels)) if carved is None else carved_rows(data.split, carved, label_ids(enc.labels, remap))
     return Reviews(enc.remap(clf.vocab), enc.offsets, labels, rows, clf.max_length, clf.truncation)
 
 
-def carved_rows(split: str, carved: dict | None, ds, path: str) -> np.ndarray:
-    """The rows of the training split that the checkpoint's run carved off as its test or validation split
-    (the data has no such split of its own), rebuilt from the seed and sizes it saved."""
-    which = None
-    if carved and split == carved["test_split"] and carved["test_size"] is not None:
-        which = 3
-    elif carved and split in VALIDATION_SPLITS and carved["val_size"] is not None:
-        which = 2
-    if which is None:
+def carved_from(split: str, carved: dict | None, ds, path: str) -> dict:
+    """How the checkpoint's run carved the split `split` from its training split (the data has no such
+    split of its own): its saved record, checked against this data."""
+    test = carved and split == carved["test_split"] and (carved["test_size"] is not None or carved.get("folds"))
+    if not (test or (carved and split in VALIDATION_SPLITS and carved["val_size"] is not None)):
         raise AttnclfError(f"data.split={split!r}; splits in {path!r}: {', '.join(ds)}")
     n = len(ds[carved["from"]]) if carved["from"] in ds else None
     if n != carved["rows"]:
@@ -124,7 +120,15 @@ def carved_rows(split: str, carved: dict | None, ds, path: str) -> np.ndarray:
             f"data.split={split!r}: the run carved it from a {carved['from']!r} split of {carved['rows']} rows, "
             f"{path!r} has " + (f"{n}" if n is not None else "no such split") + "; give the data it was trained on"
         )
-    rows = carve_splits(n, carved["seed"], carved["test_size"], carved["val_size"])[which]
+    return carved
+
+
+def carved_rows(split: str, carved: dict, labels: np.ndarray) -> np.ndarray:
+    """The rows of the training split (of class ids `labels`) that the run carved off as `split`, rebuilt
+    from the seed, sizes and folds it saved."""
+    which = 3 if split == carved["test_split"] else 2
+    rows = carve_splits(len(labels), carved["seed"], carved["test_size"], carved["val_size"], carved.get("folds"),
+                        carved.get("fold"), labels)[which]  # fmt: skip
     log.info("data.split=%r: the %d rows of %r that the run carved off", split, len(rows), carved["from"])
     return rows
 

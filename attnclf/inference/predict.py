@@ -123,13 +123,14 @@ PREDICTED = ("label", "prob", "top_words")  # the columns predict.py adds to eac
 
 
 def write_output(path: Path, rows: list[dict], preds: list[Prediction], top_k: int) -> None:
-    """Each input row with its prediction added (label, prob, top_words; `predicted_<name>` where the input
-    already has a column of that name, such as the gold label)."""
+    """Each input row with its prediction added: label, prob, top_words (predicted_label, predicted_prob,
+    predicted_top_words where the input already has a column of one of those names, such as a gold label)."""
     suffix = path.suffix.lower()
     if suffix not in OUTPUTS:
         raise AttnclfError(f"output={path}: unknown file type {suffix!r}; allowed: {', '.join(OUTPUTS)}")
     taken = set().union(*(r.keys() for r in rows))
-    names = {k: f"predicted_{k}" if k in taken else k for k in PREDICTED}
+    prefix = "predicted_" if taken & set(PREDICTED) else ""  # (all three, so that they read as one group)
+    names = {k: prefix + k for k in PREDICTED}
     out = [
         {
             **row,
