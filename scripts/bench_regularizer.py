@@ -15,10 +15,10 @@ from __future__ import annotations
 import argparse
 
 import torch
+from bench_step import medians_ms, random_reviews  # (scripts/, this script's own folder)
 
+from attnclf.config import REGULARIZERS
 from attnclf.training.module import AttnClassifierModule, adamw
-from attnclf.training.regularizers import REGULARIZERS
-from scripts.bench_step import medians_ms, random_reviews
 
 
 class Module(AttnClassifierModule):

@@ -151,10 +151,11 @@ def bare_model(cfg, vocab_size: int, **model_overrides):
     import torch
     import torch.nn.functional as F
 
+    from attnclf.config import classifier_config
     from attnclf.models.classifier import AttentionClassifier
-    from attnclf.training.module import START_KEYS, adamw
+    from attnclf.training.module import adamw
 
-    shape = {k: v for k, v in cfg.model.items() if k not in START_KEYS}  # (a random start, as the documents')
+    shape = classifier_config(cfg).model.network()  # (the network alone: a random start, as the documents')
     model = AttentionClassifier(vocab_size, attention=cfg.attention, **{**shape, **model_overrides})
     opt = adamw(model, cfg.optimizer.lr, cfg.optimizer.weight_decay)
 

@@ -126,12 +126,35 @@ def test_resume_errors_are_one_line(tmp_path):
         train(compose_cfg([f"ckpt_path={tmp_path / 'nothing'}", f"paths.output_dir={tmp_path / 'r'}"]))
 
 
+def set_hparams(hp: dict, **settings) -> dict:
+    """A classifier checkpoint's (nested) hyperparameters with settings changed, given by their module
+    argument names: attention, hidden_dim (model), lr (optimizer), regularizer, regularizer_epsilon."""
+    for key, value in settings.items():
+        if key == "attention":
+            hp["attention"] = value
+        elif key.startswith("regularizer"):
+            hp["regularizer"][key.removeprefix("regularizer").removeprefix("_") or "name"] = value
+        else:
+            hp["model" if key in hp["model"] else "optimizer"][key] = value
+    return hp
+
+
+def legacy(hp: dict) -> dict:
+    """Nested hyperparameters as a checkpoint from before ClassifierConfig held them: flat."""
+    reg = {
+        "regularizer": hp["regularizer"]["name"],
+        **{f"regularizer_{k}": hp["regularizer"][k] for k in ("epsilon", "weight", "xi")},
+    }
+    keep = {k: hp[k] for k in ("vocab_size", "num_classes", "attention")}
+    return {**keep, **hp["model"], **hp["optimizer"], **reg}
+
+
 def fake_run(root, name, ckpt, mtime, finished=False, **hparams):
     """A run folder holding a copy of `ckpt` as last.ckpt, with some hyperparameters changed."""
     run = root / name
     (run / "checkpoints").mkdir(parents=True)
     c = torch.load(ckpt, weights_only=True)
-    c["hyper_parameters"].update(hparams)
+    set_hparams(c["hyper_parameters"], **hparams)
     torch.save(c, run / "checkpoints" / "last.ckpt")
     os.utime(run / "checkpoints" / "last.ckpt", (mtime, mtime))
     if finished:
@@ -140,6 +163,7 @@ def fake_run(root, name, ckpt, mtime, finished=False, **hparams):
 
 
 def test_last_picks_the_newest_unfinished_run_with_this_commands_settings(tiny_run, tmp_path):
+    from attnclf.config import classifier_config
     from attnclf.errors import AttnclfError
     from attnclf.training.checkpoint import find_resume
     from attnclf.training.resume import same_settings
@@ -161,7 +185,7 @@ def test_last_picks_the_newest_unfinished_run_with_this_commands_settings(tiny_r
     def last(*overrides, here=None):
         tiny = ["model.embed_dim=16", "model.hidden_dim=16", "optimizer.lr=1e-2"]
         cfg = compose_cfg([*tiny, *overrides, f"paths.output_dir={tmp_path}"])
-        return find_resume("last", runs, here, lambda hp: same_settings(hp, cfg)).parent.parent
+        return find_resume("last", runs, here, lambda hp: same_settings(hp, classifier_config(cfg))).parent.parent
 
     assert last() == old_dot.resolve()  # not the finished one, nor the additive or hidden-32 ones
     assert last("attention=additive") == (runs / "c_additive").resolve()
@@ -210,6 +234,7 @@ def test_a_run_given_by_name_must_have_this_commands_settings(tiny_imdb, tiny_ru
     # a checkpoint saved before a setting existed had the module's default for it (here: a random embedding)
     old = fake_run(tmp_path, "old", ckpt, 1000)
     c = torch.load(old / "checkpoints" / "last.ckpt", weights_only=True)
+    c["hyper_parameters"] = legacy(c["hyper_parameters"])  # (flat, as before ClassifierConfig)
     del c["hyper_parameters"]["embeddings"]
     torch.save(c, old / "checkpoints" / "last.ckpt")
     with pytest.raises(AttnclfError, match=r"embeddings='random', this command gives model.embeddings='word2vec'"):

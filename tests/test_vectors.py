@@ -134,7 +134,7 @@ def test_training_from_word2vec_vectors_frozen(with_unlabeled, tmp_path):
     emb = metrics["embeddings"]
     assert emb["source"] == "word2vec" and emb["texts"] == 240 and emb["coverage"] > 0.9
     clf = Classifier.from_checkpoint(metrics["best_checkpoint"])
-    assert clf.module.hparams.embeddings == "word2vec" and clf.module.hparams.freeze_embeddings
+    assert clf.module.hparams.model["embeddings"] == "word2vec" and clf.module.hparams.model["freeze_embeddings"]
     wv = read_vectors(emb["vectors_file"], 16)
     expected, _ = embedding_matrix(wv, clf.vocab)
     weight = clf.module.model.embed.weight.detach().numpy()
@@ -155,7 +155,7 @@ def test_the_default_starts_from_word2vec_on_the_training_texts_only(with_unlabe
     wv = read_vectors(emb["vectors_file"], 16)
     assert "great" in wv.key_to_index and UNLABELED_ONLY not in wv.key_to_index and TEST_ONLY not in wv.key_to_index
     clf = Classifier.from_checkpoint(json.loads((out / "metrics.json").read_text())["best_checkpoint"])
-    assert not clf.module.hparams.freeze_embeddings
+    assert not clf.module.hparams.model["freeze_embeddings"]
     pretrained = compose_cfg(["experiment=pretrained", *tiny_overrides(with_unlabeled, out)])
     assert pretrained.word2vec.unlabeled_split == "unsupervised" and pretrained.trainer.max_epochs == 6
 

@@ -13,10 +13,8 @@ import math
 import torch
 from torch import nn
 
+from attnclf.config import ATTENTION_INITS, ATTENTIONS
 from attnclf.utils.checks import one_of
-
-ATTENTIONS = ("dot", "additive")
-ATTENTION_INITS = ("xavier", "default")  # additive attention's initialisation
 
 
 def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:

@@ -43,10 +43,11 @@ from torch.autograd.function import once_differentiable
 from torch.func import functional_call
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
+from attnclf.config import GRU_KERNELS
 from attnclf.models.dropout import Dropout
 from attnclf.utils.checks import one_of
 
-KERNELS = ("auto", "concurrent", "padded", "packed")
+KERNELS = GRU_KERNELS  # (the names live with the settings: attnclf/config.py)
 
 _pool: tuple[int, int, ThreadPoolExecutor] | None = None  # (pid, torch threads of the caller, pool)
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import torch
 from pytorch_lightning.plugins.io import TorchCheckpointIO
 
+from attnclf.config import CLASSIFIER
 from attnclf.errors import AttnclfError
 
 
@@ -57,9 +58,6 @@ def load_checkpoint(path: str | Path, map_location="cpu") -> dict:
     return ckpt
 
 
-CLASSIFIER = "classifier"  # a classifier checkpoint's hyper_parameters["kind"] (language models: theirs)
-
-
 def checkpoint_kind(hparams: dict) -> str | None:
     """What a checkpoint holds, by its hyperparameters' `kind`: "classifier", or "bigru_lm" (pretrain.py's
     language models). A classifier saved before classifiers said their kind is told by its attention."""
@@ -89,22 +87,6 @@ def best_checkpoint(path: str | Path) -> Path:
 def run_dir_of(ckpt: Path) -> Path:
     """runs/<run>/checkpoints/x.ckpt -> runs/<run>."""
     return ckpt.parent.parent if ckpt.parent.name == "checkpoints" else ckpt.parent
-
-
-# the module's settings (attention, model.*, optimizer.*, regularizer) are what a resumed run must share
-# with its checkpoint; model.gru_kernel is how the GRU is computed, not what it is
-RUNTIME_ONLY = ("gru_kernel",)
-
-
-def setting_differences(hparams: dict, settings: dict, defaults: dict) -> dict:
-    """The module arguments in `settings` (this command's) that a checkpoint's hyperparameters differ in,
-    with the checkpoint's values.
-
-    A key the checkpoint lacks was saved before that setting existed, when the run had the module's
-    default for it (`defaults`; without one it is not held against the checkpoint).
-    """
-    saved = {k: hparams.get(k, defaults.get(k, v)) for k, v in settings.items() if k not in RUNTIME_ONLY}
-    return {k: v for k, v in saved.items() if v != settings[k]}
 
 
 def _finished(run: Path) -> str | None:

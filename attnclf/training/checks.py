@@ -9,11 +9,10 @@ import os
 import torch
 from omegaconf import DictConfig, OmegaConf
 
+from attnclf.config import ClassifierConfig, classifier_config
 from attnclf.data.vectors import check_embeddings
 from attnclf.errors import AttnclfError
-from attnclf.models.attention import ATTENTION_INITS, ATTENTIONS
-from attnclf.training.regularizers import REGULARIZERS
-from attnclf.utils.checks import one_of, positive_int
+from attnclf.utils.checks import positive_int
 
 # what train(cfg) can return for a sweep to optimise (keys of metrics.json)
 OBJECTIVES = ("val/acc", "test/acc", "test/loss", "train_tokens_per_sec")
@@ -87,32 +86,24 @@ def check_trainer(cfg: DictConfig) -> None:
         raise AttnclfError(f"trainer.gradient_clip_val={clip!r} must be a number >= 0 or null (no clipping)")
 
 
-def validate(cfg: DictConfig) -> None:
-    """One-line errors for values that would otherwise fail deep inside a library."""
+def validate(cfg: DictConfig) -> ClassifierConfig:
+    """One-line errors for values that would otherwise fail deep inside a library; the classifier's typed
+    settings, checked."""
     check_process(cfg)
     check_trainer(cfg)
     if not OmegaConf.select(cfg, "data.path") and not OmegaConf.select(cfg, "data.train_file"):
         raise AttnclfError("data.path is required here: give the data's file, folder or Hub id, e.g. data.path=my.csv")
-    one_of("attention", cfg.attention, ATTENTIONS)
+    # attention, model.*, optimizer.*, regularizer.*: typed and their ranges checked (attnclf/config.py)
+    config = classifier_config(cfg)
     # (data.* values are checked by the DataModule itself, before any data is read)
-    for key in ("model.embed_dim", "model.hidden_dim", "model.num_layers"):
-        check_positive_int(cfg, key)
-    check_positive_number(cfg, "optimizer.lr")
     objective = cfg.get("optimized_metric") or "val/acc"
     if objective not in OBJECTIVES:  # checked now, not after a whole run
         raise AttnclfError(f"optimized_metric={objective!r}; allowed: {', '.join(OBJECTIVES)}")
-    for key in ("model.dropout", "model.embed_dropout", "optimizer.warmup_ratio"):
-        check_fraction(cfg, key)
-    wd = OmegaConf.select(cfg, "optimizer.weight_decay")
-    if isinstance(wd, bool) or not isinstance(wd, (int, float)) or not 0 <= wd < math.inf:
-        raise AttnclfError(f"optimizer.weight_decay={wd!r} must be a number >= 0")
-    check_positive_int_or_null(cfg, "model.attention_dim", "the default size")
-    one_of("model.attention_init", OmegaConf.select(cfg, "model.attention_init"), ATTENTION_INITS)
-    check_embeddings(str(OmegaConf.select(cfg, "model.embeddings") or "random"), cfg.model.embed_dim)
-    if OmegaConf.select(cfg, "model.embeddings") == "word2vec":
+    check_embeddings(config.model.embeddings, config.model.embed_dim)
+    if config.model.embeddings == "word2vec":
         check_word2vec(cfg)
-    check_regularizer(cfg)
     check_devices(cfg)
+    return config
 
 
 def check_word2vec(cfg: DictConfig) -> None:
@@ -121,16 +112,6 @@ def check_word2vec(cfg: DictConfig) -> None:
             check_positive_int(cfg, f"word2vec.{key}")
     check_positive_int_or_null(cfg, "word2vec.workers", "up to 4 threads")
     check_positive_int_or_null(cfg, "word2vec.max_texts", "all of them")
-
-
-def check_regularizer(cfg: DictConfig) -> None:
-    name = OmegaConf.select(cfg, "regularizer.name") or "none"
-    one_of("regularizer", name, REGULARIZERS)
-    for key in ("epsilon", "xi", "weight"):
-        if OmegaConf.select(cfg, f"regularizer.{key}") is not None:
-            check_positive_number(cfg, f"regularizer.{key}")
-    if name == "virtual_adversarial":
-        check_positive_int(cfg, "regularizer.unlabeled_batch_size")
 
 
 def check_devices(cfg: DictConfig) -> None:

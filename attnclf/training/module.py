@@ -11,16 +11,19 @@ import torch.nn.functional as F
 from torchmetrics import MaxMetric
 from torchmetrics.classification import MulticlassAccuracy, MulticlassConfusionMatrix, MulticlassF1Score
 
+from attnclf.config import (
+    CLASSIFIER,
+    ClassifierConfig,
+    ModelConfig,
+    OptimizerConfig,
+    RegularizerConfig,
+    classifier_hparams,
+)
 from attnclf.errors import AttnclfError
 from attnclf.models.classifier import AttentionClassifier
-from attnclf.training.regularizers import REGULARIZERS, adversarial_losses, virtual_adversarial_loss
-from attnclf.utils.checks import one_of
+from attnclf.training.regularizers import adversarial_losses, virtual_adversarial_loss
 
 log = logging.getLogger(__name__)
-
-SCHEDULES = ("cosine", "constant")
-# model.* keys that say where the weights start from (train() acts on them), not the network's shape
-START_KEYS = ("embeddings", "freeze_embeddings", "init_from")
 
 
 def attention_sharpness(weights: torch.Tensor, k: int = 5) -> tuple[torch.Tensor, torch.Tensor]:
@@ -113,8 +116,12 @@ class TrainingModule(L.LightningModule):
         else:  # (no error_if_nonfinite: that reads the norm back from the device every step)
             torch.nn.utils.clip_grad_norm_(params, gradient_clip_val)
 
+    def optimizer_settings(self):
+        """lr, weight_decay, schedule, warmup_ratio (the language models': their flat hyperparameters)."""
+        return self.hparams
+
     def configure_optimizers(self):
-        hp = self.hparams
+        hp = self.optimizer_settings()
         opt = adamw(self.model, hp.lr, hp.weight_decay, fused=self._loss_scaler() is None)
         if hp.schedule == "constant":
             return opt
@@ -177,55 +184,41 @@ class TrainingModule(L.LightningModule):
 
 
 class AttnClassifierModule(TrainingModule):
+    """The classifier's LightningModule, built from a ClassifierConfig's parts (attnclf/config.py), which it
+    saves in its checkpoint, nested, beside the data's vocabulary size and classes and its kind."""
+
     def __init__(
         self,
         vocab_size: int,
         num_classes: int = 2,
         attention: str = "dot",
-        embed_dim: int = 128,
-        hidden_dim: int = 128,
-        num_layers: int = 1,
-        attention_dim: int | None = None,
-        attention_scale: bool = True,
-        attention_init: str = "xavier",
-        dropout: float = 0.3,
-        embed_dropout: float = 0.2,
-        gru_kernel: str = "auto",
-        embeddings: str = "random",
-        freeze_embeddings: bool = False,
-        init_from: str | None = None,
-        lr: float = 2e-3,
-        weight_decay: float = 0.01,
-        schedule: str = "cosine",
-        warmup_ratio: float = 0.05,
-        regularizer: str = "none",
-        regularizer_epsilon: float = 0.02,
-        regularizer_weight: float = 1.0,
-        regularizer_xi: float = 1e-3,
-        kind: str = "classifier",  # (in the checkpoint: what it holds; training/checkpoint.py checkpoint_kind)
+        model: dict | None = None,
+        optimizer: dict | None = None,
+        regularizer: dict | str | None = None,
+        kind: str = CLASSIFIER,
+        **flat,
     ):
+        """`model`, `optimizer`, `regularizer`: dicts of ModelConfig, OptimizerConfig, RegularizerConfig (as
+        the checkpoint holds them). Flat arguments (hidden_dim=..., lr=..., regularizer="adversarial",
+        regularizer_epsilon=...), as checkpoints before ClassifierConfig held them, are read the same way."""
         super().__init__()
-        one_of("optimizer.schedule", schedule, SCHEDULES)
-        one_of("regularizer", regularizer, REGULARIZERS)
-        # logger=False: train(cfg) writes the hparams once, at the end, with the final metrics
-        self.save_hyperparameters(logger=False)
-        self.model = AttentionClassifier(
-            vocab_size,
-            num_classes,
-            embed_dim,
-            hidden_dim,
-            num_layers,
-            attention,
-            attention_dim,
-            attention_scale,
-            attention_init,
-            dropout,
-            embed_dropout,
-            gru_kernel,
+        if model is None or optimizer is None or not isinstance(regularizer, dict) or flat:
+            given = {"regularizer": regularizer} if isinstance(regularizer, str) else {}
+            hp = classifier_hparams({"vocab_size": vocab_size, "num_classes": num_classes, "attention": attention,
+                                     **given, **(model or {}), **(optimizer or {}), **flat})  # fmt: skip
+            model, optimizer, regularizer = hp["model"], hp["optimizer"], hp["regularizer"]
+        self.config = ClassifierConfig(
+            attention, ModelConfig(**model), OptimizerConfig(**optimizer), RegularizerConfig(**regularizer)
         )
+        self.config.check()
+        # logger=False: train(cfg) writes the hparams once, at the end, with the final metrics
+        saved = {"kind": CLASSIFIER, "vocab_size": vocab_size, "num_classes": num_classes, **self.config.as_dict()}
+        self.save_hyperparameters(saved, logger=False)
+        m = self.config.model
+        self.model = AttentionClassifier(vocab_size, num_classes, attention=attention, **m.network())
         # `embeddings` (random, word2vec or a vectors file) and `init_from` (a pretrain.py checkpoint) are where
         # train() took the initial weights from: a record only, as the weights themselves are in the state dict
-        self.model.embed.weight.requires_grad_(not freeze_embeddings)
+        self.model.embed.weight.requires_grad_(not m.freeze_embeddings)
         # validate_args=False: the checks read the labels back from the device, a sync every step
         self.train_acc = MulticlassAccuracy(num_classes, average="micro", validate_args=False)
         self.val_acc = MulticlassAccuracy(num_classes, average="micro", validate_args=False)
@@ -239,6 +232,9 @@ class AttnClassifierModule(TrainingModule):
         self.val_acc_best = MaxMetric()  # (the sanity check does not update it: on_validation_epoch_end)
         self.val_acc_best.persistent(True)  # in the checkpoint, so a resumed run keeps its best
 
+    def optimizer_settings(self) -> OptimizerConfig:
+        return self.config.optimizer
+
     def forward(
         self, ids: torch.Tensor, lengths: torch.Tensor, host_lengths: torch.Tensor | None = None
     ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -246,10 +242,10 @@ class AttnClassifierModule(TrainingModule):
 
     def training_step(self, batch, batch_idx):
         ids, lengths, y, host = unpack(batch)
-        hp = self.hparams
-        if hp.regularizer == "adversarial":
+        reg = self.config.regularizer
+        if reg.name == "adversarial":
             logits, loss, extra, clean = adversarial_losses(
-                self.model, ids, lengths, host, y, hp.regularizer_epsilon, self._loss_scale(ids)
+                self.model, ids, lengths, host, y, reg.epsilon, self._loss_scale(ids)
             )
         else:
             logits, _ = self(ids, lengths, host)
@@ -258,17 +254,15 @@ class AttnClassifierModule(TrainingModule):
         self.train_acc(logits.argmax(-1), y)
         self.log("train/loss", loss, prog_bar=True, batch_size=len(y))  # the plain cross-entropy, whatever else
         self.log("train/acc", self.train_acc, on_step=False, on_epoch=True, batch_size=len(y))
-        if hp.regularizer == "none":
+        if reg.name == "none":
             return loss
-        if hp.regularizer == "virtual_adversarial":
+        if reg.name == "virtual_adversarial":
             u_ids, u_lengths, _ = self.unlabeled_batch()
             u_dev = u_lengths.to(self.device, non_blocking=True)
             u_ids = u_ids.to(self.device, non_blocking=True)
-            extra = virtual_adversarial_loss(
-                self.model, u_ids, u_dev, u_lengths, hp.regularizer_epsilon, hp.regularizer_xi
-            )
-        self.log(f"train/{hp.regularizer}_loss", extra, batch_size=len(y))
-        return clean + hp.regularizer_weight * extra
+            extra = virtual_adversarial_loss(self.model, u_ids, u_dev, u_lengths, reg.epsilon, reg.xi)
+        self.log(f"train/{reg.name}_loss", extra, batch_size=len(y))
+        return clean + reg.weight * extra
 
     def _loss_scale(self, like: torch.Tensor) -> torch.Tensor | None:
         """The float16 loss scale of the trainer's GradScaler (precision=16-mixed on CUDA) as a tensor (no

@@ -18,8 +18,6 @@ import torch.nn.functional as F
 
 from attnclf.models.classifier import real_tokens as model_real_tokens
 
-REGULARIZERS = ("none", "adversarial", "virtual_adversarial")
-
 
 def real_tokens(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     """(B, T, 1) mask of the real tokens of embedded reviews x (B, T, E): the model's own, to scale with."""

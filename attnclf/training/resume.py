@@ -10,16 +10,9 @@ from pathlib import Path
 
 from omegaconf import DictConfig
 
+from attnclf.config import CLASSIFIER, ClassifierConfig, setting_differences
 from attnclf.errors import AttnclfError
-from attnclf.training.checkpoint import (
-    CLASSIFIER,
-    checkpoint_kind,
-    find_resume,
-    load_checkpoint,
-    run_dir_of,
-    setting_differences,
-)
-from attnclf.training.settings import MODULE_DEFAULTS, config_key, module_settings
+from attnclf.training.checkpoint import checkpoint_kind, find_resume, load_checkpoint, run_dir_of
 
 log = logging.getLogger(__name__)
 
@@ -47,26 +40,23 @@ def resume_point(cfg: DictConfig, matches, mismatch=None) -> Path | None:
     return resume
 
 
-def same_settings(hparams: dict, cfg: DictConfig) -> bool:
+def same_settings(hparams: dict, config: ClassifierConfig) -> bool:
     """Whether a checkpoint is a classifier's with this command's settings (what ckpt_path=last takes)."""
-    return checkpoint_kind(hparams) == CLASSIFIER and not setting_differences(
-        hparams, module_settings(cfg), MODULE_DEFAULTS
-    )
+    return checkpoint_kind(hparams) == CLASSIFIER and not setting_differences(hparams, config)
 
 
-def settings_mismatch(hparams: dict, run: Path, cfg: DictConfig) -> str | None:
+def settings_mismatch(hparams: dict, run: Path, config: ClassifierConfig) -> str | None:
     """Why a classifier checkpoint cannot continue under this command's settings (None: it can)."""
     if checkpoint_kind(hparams) != CLASSIFIER:
         return (
             f"{run} is not a classifier's run (a language model's from pretrain.py?); a classifier starts from "
             "one with model.init_from=<run>"
         )
-    settings = module_settings(cfg)
-    differ = setting_differences(hparams, settings, MODULE_DEFAULTS)
+    differ = setting_differences(hparams, config)
     if not differ:
         return None
-    was = ", ".join(f"{config_key(k, cfg)}={saved!r}" for k, saved in differ.items())
-    now = ", ".join(f"{config_key(k, cfg)}={settings[k]!r}" for k in differ)
+    was = ", ".join(f"{key}={saved!r}" for key, (saved, _) in differ.items())
+    now = ", ".join(f"{key}={given!r}" for key, (_, given) in differ.items())
     see = f" (its overrides: {run / '.hydra' / 'overrides.yaml'})" if (run / ".hydra").is_dir() else ""
     return f"that run was trained with {was}, this command gives {now}; resume with the run's own settings{see}"
 

@@ -18,7 +18,6 @@ from attnclf.training.checks import validate
 from attnclf.training.init_from import check_init_from, load_pretrained
 from attnclf.training.module import AttnClassifierModule
 from attnclf.training.resume import check_resumed_vocab, resume_point, resumed_step_of, same_settings, settings_mismatch
-from attnclf.training.settings import module_settings
 from attnclf.training.trainer import hparams_of, make_trainer, peak_gpu_mb, peak_rss_mb, prepare_process, write_hparams
 from attnclf.utils.jsonfile import write_json
 
@@ -27,13 +26,13 @@ log = logging.getLogger(__name__)
 
 def train(cfg: DictConfig) -> float:
     """Fit, test the best checkpoint, write metrics.json; return the metric `cfg.optimized_metric`."""
-    validate(cfg)
+    config = validate(cfg)  # the classifier's settings, typed: attention, model, optimizer, regularizer
+    m = config.model
     init_from = None
-    if cfg.model.get("init_from"):  # (checked before any data work; read once)
-        m = cfg.model
+    if m.init_from:  # (checked before any data work; read once)
         init_from = check_init_from(str(m.init_from), m.embed_dim, m.hidden_dim, m.num_layers, cfg.paths.pretrain_dir)
     prepare_process(cfg)
-    resume = resume_point(cfg, lambda hp: same_settings(hp, cfg), lambda hp, run: settings_mismatch(hp, run, cfg))
+    resume = resume_point(cfg, lambda hp: same_settings(hp, config), lambda hp, run: settings_mismatch(hp, run, config))
     if resume is not None and cfg.ckpt_path == "last":
         log.info("ckpt_path=last: the newest unfinished run with attention=%s and these model settings", cfg.attention)
     L.seed_everything(cfg.seed, workers=True)
@@ -43,27 +42,23 @@ def train(cfg: DictConfig) -> float:
 
     datamodule = IMDBDataModule(**cfg.data, seed=cfg.seed, vocab_path=str(out / "vocab.json"))
     datamodule.setup("fit")
-    model = AttnClassifierModule(
-        vocab_size=len(datamodule.vocab),
-        num_classes=datamodule.num_classes,
-        **module_settings(cfg),
-    )
-    if model.hparams.regularizer == "virtual_adversarial":
-        n = datamodule.setup_unlabeled(cfg.regularizer.unlabeled_split, cfg.regularizer.unlabeled_batch_size)
-        log.info("virtual adversarial training on %d unlabeled reviews (%s)", n, cfg.regularizer.unlabeled_split)
+    model = AttnClassifierModule(len(datamodule.vocab), datamodule.num_classes, **config.as_dict())
+    reg = config.regularizer
+    if reg.name == "virtual_adversarial":
+        n = datamodule.setup_unlabeled(reg.unlabeled_split, reg.unlabeled_batch_size)
+        log.info("virtual adversarial training on %d unlabeled reviews (%s)", n, reg.unlabeled_split)
     embeddings = {"source": "random"}
-    source = cfg.model.get("embeddings", "random")
-    if cfg.model.get("init_from"):  # the embedding comes from the language models, with the encoder
+    source = m.embeddings
+    if m.init_from:  # the embedding comes from the language models, with the encoder
         embeddings, source = {"source": "init_from"}, "random"
     if resume is None and source != "random":  # (a resumed run has its embedding in the checkpoint)
         matrix, embeddings = initial_embeddings(
-            source, datamodule, cfg.model.embed_dim, OmegaConf.to_container(cfg.get("word2vec") or {}),
-            cfg.paths.cache_dir,
-        )  # fmt: skip
+            source, datamodule, m.embed_dim, OmegaConf.to_container(cfg.get("word2vec") or {}), cfg.paths.cache_dir
+        )
         model.model.embed.weight.data.copy_(torch.from_numpy(matrix))
     pretrained = None
     if resume is None and init_from is not None:
-        pretrained = load_pretrained(model.model, str(cfg.model.init_from), datamodule.vocab, loaded=init_from)
+        pretrained = load_pretrained(model.model, str(m.init_from), datamodule.vocab, loaded=init_from)
     init_from = None  # (the language models' checkpoint, optimizer state and all: not kept through training)
     check_resumed_vocab(resume, len(datamodule.vocab))
 
@@ -114,7 +109,7 @@ def train(cfg: DictConfig) -> float:
         "text_lengths": datamodule.length_stats,  # tokens per training text: percentiles, share kept whole
         "best_checkpoint": best,
         "vocab": str(out / "vocab.json"),
-        "hparams": hparams_of(cfg),
+        "hparams": hparams_of(cfg, config),
     }
     if trainer.is_global_zero:
         write_hparams(

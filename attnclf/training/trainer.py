@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import warnings
+from dataclasses import asdict
 
 import pytorch_lightning as L
 import torch
@@ -12,32 +13,14 @@ from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
 
+from attnclf.config import ClassifierConfig
 from attnclf.errors import AttnclfError
 from attnclf.training.callbacks import Throughput
 from attnclf.training.checkpoint import AtomicCheckpointIO
 from attnclf.utils.memory import keep_freed_memory
 
-# the hyperparameters shown in TensorBoard's HParams dashboard
-HPARAMS = (
-    "attention",
-    "seed",
-    "optimizer.lr",
-    "optimizer.weight_decay",
-    "model.embed_dim",
-    "model.hidden_dim",
-    "model.num_layers",
-    "model.dropout",
-    "model.attention_scale",
-    "model.attention_init",
-    "model.embeddings",
-    "model.freeze_embeddings",
-    "model.init_from",
-    "regularizer.name",
-    "data.max_length",
-    "data.batch_size",
-    "data.vocab_size",
-    "trainer.max_epochs",
-)
+# besides the classifier's own settings (attnclf/config.py), what the HParams dashboard shows of a run
+RUN_HPARAMS = ("seed", "data.max_length", "data.batch_size", "data.vocab_size", "trainer.max_epochs")
 
 
 # Lightning's warnings that a user of this tool cannot act on (its own internals, or settings that
@@ -58,8 +41,14 @@ def quiet_known_warnings() -> None:
         warnings.filterwarnings("ignore", message=pattern)
 
 
-def hparams_of(cfg: DictConfig) -> dict:
-    return {key: OmegaConf.select(cfg, key) for key in HPARAMS}
+def hparams_of(cfg: DictConfig, config: ClassifierConfig) -> dict:
+    """The run's hyperparameters by their config keys (TensorBoard's HParams dashboard and metrics.json):
+    every setting of the classifier, and RUN_HPARAMS."""
+    flat = {"attention": config.attention}
+    for section in ("model", "optimizer", "regularizer"):
+        for key, value in asdict(getattr(config, section)).items():
+            flat[f"{section}.{key}"] = value
+    return {**flat, **{key: OmegaConf.select(cfg, key) for key in RUN_HPARAMS}}
 
 
 def instantiate_group(group: DictConfig | None) -> list:

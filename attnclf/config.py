@@ -1,0 +1,225 @@
+"""The classifier's settings as typed objects, handed down whole: `ClassifierConfig` (attention, model,
+optimizer, regularizer) is what the LightningModule receives and saves in its checkpoint, nested, and
+what a resumed run compares with it.
+
+The config groups `model`, `optimizer` and `regularizer` (conf/) are read into these dataclasses:
+OmegaConf checks each value's type, and each dataclass's `check()` holds the ranges of its values, in
+one place. Both fail in one line naming the value (AttnclfError). The dataclasses are registered in
+Hydra's ConfigStore (`attnclf_schema/<group>`) for tools that compose against them.
+
+Checkpoints written before these objects held the same settings flat (`lr`, `regularizer_epsilon`, ...);
+`classifier_hparams` reads both.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, fields
+
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from attnclf.errors import AttnclfError
+from attnclf.utils.checks import one_of, positive_int
+
+ATTENTIONS = ("dot", "additive")
+ATTENTION_INITS = ("xavier", "default")  # additive attention's initialisation
+GRU_KERNELS = ("auto", "concurrent", "padded", "packed")
+SCHEDULES = ("cosine", "constant")
+REGULARIZERS = ("none", "adversarial", "virtual_adversarial")
+CLASSIFIER = "classifier"  # a classifier checkpoint's hyper_parameters["kind"] (language models: theirs)
+
+
+def shown(value) -> str:
+    """A value as the user wrote it: a float without a trailing .0 (optimizer.lr=-1, not -1.0)."""
+    return f"{value:g}" if isinstance(value, float) else repr(value)
+
+
+def _fraction(key: str, value: float) -> None:
+    if not 0 <= value < 1:
+        raise AttnclfError(f"{key}={shown(value)} must be in [0, 1)")
+
+
+def _positive(key: str, value: float) -> None:
+    if not 0 < value < math.inf:
+        raise AttnclfError(f"{key}={shown(value)} must be a number > 0")
+
+
+@dataclass
+class ModelConfig:
+    """embedding -> exact BiGRU -> attention pooling -> dropout -> linear (conf/model/bigru.yaml)."""
+
+    embed_dim: int = 128
+    hidden_dim: int = 128  # per direction: the encoder outputs 2 * hidden_dim
+    num_layers: int = 1
+    dropout: float = 0.4  # before the classifier (and between GRU layers)
+    embed_dropout: float = 0.2
+    attention_dim: int | None = None  # dot: q/k projections (None: 2 * hidden_dim); additive: its tanh layer
+    attention_scale: bool = True  # dot: scores divided by sqrt(attention_dim)
+    attention_init: str = "xavier"
+    gru_kernel: str = "auto"  # how the GRU is computed, not what it is: a resumed run may change it
+    # where the weights start from (train() acts on them; a record in the checkpoint)
+    embeddings: str = "word2vec"
+    freeze_embeddings: bool = False
+    init_from: str | None = None
+
+    def check(self) -> None:
+        for key in ("embed_dim", "hidden_dim", "num_layers"):
+            positive_int(f"model.{key}", getattr(self, key))
+        positive_int("model.attention_dim", self.attention_dim, "the default size")
+        _fraction("model.dropout", self.dropout)
+        _fraction("model.embed_dropout", self.embed_dropout)
+        one_of("model.attention_init", self.attention_init, ATTENTION_INITS)
+        one_of("model.gru_kernel", self.gru_kernel, GRU_KERNELS)
+
+    def network(self) -> dict:
+        """The network's own arguments (AttentionClassifier), without where its weights start from."""
+        return {k: v for k, v in asdict(self).items() if k not in ("embeddings", "freeze_embeddings", "init_from")}
+
+
+@dataclass
+class OptimizerConfig:
+    """AdamW with linear warm-up, then cosine decay (conf/optimizer/adamw.yaml)."""
+
+    lr: float = 2e-3
+    weight_decay: float = 0.01
+    schedule: str = "cosine"  # or constant
+    warmup_ratio: float = 0.05
+
+    def check(self) -> None:
+        _positive("optimizer.lr", self.lr)
+        if not 0 <= self.weight_decay < math.inf:
+            raise AttnclfError(f"optimizer.weight_decay={shown(self.weight_decay)} must be a number >= 0")
+        one_of("optimizer.schedule", self.schedule, SCHEDULES)
+        _fraction("optimizer.warmup_ratio", self.warmup_ratio)
+
+
+@dataclass
+class RegularizerConfig:
+    """What perturbs the embedded review while the classifier trains (conf/regularizer/)."""
+
+    name: str = "none"
+    epsilon: float = 0.02  # the step's norm, relative to the norm of the review's embeddings
+    weight: float = 1.0  # of the regulariser's loss, added to the cross-entropy
+    xi: float = 1e-3  # virtual_adversarial: the power iteration's probe, relative likewise
+    # virtual_adversarial's unlabeled batches: where they come from and how many (data, not the loss)
+    unlabeled_split: str | None = "unsupervised"
+    unlabeled_batch_size: int = 64
+
+    def check(self) -> None:
+        one_of("regularizer", self.name, REGULARIZERS)
+        for key in ("epsilon", "xi", "weight"):
+            _positive(f"regularizer.{key}", getattr(self, key))
+        if self.name == "virtual_adversarial":
+            positive_int("regularizer.unlabeled_batch_size", self.unlabeled_batch_size)
+
+
+@dataclass
+class ClassifierConfig:
+    """Everything the classifier's LightningModule is built from but the data's vocabulary and classes."""
+
+    attention: str = "dot"
+    model: ModelConfig = field(default_factory=ModelConfig)
+    optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
+    regularizer: RegularizerConfig = field(default_factory=RegularizerConfig)
+
+    def check(self) -> None:
+        one_of("attention", self.attention, ATTENTIONS)
+        self.model.check()
+        self.optimizer.check()
+        self.regularizer.check()
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+# settings that do not change what a run learns: a resumed run may differ in them
+RUNTIME_ONLY = ("model.gru_kernel", "regularizer.unlabeled_split", "regularizer.unlabeled_batch_size")
+
+
+TYPE_WORDS = {"int": "a whole number", "float": "a number", "bool": "true or false", "str": "a string"}
+
+
+def _typed(cls, node, key: str):
+    """`node` (a config group) as a `cls` instance, types checked by OmegaConf; one line where one is wrong."""
+    try:
+        merged = OmegaConf.merge(OmegaConf.structured(cls), node if node is not None else {})
+        return OmegaConf.to_object(merged)
+    except OmegaConfBaseException as e:
+        names = [f.name for f in fields(cls)]
+        if e.key not in names:
+            raise AttnclfError(f"{key}.{e.key} is not a setting of {key}; allowed: {', '.join(names)}") from None
+        annotation = next(str(f.type) for f in fields(cls) if f.name == e.key)  # e.g. "int | None"
+        wanted = " or ".join(TYPE_WORDS.get(t.strip(), "null" if t.strip() == "None" else t.strip())
+                             for t in annotation.split("|"))  # fmt: skip
+        raise AttnclfError(f"{key}.{e.key}={e.value!r} must be {wanted}") from None
+
+
+def classifier_config(cfg: DictConfig) -> ClassifierConfig:
+    """The classifier's settings from a composed train.yaml config, typed and checked (one line where not)."""
+    one_of("attention", cfg.get("attention"), ATTENTIONS)
+    config = ClassifierConfig(
+        attention=cfg.attention,
+        model=_typed(ModelConfig, cfg.get("model"), "model"),
+        optimizer=_typed(OptimizerConfig, cfg.get("optimizer"), "optimizer"),
+        regularizer=_typed(RegularizerConfig, cfg.get("regularizer"), "regularizer"),
+    )
+    config.check()
+    return config
+
+
+# what a checkpoint saved before a setting existed had for it: the module's defaults of that time
+LEGACY_DEFAULTS = {
+    "model": dict(asdict(ModelConfig()), dropout=0.3, embeddings="random"),
+    "optimizer": asdict(OptimizerConfig()),
+    "regularizer": asdict(RegularizerConfig()),
+}
+_FLAT_REGULARIZER = {"regularizer": "name", "regularizer_epsilon": "epsilon", "regularizer_weight": "weight",
+                     "regularizer_xi": "xi"}  # fmt: skip
+
+
+def classifier_hparams(hp: dict) -> dict:
+    """A classifier checkpoint's hyperparameters, nested as ClassifierConfig saves them: {kind, vocab_size,
+    num_classes, attention, model: {...}, optimizer: {...}, regularizer: {...}}. Checkpoints from before
+    the nesting held them flat (lr, hidden_dim, regularizer_epsilon, ...); a setting they lack (saved
+    before it existed) gets the default of that time (LEGACY_DEFAULTS)."""
+    if isinstance(hp.get("model"), dict):
+        return hp
+    out = {"kind": CLASSIFIER, "vocab_size": hp.get("vocab_size"), "num_classes": hp.get("num_classes", 2),
+           "attention": hp.get("attention", "dot")}  # fmt: skip
+    for section, defaults in LEGACY_DEFAULTS.items():
+        out[section] = {k: hp.get(k, v) for k, v in defaults.items()}
+    for flat, key in _FLAT_REGULARIZER.items():
+        if flat in hp:
+            out["regularizer"][key] = hp[flat]
+    if "pack" in hp:  # (before model.gru_kernel)
+        out["model"]["gru_kernel"] = {True: "packed", False: "padded"}.get(hp["pack"], "auto")
+    return out
+
+
+def setting_differences(saved: dict, now: ClassifierConfig) -> dict[str, tuple]:
+    """{config key: (the checkpoint's value, this command's)} for each setting a classifier checkpoint's
+    hyperparameters (either form) differ in from `now`, but those that only change how it runs."""
+    saved = classifier_hparams(saved)
+    current = now.as_dict()
+    differ = {}
+    if saved["attention"] != current["attention"]:
+        differ["attention"] = (saved["attention"], current["attention"])
+    for section in ("model", "optimizer", "regularizer"):
+        for key, value in current[section].items():
+            name = f"{section}.{key}"
+            old = saved[section].get(key, LEGACY_DEFAULTS[section][key])
+            if name not in RUNTIME_ONLY and old != value:
+                differ["regularizer" if name == "regularizer.name" else name] = (old, value)
+    return differ
+
+
+def _store() -> None:
+    from hydra.core.config_store import ConfigStore
+
+    cs = ConfigStore.instance()
+    for name, node in (("model", ModelConfig), ("optimizer", OptimizerConfig), ("regularizer", RegularizerConfig)):
+        cs.store(group="attnclf_schema", name=name, node=node)
+
+
+_store()

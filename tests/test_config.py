@@ -1,0 +1,86 @@
+"""The classifier's typed settings (attnclf/config.py): types checked by OmegaConf, ranges in one place,
+handed down whole, saved nested in the checkpoint; checkpoints from before (flat) still load and resume."""
+
+import pytest
+import torch
+from conftest import compose_cfg, tiny_overrides
+
+from attnclf.config import ClassifierConfig, ModelConfig, classifier_config, classifier_hparams, setting_differences
+from attnclf.errors import AttnclfError
+from attnclf.training.module import AttnClassifierModule
+from attnclf.training.train import train
+
+
+@pytest.mark.parametrize(
+    "override,message",
+    [
+        ("model.hidden_dim=abc", "model.hidden_dim='abc' must be a whole number"),
+        ("optimizer.lr=fast", "optimizer.lr='fast' must be a number"),
+        ("model.attention_scale=maybe", "model.attention_scale='maybe' must be true or false"),
+        ("model.attention_dim=big", "model.attention_dim='big' must be a whole number or null"),
+        ("+model.colour=red", "model.colour is not a setting of model; allowed: embed_dim, hidden_dim,"),
+        ("model.gru_kernel=cudnn", "model.gru_kernel='cudnn'; allowed: auto, concurrent, padded, packed"),
+        ("optimizer.schedule=linear", "optimizer.schedule='linear'; allowed: cosine, constant"),
+        ("model.dropout=1", "model.dropout=1 must be in [0, 1)"),
+    ],
+)
+def test_a_value_of_the_wrong_type_or_range_is_one_line_before_any_data_work(override, message, tmp_path):
+    cfg = compose_cfg(["data.path=/no/such/data", f"paths.output_dir={tmp_path}", "logger=none", override])
+    with pytest.raises(AttnclfError) as e:
+        train(cfg)
+    assert message in str(e.value) and "\n" not in str(e.value), str(e.value)
+
+
+def test_the_config_groups_are_the_dataclasses_defaults():
+    """conf/model/bigru.yaml, optimizer/adamw.yaml and regularizer/*.yaml say what the dataclasses do."""
+    config = classifier_config(compose_cfg(["paths.output_dir=/tmp/x"]))
+    assert config == ClassifierConfig()
+    vat = classifier_config(compose_cfg(["regularizer=virtual_adversarial", "paths.output_dir=/tmp/x"]))
+    assert vat.regularizer.name == "virtual_adversarial" and vat.regularizer.unlabeled_split == "unsupervised"
+
+
+def test_the_module_saves_its_settings_nested_and_reads_the_flat_ones_of_older_checkpoints():
+    config = ClassifierConfig(attention="additive", model=ModelConfig(embed_dim=8, hidden_dim=8, dropout=0.1))
+    module = AttnClassifierModule(50, 3, **config.as_dict())
+    hp = dict(module.hparams)
+    assert hp["kind"] == "classifier" and hp["vocab_size"] == 50 and hp["num_classes"] == 3
+    assert hp["model"]["hidden_dim"] == 8 and hp["optimizer"]["lr"] == 2e-3 and hp["regularizer"]["name"] == "none"
+    assert module.config == config  # (handed down whole)
+    # a checkpoint from before: flat, and without the settings added since (their defaults of that time)
+    flat = {"vocab_size": 50, "num_classes": 3, "attention": "additive", "embed_dim": 8, "hidden_dim": 8,
+            "dropout": 0.1, "lr": 1e-2, "regularizer": "adversarial", "regularizer_epsilon": 0.05}  # fmt: skip
+    nested = classifier_hparams(flat)
+    assert nested["optimizer"]["lr"] == 1e-2 and nested["regularizer"] == {**nested["regularizer"], "name":
+           "adversarial", "epsilon": 0.05} and nested["model"]["embeddings"] == "random"  # fmt: skip
+    old = AttnClassifierModule(**flat)
+    assert old.config.regularizer.epsilon == 0.05 and old.config.optimizer.lr == 1e-2
+    old.load_state_dict(module.state_dict())  # (the same network)
+    ids = torch.tensor([[5, 6, 7]])
+    torch.testing.assert_close(old.eval()(ids, torch.tensor([3]))[0], module.eval()(ids, torch.tensor([3]))[0])
+    # and a resumed run compares either form with its own settings, key by config key
+    now = ClassifierConfig(attention="additive", model=ModelConfig(embed_dim=8, hidden_dim=16, dropout=0.1))
+    assert setting_differences(flat, now) == {
+        "model.hidden_dim": (8, 16),
+        "model.embeddings": ("random", "word2vec"),
+        "optimizer.lr": (1e-2, 2e-3),
+        "regularizer": ("adversarial", "none"),
+        "regularizer.epsilon": (0.05, 0.02),
+    }
+    assert setting_differences(hp, config) == {}
+    assert "model.gru_kernel" not in setting_differences(
+        hp,
+        ClassifierConfig(  # (how it runs, not what it is)
+            attention="additive", model=ModelConfig(embed_dim=8, hidden_dim=8, dropout=0.1, gru_kernel="padded")
+        ),
+    )
+
+
+def test_a_run_records_every_setting_by_its_config_key(tiny_imdb, tmp_path):
+    from conftest import strict_json
+
+    train(compose_cfg(["experiment=smoke", "logger=none", "model.embeddings=random",
+                       *tiny_overrides(tiny_imdb, tmp_path)]))  # fmt: skip
+    hparams = strict_json(tmp_path / "metrics.json")["hparams"]
+    assert hparams["model.hidden_dim"] == 16 and hparams["optimizer.lr"] == 2e-3 and hparams["seed"] == 42
+    assert hparams["regularizer.name"] == "none" and hparams["data.batch_size"] == 16
+    assert set(hparams) >= {f"model.{k}" for k in ModelConfig().__dataclass_fields__}
