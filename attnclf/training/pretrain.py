@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from pathlib import Path
 
 import pytorch_lightning as L
@@ -24,7 +23,7 @@ from attnclf.training.checks import (
 )
 from attnclf.training.lm_module import LanguageModelModule
 from attnclf.training.resume import check_resumed_vocab, resume_point, resumed_step_of
-from attnclf.training.trainer import make_trainer, peak_rss_mb, prepare_process
+from attnclf.training.trainer import make_trainer, peak_rss_mb, prepare_process, timed_fit
 from attnclf.utils.jsonfile import write_json
 
 log = logging.getLogger(__name__)
@@ -100,11 +99,7 @@ def pretrain(cfg: DictConfig) -> float:
         warmup_ratio=lm.warmup_ratio,
     )
     check_resumed_vocab(resume, len(datamodule.vocab))
-    start = time.perf_counter()
-    trainer.fit(module, datamodule=datamodule, ckpt_path=str(resume) if resume else None, weights_only=True)
-    fit_seconds = time.perf_counter() - start
-    if trainer.interrupted:
-        raise AttnclfError("pretraining was interrupted; checkpoints so far are in " + str(out / "checkpoints"))
+    fit_seconds = timed_fit(trainer, module, datamodule, resume, "pretraining", out / "checkpoints")
     ckpt_cb = trainer.checkpoint_callback
     best = ckpt_cb.best_model_path if ckpt_cb else ""
     score = ckpt_cb.best_model_score if ckpt_cb is not None else None

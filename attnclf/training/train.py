@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from pathlib import Path
 
 import pytorch_lightning as L
@@ -13,12 +12,19 @@ from omegaconf import DictConfig, OmegaConf
 
 from attnclf.data.datamodule import IMDBDataModule
 from attnclf.data.vectors import initial_embeddings
-from attnclf.errors import AttnclfError
 from attnclf.training.checks import validate
 from attnclf.training.init_from import check_init_from, load_pretrained
 from attnclf.training.module import AttnClassifierModule
 from attnclf.training.resume import check_resumed_vocab, resume_point, resumed_step_of, same_settings, settings_mismatch
-from attnclf.training.trainer import hparams_of, make_trainer, peak_gpu_mb, peak_rss_mb, prepare_process, write_hparams
+from attnclf.training.trainer import (
+    hparams_of,
+    make_trainer,
+    peak_gpu_mb,
+    peak_rss_mb,
+    prepare_process,
+    timed_fit,
+    write_hparams,
+)
 from attnclf.utils.jsonfile import write_json
 
 log = logging.getLogger(__name__)
@@ -62,11 +68,7 @@ def train(cfg: DictConfig) -> float:
     init_from = None  # (the language models' checkpoint, optimizer state and all: not kept through training)
     check_resumed_vocab(resume, len(datamodule.vocab))
 
-    start = time.perf_counter()
-    trainer.fit(model, datamodule=datamodule, ckpt_path=str(resume) if resume else None, weights_only=True)
-    fit_seconds = time.perf_counter() - start
-    if trainer.interrupted:
-        raise AttnclfError("training was interrupted; checkpoints so far are in " + str(out / "checkpoints"))
+    fit_seconds = timed_fit(trainer, model, datamodule, resume, "training", out / "checkpoints")
 
     best = trainer.checkpoint_callback.best_model_path if trainer.checkpoint_callback else ""
     tested = {}

@@ -4,8 +4,10 @@ callbacks and loggers, and the HParams dashboard."""
 from __future__ import annotations
 
 import sys
+import time
 import warnings
 from dataclasses import asdict
+from pathlib import Path
 
 import pytorch_lightning as L
 import torch
@@ -68,6 +70,17 @@ def instantiate_loggers(group: DictConfig | None, resumed_step: int | None) -> l
             extra["purge_step"] = resumed_step
         loggers.append(instantiate(c, **extra))
     return loggers
+
+
+def timed_fit(trainer: L.Trainer, module, datamodule, resume: Path | None, what: str, checkpoints: Path) -> float:
+    """trainer.fit, from `resume` where given; its wall-clock seconds. An interrupted fit (Ctrl-C) stops in one
+    line that says where the checkpoints so far are (`checkpoints`)."""
+    start = time.perf_counter()
+    trainer.fit(module, datamodule=datamodule, ckpt_path=str(resume) if resume else None, weights_only=True)
+    seconds = time.perf_counter() - start
+    if trainer.interrupted:
+        raise AttnclfError(f"{what} was interrupted; checkpoints so far are in {checkpoints}")
+    return seconds
 
 
 def write_hparams(trainer: L.Trainer, hparams: dict, metrics: dict) -> None:
