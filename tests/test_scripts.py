@@ -189,3 +189,41 @@ def test_bench_lm_runs():
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-2000:]
     assert "GRUs + adaptive softmax" in r.stdout and "GRUs + full softmax" in r.stdout
+
+
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
+def test_compare_datasets_runs_each_protocol_and_reports_each_dataset_apart(tiny_imdb, tmp_path):
+    """Cross-validation for a file without a test split, seeds for data with one; one report, a section each;
+    a second call skips what is done."""
+    from test_own_data import examples, write
+
+    short = write(tmp_path / "short.csv", examples(60, 2, 0, names=["neg", "pos"]), "csv")
+    out = tmp_path / "out"
+    tiny = ["experiment=smoke", "logger=none", "model.embed_dim=16", "model.hidden_dim=16", "data.batch_size=16",
+            f"paths.cache_dir={tmp_path / 'cache'}"]  # fmt: skip
+    cmd = [sys.executable, "scripts/compare_datasets.py", "--cr", str(short), "--sst5", str(tiny_imdb),
+           "--folds", "2", "--seeds", "1", "--out", str(out), "--", *tiny]  # fmt: skip
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert len(list((out / "cr").rglob("metrics.json"))) == 4 and len(list((out / "sst5").rglob("metrics.json"))) == 2
+    text = (out / "report.md").read_text()
+    assert text.count("## Data: ") == 2 and "(2 pairs over 1 setting(s), paired t-test)" in text
+    again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and "cr: 4 runs already in" in again.stdout
+    bad = subprocess.run([sys.executable, "scripts/compare_datasets.py"], cwd=ROOT, capture_output=True, text=True)
+    assert bad.returncode == 2 and "give at least one dataset" in bad.stderr
+
+
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
+def test_bench_short_texts_prints_both_speeds_and_their_ratio(tiny_imdb, tmp_path):
+    from test_own_data import examples, write
+
+    short = write(tmp_path / "short.csv", examples(60, 2, 0, names=["neg", "pos"]), "csv")
+    r = subprocess.run(
+        [sys.executable, "scripts/bench_short_texts.py", "--long", str(tiny_imdb), "--short", str(short), "--steps",
+         "3", "--repeats", "1", "--threads", "1", "--", "model.embed_dim=16", "model.hidden_dim=16",
+         "data.batch_size=8", "model.embeddings=random", f"paths.cache_dir={tmp_path / 'cache'}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "useful tokens/s   short/long" in r.stdout and "3 steps, 1 threads, median of 1" in r.stdout

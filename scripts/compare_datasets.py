@@ -1,0 +1,76 @@
+"""The documents' comparison beyond IMDb: dot against additive attention on the short-text suite of Kim (2014),
+each by its own protocol, then one report of every dataset.
+
+    python scripts/compare_datasets.py --mr /path/to/mr.csv --subj /path/to/subj.jsonl --cr /path/to/cr.txt \
+        --sst5 /path/to/sst5 [--imdb /path/to/imdb] [--out outputs/compare_datasets] [--folds 10] \
+        [--seeds 1 2 3] [-- key=value ...]
+
+- MR, Subj, CR (one file each, no split): `--folds`-fold cross-validation, both attentions on every fold
+  (`data.folds=K 'data.fold=range(K)'`);
+- SST-5 and IMDb (their own splits): `--seeds`, both attentions.
+
+Every run is a Hydra multirun of train.py under OUT/<dataset>, so a stopped suite is continued by running
+the missing datasets again (a dataset whose folder already holds all its runs is skipped). Overrides after
+`--` go to every run (e.g. `num_threads=1`). Then `scripts/report.py OUT` reports each dataset apart: mean
+± sd per attention, the paired difference (by fold, or by seed) with its tests, and time per run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def runs(name: str, path: str, args, extra: list[str]) -> tuple[list[str], int]:
+    """The train.py multirun arguments for one dataset, and how many runs it makes."""
+    common = [f"data.path={path}", "attention=dot,additive", "callbacks.rich_progress_bar=null", *extra]
+    if name in ("mr", "subj", "cr"):
+        folds = args.folds
+        return [*common, f"data.folds={folds}", f"data.fold=range({folds})"], 2 * folds
+    return [*common, "seed=" + ",".join(str(s) for s in args.seeds)], 2 * len(args.seeds)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    for name in ("mr", "subj", "cr", "sst5", "imdb"):
+        p.add_argument(f"--{name}", help=f"the {name.upper()} data (a file, or a folder with its splits)")
+    p.add_argument("--out", type=Path, default=Path("outputs/compare_datasets"))
+    p.add_argument("--folds", type=int, default=10)
+    p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    argv = sys.argv[1:]
+    extra = argv[argv.index("--") + 1 :] if "--" in argv else []
+    args = p.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
+    given = {n: getattr(args, n) for n in ("mr", "subj", "cr", "sst5", "imdb") if getattr(args, n)}
+    if not given:
+        p.error("give at least one dataset (--mr, --subj, --cr, --sst5, --imdb)")
+    if args.folds < 2:
+        p.error(f"--folds={args.folds} must be 2 or more")
+    for name, path in given.items():
+        if not Path(path).expanduser().exists():
+            p.error(f"--{name} {path}: does not exist")
+    start = time.perf_counter()
+    for name, path in given.items():
+        sweep = args.out.resolve() / name
+        overrides, expected = runs(name, path, args, extra)
+        done = len(list(sweep.rglob("metrics.json"))) if sweep.is_dir() else 0
+        if done >= expected:
+            print(f"{name}: {done} runs already in {sweep}; skipped", flush=True)
+            continue
+        t = time.perf_counter()
+        print(f"{name}: {expected} runs -> {sweep}", flush=True)
+        cmd = [sys.executable, "train.py", "-m", *overrides, f"hydra.sweep.dir={sweep}"]
+        result = subprocess.run(cmd, cwd=ROOT)
+        print(f"{name}: exit {result.returncode} in {time.perf_counter() - t:.0f} s", flush=True)
+        if result.returncode != 0:
+            sys.exit(result.returncode)
+    print(f"all datasets in {time.perf_counter() - start:.0f} s; the report:", flush=True)
+    subprocess.run([sys.executable, "scripts/report.py", str(args.out.resolve())], cwd=ROOT, check=True)
+
+
+if __name__ == "__main__":
+    main()
