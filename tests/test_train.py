@@ -12,6 +12,7 @@ from conftest import ROOT, compose_cfg, strict_json, tiny_overrides
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from attnclf.data.datamodule import IMDBDataModule
+from attnclf.errors import AttnclfError
 from attnclf.training.module import AttnClassifierModule
 from attnclf.training.train import train
 
@@ -216,3 +217,20 @@ def test_sweep_fast_early_stopping_stops_a_run_that_does_not_improve(tiny_imdb, 
     m = strict_json(tmp_path / "metrics.json")
     # 12 steps an epoch, validated every 3: the first validation and 3 without improvement, then stop
     assert m["steps"] == 12 < 24
+
+
+def test_min_steps_trains_small_data_for_more_epochs_and_says_so(tiny_imdb, tmp_path, caplog):
+    """180 training reviews in batches of 16 are 12 steps an epoch: min_steps=30 makes 3 epochs of 1, and the
+    log says why."""
+    import logging
+
+    caplog.set_level(logging.INFO)
+    cfg = compose_cfg(["logger=none", "callbacks.rich_progress_bar=null", "callbacks.attention_maps=null",
+                       "trainer.max_epochs=1", "min_steps=30", "model.embeddings=random",
+                       *tiny_overrides(tiny_imdb, tmp_path)])  # fmt: skip
+    train(cfg)
+    m = strict_json(tmp_path / "metrics.json")
+    assert m["epochs"] == 3 and m["steps"] == 36
+    assert "trainer.max_epochs 1 -> 3: 12 optimizer steps an epoch, and min_steps=30" in caplog.text
+    with pytest.raises(AttnclfError, match=r"min_steps=0 must be a positive integer or null"):
+        train(compose_cfg([*tiny_overrides(tiny_imdb, tmp_path / "x"), "min_steps=0"]))

@@ -91,6 +91,7 @@ def validate(cfg: DictConfig) -> ClassifierConfig:
     settings, checked."""
     check_process(cfg)
     check_trainer(cfg)
+    check_positive_int_or_null(cfg, "min_steps", "trainer.max_epochs as it is")
     if not OmegaConf.select(cfg, "data.path") and not OmegaConf.select(cfg, "data.train_file"):
         raise AttnclfError("data.path is required here: give the data's file, folder or Hub id, e.g. data.path=my.csv")
     # attention, model.*, optimizer.*, regularizer.*: typed and their ranges checked (attnclf/config.py)

@@ -17,6 +17,7 @@ from attnclf.training.init_from import check_init_from, load_pretrained
 from attnclf.training.module import AttnClassifierModule
 from attnclf.training.resume import check_resumed_vocab, resume_point, resumed_step_of, same_settings, settings_mismatch
 from attnclf.training.trainer import (
+    at_least_steps,
     hparams_of,
     make_trainer,
     peak_gpu_mb,
@@ -67,6 +68,7 @@ def train(cfg: DictConfig) -> float:
         pretrained = load_pretrained(model.model, str(m.init_from), datamodule.vocab, loaded=init_from)
     init_from = None  # (the language models' checkpoint, optimizer state and all: not kept through training)
     check_resumed_vocab(resume, len(datamodule.vocab))
+    at_least_steps(trainer, cfg.get("min_steps"), datamodule)
 
     fit_seconds = timed_fit(trainer, model, datamodule, resume, "training", out / "checkpoints")
 

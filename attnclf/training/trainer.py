@@ -3,6 +3,8 @@ callbacks and loggers, and the HParams dashboard."""
 
 from __future__ import annotations
 
+import logging
+import math
 import sys
 import time
 import warnings
@@ -20,6 +22,8 @@ from attnclf.errors import AttnclfError
 from attnclf.training.callbacks import Throughput
 from attnclf.training.checkpoint import AtomicCheckpointIO
 from attnclf.utils.memory import keep_freed_memory
+
+log = logging.getLogger(__name__)
 
 # besides the classifier's own settings (attnclf/config.py), what the HParams dashboard shows of a run
 RUN_HPARAMS = ("seed", "data.max_length", "data.batch_size", "data.vocab_size", "trainer.max_epochs")
@@ -70,6 +74,24 @@ def instantiate_loggers(group: DictConfig | None, resumed_step: int | None) -> l
             extra["purge_step"] = resumed_step
         loggers.append(instantiate(c, **extra))
     return loggers
+
+
+def at_least_steps(trainer: L.Trainer, min_steps: int | None, datamodule) -> None:
+    """Train for more epochs than trainer.max_epochs where those would be fewer than `min_steps` optimizer
+    steps (small data: 3 epochs of 3,000 texts are 150 steps), and say so in the log. The schedule follows
+    (its length is the Trainer's estimate of the steps, read when the fit starts)."""
+    epochs = trainer.fit_loop.max_epochs
+    if not min_steps or epochs is None or epochs < 0 or trainer.max_steps > 0:
+        return
+    replicas = trainer.world_size
+    per_epoch = -(-len(datamodule.train_set) // (datamodule.batch_size * replicas))
+    per_epoch = max(1, math.ceil(per_epoch * trainer.limit_train_batches) if isinstance(
+        trainer.limit_train_batches, float) else min(per_epoch, int(trainer.limit_train_batches)))  # fmt: skip
+    needed = -(-min_steps // per_epoch)
+    if needed > epochs:
+        trainer.fit_loop.max_epochs = needed
+        log.info("trainer.max_epochs %d -> %d: %d optimizer steps an epoch, and min_steps=%d", epochs, needed,
+                 per_epoch, min_steps)  # fmt: skip
 
 
 def timed_fit(trainer: L.Trainer, module, datamodule, resume: Path | None, what: str, checkpoints: Path) -> float:
