@@ -64,7 +64,10 @@ def load_runs(root: Path) -> list[dict]:
         m["overrides"] = [ln[2:].strip() for ln in overrides.read_text().splitlines()] if overrides.exists() else []
         if config.exists():
             words = flatten(yaml.safe_load(config.read_text()) or {})
-            m["setting"] = sorted(w for w in words if w.split("=", 1)[0] not in NOT_SETTINGS)
+            # (a key set to null is no setting: runs from before the key existed read the same)
+            m["setting"] = sorted(
+                w for w in words if w.split("=", 1)[0] not in NOT_SETTINGS and not w.endswith("=null")
+            )
         else:
             m["setting"] = [o for o in m["overrides"] if o.split("=", 1)[0] not in NOT_SETTINGS]
         words = flatten(yaml.safe_load(config.read_text()) or {}) if config.exists() else m["overrides"]
@@ -343,6 +346,15 @@ def main() -> None:
             *ranking,
             "",
         ]
+    if len(groups) > 1:  # the per-dataset differences in one figure
+        from attnclf.presentation.figures import differences_figure, pyplot
+
+        rows = [(data, [add["test/acc"] - dot["test/acc"] for dot, add in paired_by_setting(group)])
+                for data, group in sorted(groups.items())]  # fmt: skip
+        fig = differences_figure([(Path(d).name or d, diffs) for d, diffs in rows if diffs])
+        fig.savefig(args.folder / "differences.png", dpi=110)
+        pyplot().close(fig)
+        report[4:4] = ["![additive − dot per dataset](differences.png)", ""]
     (args.folder / "report.md").write_text("\n".join(report))
     print(f"written {args.folder / 'report.md'} and its figures (val_acc*.png)")
 

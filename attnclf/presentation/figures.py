@@ -193,3 +193,27 @@ def validation_curves(runs: list[dict], curves: dict[str, list[tuple[int, float,
         a.legend(fontsize=7)
     fig.tight_layout()
     return fig
+
+
+def differences_figure(rows: list[tuple[str, list[float]]]):
+    """Per dataset, the paired differences additive − dot (in points): each pair a dot, their mean with its
+    95% t-interval as a bar, 0 marked. `rows`: (dataset, differences) in the order to draw them."""
+    from scipy import stats
+
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(7, 0.6 * len(rows) + 1.4))
+    for y, (_, diffs) in enumerate(rows):
+        d = np.asarray(diffs, dtype=float) * 100
+        ax.scatter(d, np.full(len(d), y), s=12, color="grey", alpha=0.6, zorder=2)
+        if len(d) > 1:
+            half = stats.t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / np.sqrt(len(d))
+            ax.errorbar(d.mean(), y, xerr=half, fmt="o", color="black", capsize=4, zorder=3)
+        elif len(d):
+            ax.plot(d.mean(), y, "o", color="black", zorder=3)
+    ax.axvline(0, color="tab:red", lw=1)
+    ax.set_yticks(range(len(rows)), [name for name, _ in rows])
+    ax.invert_yaxis()
+    ax.set(xlabel="test accuracy, additive − dot (points): pairs, mean and 95% interval",
+           title="additive against dot, paired by fold or seed")  # fmt: skip
+    fig.tight_layout()
+    return fig
