@@ -36,7 +36,8 @@ class BucketBatchSampler(Sampler[list[int]]):
     batches of a pool for each step, one per rank, so the ranks' batches at a step
     have similar lengths (the steps are shuffled); the batch list is padded by
     repeating its first batches so that every rank runs the same number of steps.
-    Evaluation gives each rank every R-th batch of the sorted order, repeating nothing.
+    Evaluation gives each rank every R-th batch of the sorted order, repeating nothing, and at least one
+    (the rows cut into a multiple of R batches).
     `resume_at = (epoch, k)` skips this rank's first k batches of that epoch: a
     run resumed mid-epoch sees the rest of the same order.
     """
@@ -70,11 +71,7 @@ class BucketBatchSampler(Sampler[list[int]]):
             order = np.argsort(self.lengths, kind="stable")
             if R == 1:
                 return [order[i : i + bs] for i in range(0, len(order), bs)]
-            # every rank gets a batch (Lightning refuses a rank without one, and each rank's share is done at
-            # about the same time): as many batches as ranks at least, a multiple of them, of even sizes
-            k = -(-len(order) // bs)  # batches of at most bs
-            k = min(-(-k // R) * R, len(order))  # a multiple of the ranks (no empty batch where rows are fewer)
-            return np.array_split(order, k)
+            return np.array_split(order, self._evaluation_batches())
         perm = np.fromiter(self.sampler, dtype=np.int64, count=len(self.sampler))
         batches = []
         for start in range(0, len(perm), bs * self.pool):
@@ -98,10 +95,15 @@ class BucketBatchSampler(Sampler[list[int]]):
         for b in batches:
             yield b.tolist()
 
-    def __len__(self) -> int:
+    def _evaluation_batches(self) -> int:
+        """How many batches evaluation cuts the rows into: under DDP, every rank gets a batch (Lightning refuses
+        a rank without one, and each rank's share ends at about the same time): a multiple of the ranks, of
+        even sizes of at most batch_size (no empty batch where rows are fewer than ranks)."""
         n = -(-len(self.lengths) // self.batch_size)
+        return n if self.num_replicas == 1 else min(-(-n // self.num_replicas) * self.num_replicas, len(self.lengths))
+
+    def __len__(self) -> int:
         if self.shuffle:
-            return -(-n // self.num_replicas)
-        if self.num_replicas > 1:
-            n = len(self._batches())
-        return len(range(self.rank, n, self.num_replicas))
+            batches = -(-len(self.lengths) // self.batch_size)
+            return -(-batches // self.num_replicas)
+        return len(range(self.rank, self._evaluation_batches(), self.num_replicas))
