@@ -3,7 +3,6 @@ run and in a sweep (`run`, `main_entry`)."""
 
 from __future__ import annotations
 
-import logging
 import sys
 from pathlib import Path
 
@@ -12,7 +11,7 @@ from omegaconf import OmegaConf
 
 from attnclf.errors import AttnclfError
 from attnclf.training.checks import in_multirun
-from attnclf.training.resume import remove_if_unused
+from attnclf.training.resume import close_logs_in, remove_if_unused
 
 
 def run(fn, cfg):
@@ -25,15 +24,15 @@ def run(fn, cfg):
         return fn(cfg)
     except AttnclfError as e:
         print(f"error: {e}", file=sys.stderr)
-        if in_multirun():
-            raise SweepJobError(str(e)) from e
         try:
             out = OmegaConf.select(cfg, "paths.output_dir")
         except Exception:  # (outside Hydra its resolver is not there)
             out = None
         if out:  # a failed start leaves no run folder behind (one with checkpoints or metrics stays)
-            logging.shutdown()
+            close_logs_in(Path(out))
             remove_if_unused(Path(out))
+        if in_multirun():  # (a sweep's other jobs go on: Hydra gives each its own log)
+            raise SweepJobError(str(e)) from e
         sys.exit(2)
 
 

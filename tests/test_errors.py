@@ -159,6 +159,7 @@ def test_local_ddp_in_a_multirun_is_refused_before_any_data_work(tmp_path):
     errors = [line for line in r.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 2, r.stderr[-2000:]  # each job refused once, no sweep started again by a rank
     assert "trainer.devices=2 in a multirun (-m)" in errors[0] and "run each setting as its own command" in errors[0]
+    assert sorted(p.name for p in (tmp_path / "sweep").iterdir()) == ["multirun.yaml"]  # (no job folder left)
 
 
 class Poison(L.Callback):

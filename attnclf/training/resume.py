@@ -82,15 +82,24 @@ def move_log_to(run: Path, fresh: Path) -> None:
     """A resumed run logs into its own train.log; the folder Hydra made for this command goes, if that is
     all it holds (its config and log: the resumed run's own .hydra/ stays as it was)."""
     root = logging.getLogger()
+    for h in close_logs_in(fresh):
+        handler = logging.FileHandler(run / "train.log", mode="a")
+        handler.setFormatter(h.formatter)
+        handler.setLevel(h.level)
+        root.addHandler(handler)
+    remove_if_unused(fresh)
+
+
+def close_logs_in(folder: Path) -> list[logging.FileHandler]:
+    """Take the log files kept in `folder` off the root logger and close them (so that the folder can go);
+    the handlers, closed."""
+    root, closed = logging.getLogger(), []
     for h in list(root.handlers):
-        if isinstance(h, logging.FileHandler) and Path(h.baseFilename).parent.resolve() == fresh.resolve():
+        if isinstance(h, logging.FileHandler) and Path(h.baseFilename).parent.resolve() == folder.resolve():
             root.removeHandler(h)
             h.close()
-            handler = logging.FileHandler(run / "train.log", mode="a")
-            handler.setFormatter(h.formatter)
-            handler.setLevel(h.level)
-            root.addHandler(handler)
-    remove_if_unused(fresh)
+            closed.append(h)
+    return closed
 
 
 def remove_if_unused(folder: Path) -> None:
