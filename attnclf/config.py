@@ -20,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from attnclf.errors import AttnclfError
-from attnclf.utils.checks import one_of, positive_int
+from attnclf.utils.checks import fraction, one_of, positive_int, positive_number, shown
 
 ATTENTIONS = ("dot", "additive")
 ATTENTION_INITS = ("xavier", "default")  # additive attention's initialisation
@@ -28,21 +28,6 @@ GRU_KERNELS = ("auto", "concurrent", "padded", "packed")
 SCHEDULES = ("cosine", "constant")
 REGULARIZERS = ("none", "adversarial", "virtual_adversarial")
 CLASSIFIER = "classifier"  # a classifier checkpoint's hyper_parameters["kind"] (language models: theirs)
-
-
-def shown(value) -> str:
-    """A value as the user wrote it: a float without a trailing .0 (optimizer.lr=-1, not -1.0)."""
-    return f"{value:g}" if isinstance(value, float) else repr(value)
-
-
-def _fraction(key: str, value: float) -> None:
-    if not 0 <= value < 1:
-        raise AttnclfError(f"{key}={shown(value)} must be in [0, 1)")
-
-
-def _positive(key: str, value: float) -> None:
-    if not 0 < value < math.inf:
-        raise AttnclfError(f"{key}={shown(value)} must be a number > 0")
 
 
 @dataclass
@@ -67,8 +52,8 @@ class ModelConfig:
         for key in ("embed_dim", "hidden_dim", "num_layers"):
             positive_int(f"model.{key}", getattr(self, key))
         positive_int("model.attention_dim", self.attention_dim, "the default size")
-        _fraction("model.dropout", self.dropout)
-        _fraction("model.embed_dropout", self.embed_dropout)
+        fraction("model.dropout", self.dropout)
+        fraction("model.embed_dropout", self.embed_dropout)
         one_of("model.attention_init", self.attention_init, ATTENTION_INITS)
         one_of("model.gru_kernel", self.gru_kernel, GRU_KERNELS)
 
@@ -87,11 +72,11 @@ class OptimizerConfig:
     warmup_ratio: float = 0.05
 
     def check(self) -> None:
-        _positive("optimizer.lr", self.lr)
+        positive_number("optimizer.lr", self.lr)
         if not 0 <= self.weight_decay < math.inf:
             raise AttnclfError(f"optimizer.weight_decay={shown(self.weight_decay)} must be a number >= 0")
         one_of("optimizer.schedule", self.schedule, SCHEDULES)
-        _fraction("optimizer.warmup_ratio", self.warmup_ratio)
+        fraction("optimizer.warmup_ratio", self.warmup_ratio)
 
 
 @dataclass
@@ -109,7 +94,7 @@ class RegularizerConfig:
     def check(self) -> None:
         one_of("regularizer", self.name, REGULARIZERS)
         for key in ("epsilon", "xi", "weight"):
-            _positive(f"regularizer.{key}", getattr(self, key))
+            positive_number(f"regularizer.{key}", getattr(self, key))
         if self.name == "virtual_adversarial":
             positive_int("regularizer.unlabeled_batch_size", self.unlabeled_batch_size)
 

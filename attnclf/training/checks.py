@@ -12,7 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 from attnclf.config import ClassifierConfig, classifier_config
 from attnclf.data.vectors import check_embeddings
 from attnclf.errors import AttnclfError
-from attnclf.utils.checks import positive_int
+from attnclf.utils.checks import fraction, positive_int, positive_number
 
 # what train(cfg) can return for a sweep to optimise (keys of metrics.json)
 OBJECTIVES = ("val/acc", "test/acc", "test/loss", "train_tokens_per_sec")
@@ -23,9 +23,7 @@ def check_positive_int(cfg: DictConfig, key: str) -> None:
 
 
 def check_positive_number(cfg: DictConfig, key: str) -> None:
-    value = OmegaConf.select(cfg, key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
-        raise AttnclfError(f"{key}={value!r} must be a number > 0")
+    positive_number(key, OmegaConf.select(cfg, key))
 
 
 def check_positive_int_or_null(cfg: DictConfig, key: str, null_means: str) -> None:
@@ -33,9 +31,7 @@ def check_positive_int_or_null(cfg: DictConfig, key: str, null_means: str) -> No
 
 
 def check_fraction(cfg: DictConfig, key: str) -> None:
-    value = OmegaConf.select(cfg, key)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
-        raise AttnclfError(f"{key}={value!r} must be in [0, 1)")
+    fraction(key, OmegaConf.select(cfg, key))
 
 
 def check_process(cfg: DictConfig) -> None:

@@ -4,7 +4,6 @@ callbacks and loggers, and the HParams dashboard."""
 from __future__ import annotations
 
 import logging
-import math
 import sys
 import time
 import warnings
@@ -83,10 +82,12 @@ def at_least_steps(trainer: L.Trainer, min_steps: int | None, datamodule) -> Non
     epochs = trainer.fit_loop.max_epochs
     if not min_steps or epochs is None or epochs < 0 or trainer.max_steps > 0:
         return
-    replicas = trainer.world_size
-    per_epoch = -(-len(datamodule.train_set) // (datamodule.batch_size * replicas))
-    per_epoch = max(1, math.ceil(per_epoch * trainer.limit_train_batches) if isinstance(
-        trainer.limit_train_batches, float) else min(per_epoch, int(trainer.limit_train_batches)))  # fmt: skip
+    # an epoch's optimizer steps, as Lightning will count them: this rank's batches (the length-bucketing
+    # sampler shards them), cut by limit_train_batches, over the accumulated gradient batches
+    batches = -(-len(datamodule.train_set) // (datamodule.batch_size * trainer.world_size))
+    limit = trainer.limit_train_batches
+    batches = max(1, int(batches * limit)) if isinstance(limit, float) else min(batches, int(limit))
+    per_epoch = -(-batches // trainer.accumulate_grad_batches)
     needed = -(-min_steps // per_epoch)
     if needed > epochs:
         trainer.fit_loop.max_epochs = needed

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from attnclf.errors import AttnclfError
@@ -13,6 +14,23 @@ def positive_int(key: str, value, null: str | None = None) -> None:
         return
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise AttnclfError(f"{key}={value!r} must be a positive integer" + (f" or null ({null})" if null else ""))
+
+
+def shown(value) -> str:
+    """A value as the user wrote it: a float without a trailing .0 (optimizer.lr=-1, not -1.0)."""
+    return f"{value:g}" if isinstance(value, float) else repr(value)
+
+
+def positive_number(key: str, value) -> None:
+    """`value` is a number > 0 (and finite)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+        raise AttnclfError(f"{key}={shown(value)} must be a number > 0")
+
+
+def fraction(key: str, value) -> None:
+    """`value` is a number in [0, 1)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+        raise AttnclfError(f"{key}={shown(value)} must be in [0, 1)")
 
 
 def one_of(key: str, value, allowed: Sequence[str]) -> None:
