@@ -1,6 +1,8 @@
 """The classifier's typed settings (attnclf/config.py): types checked by OmegaConf, ranges in one place,
 handed down whole, saved nested in the checkpoint; checkpoints from before (flat) still load and resume."""
 
+import logging
+
 import pytest
 import torch
 from conftest import compose_cfg, tiny_overrides
@@ -75,12 +77,15 @@ def test_the_module_saves_its_settings_nested_and_reads_the_flat_ones_of_older_c
     )
 
 
-def test_a_run_records_every_setting_by_its_config_key(tiny_imdb, tmp_path):
+def test_a_run_records_every_setting_by_its_config_key(tiny_imdb, tmp_path, caplog):
     from conftest import strict_json
 
+    caplog.set_level(logging.INFO)
     train(compose_cfg(["experiment=smoke", "logger=none", "model.embeddings=random",
-                       *tiny_overrides(tiny_imdb, tmp_path)]))  # fmt: skip
+                       *tiny_overrides(tiny_imdb, tmp_path), "data.batch_size=auto"]))  # fmt: skip
     hparams = strict_json(tmp_path / "metrics.json")["hparams"]
     assert hparams["model.hidden_dim"] == 16 and hparams["optimizer.lr"] == 2e-3 and hparams["seed"] == 42
+    # data.batch_size=auto: the batch it chose for the few training rows, and why, in the log
     assert hparams["regularizer.name"] == "none" and hparams["data.batch_size"] == 16
+    assert "data.batch_size=auto: 16 (" in caplog.text and "fewer than 250" in caplog.text
     assert set(hparams) >= {f"model.{k}" for k in ModelConfig().__dataclass_fields__}

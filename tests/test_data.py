@@ -116,11 +116,25 @@ def test_truncation(mode, expected):
     assert r.tokens(0).tolist() == expected and r.lengths.tolist() == [4]
 
 
+def test_auto_batch_size_halves_the_batch_for_small_data():
+    from attnclf.data.datamodule import AUTO_STEPS, auto_batch_size
+
+    assert auto_batch_size(22_500) == 64  # IMDb's training rows (352 batches an epoch) keep 64
+    assert auto_batch_size(8_635) == 32 and auto_batch_size(3_054) == 16  # MR's and CR's in 10-fold CV
+    assert auto_batch_size(5) == 16  # (16 at the least)
+    # an epoch of AUTO_STEPS batches keeps the larger size, one fewer halves it
+    assert auto_batch_size(AUTO_STEPS * 64) == 64 and auto_batch_size((AUTO_STEPS - 1) * 64) == 32
+    assert auto_batch_size((AUTO_STEPS - 1) * 64 + 1) == 64
+    assert auto_batch_size(AUTO_STEPS * 32) == 32 and auto_batch_size((AUTO_STEPS - 1) * 32) == 16
+
+
 def test_bad_settings_name_the_value():
     with pytest.raises(AttnclfError, match="data.truncation='middle'; allowed: head, tail, head_tail"):
         IMDBDataModule(truncation="middle")
     with pytest.raises(AttnclfError, match="data.batch_size=0"):
         IMDBDataModule(batch_size=0)
+    with pytest.raises(AttnclfError, match="data.batch_size='big' must be a positive integer or auto"):
+        IMDBDataModule(batch_size="big")
     with pytest.raises(AttnclfError, match=r"data.eval_max_length=0 must be a positive integer or null \(whole\)"):
         IMDBDataModule(eval_max_length=0)
     with pytest.raises(AttnclfError, match="data.val_size=1.5"):

@@ -21,6 +21,7 @@ from attnclf.training.train import train
         ("model.hidden_dim=0", "model.hidden_dim=0 must be a positive integer"),
         ("optimizer.lr=-1", "optimizer.lr=-1 must be a number > 0"),
         ("data.batch_size=0", "data.batch_size=0 must be a positive integer"),
+        ("data.batch_size=big", "data.batch_size='big' must be a positive integer or auto"),
         ("data.max_length=0", "data.max_length=0 must be a positive integer"),
         ("optimizer.lr=0", "optimizer.lr=0 must be a number > 0"),
         ("data.val_size=1.5", "data.val_size=1.5 must be a fraction in (0, 1) or a row count"),

@@ -2,6 +2,7 @@
 never on test text; cached; loaded into the embedding; bad files refused in one line."""
 
 import json
+import logging
 
 import datasets
 import numpy as np
@@ -87,7 +88,9 @@ def test_one_worker_gives_the_same_vectors_every_time(with_unlabeled, tmp_path):
     [
         ("word2vec.workers=0", "word2vec.workers=0 must be a positive integer or null"),
         ("word2vec.workers=two", "word2vec.workers='two' must be a positive integer or null"),
-        ("word2vec.epochs=0", "word2vec.epochs=0 must be a positive integer"),
+        ("word2vec.epochs=0", "word2vec.epochs=0 must be a positive integer or auto"),
+        ("word2vec.epochs=many", "word2vec.epochs='many' must be a positive integer or auto"),
+        ("word2vec.epochs=null", "word2vec.epochs=None must be a positive integer or auto"),
         ("word2vec.window=-1", "word2vec.window=-1 must be a positive integer"),
     ],
 )
@@ -216,6 +219,34 @@ def test_a_cut_short_vectors_cache_is_trained_again(with_unlabeled, tmp_path, ca
         again, same = cached_word2vec(texts, key, 8, settings, str(tmp_path))
         assert same == path and "cannot be read" in caplog.text and "training the vectors again" in caplog.text
         assert np.array_equal(again.vectors, first.vectors) and path.read_bytes() == whole
+
+
+def test_auto_epochs_make_more_passes_over_fewer_words():
+    from attnclf.data.vectors import AUTO_EPOCHS, AUTO_WORDS, auto_epochs
+
+    assert auto_epochs(5_879_865) == 5  # IMDb's 25,000 training reviews keep 5
+    assert auto_epochs(17_000_000) == 5 and auto_epochs(2_000_000) == 13
+    assert auto_epochs(181_929) == auto_epochs(0) == AUTO_EPOCHS[1]  # MR's sentences: the most
+    assert auto_epochs(AUTO_WORDS // 20) == 20 and auto_epochs(AUTO_WORDS // 20 - 1) == 21
+
+
+def test_auto_epochs_are_chosen_for_the_run_s_texts_and_cached_as_that_number(tiny_imdb, tmp_path, caplog):
+    """word2vec.epochs=auto resolves to a number before the cache key: the same file as that number given."""
+    from attnclf.data.vectors import auto_epochs, initial_embeddings
+
+    caplog.set_level(logging.INFO)
+    dm = IMDBDataModule(str(tiny_imdb), vocab_size=200, cache_dir=str(tmp_path), max_length=64)
+    dm.setup("fit")
+    settings = {k: v for k, v in SETTINGS.items() if k != "epochs"}
+    _, auto = initial_embeddings("word2vec", dm, 8, {**settings, "epochs": "auto"}, str(tmp_path))
+    texts, _ = dm.word_vector_texts(None)
+    words = sum(int((enc.offsets[r + 1] - enc.offsets[r]).sum()) for enc, r in texts)
+    assert auto["words"] == words and auto["epochs"] == auto_epochs(words)
+    assert f"word2vec.epochs=auto: {auto['epochs']} ({words} words a pass" in caplog.text
+    _, given = initial_embeddings("word2vec", dm, 8, {**settings, "epochs": auto["epochs"]}, str(tmp_path))
+    assert given["vectors_file"] == auto["vectors_file"] and given["epochs"] == auto["epochs"]
+    _, other = initial_embeddings("word2vec", dm, 8, {**settings, "epochs": 1}, str(tmp_path))
+    assert other["vectors_file"] != auto["vectors_file"]
 
 
 def vector_texts(data, tmp_path, unlabeled="unsupervised", max_texts=None, **data_settings):

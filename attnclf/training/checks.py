@@ -104,9 +104,12 @@ def validate(cfg: DictConfig) -> ClassifierConfig:
 
 
 def check_word2vec(cfg: DictConfig) -> None:
-    for key in ("window", "min_count", "negative", "epochs"):
+    for key in ("window", "min_count", "negative"):
         if OmegaConf.select(cfg, f"word2vec.{key}") is not None:
             check_positive_int(cfg, f"word2vec.{key}")
+    epochs = OmegaConf.select(cfg, "word2vec.epochs")
+    if epochs != "auto" and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1):
+        raise AttnclfError(f"word2vec.epochs={epochs!r} must be a positive integer or auto")
     check_positive_int_or_null(cfg, "word2vec.workers", "up to 4 threads")
     check_positive_int_or_null(cfg, "word2vec.max_texts", "all of them")
 

@@ -113,7 +113,7 @@ def train(cfg: DictConfig) -> float:
         "text_lengths": datamodule.length_stats,  # tokens per training text: percentiles, share kept whole
         "best_checkpoint": best,
         "vocab": str(out / "vocab.json"),
-        "hparams": hparams_of(cfg, config),
+        "hparams": hparams_of(cfg, config, datamodule.train_batch_size()),
     }
     if trainer.is_global_zero:
         write_hparams(

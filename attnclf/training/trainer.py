@@ -46,14 +46,14 @@ def quiet_known_warnings() -> None:
         warnings.filterwarnings("ignore", message=pattern)
 
 
-def hparams_of(cfg: DictConfig, config: ClassifierConfig) -> dict:
+def hparams_of(cfg: DictConfig, config: ClassifierConfig, batch_size: int) -> dict:
     """The run's hyperparameters by their config keys (TensorBoard's HParams dashboard and metrics.json):
-    every setting of the classifier, and RUN_HPARAMS."""
+    every setting of the classifier, and RUN_HPARAMS, data.batch_size as trained (`batch_size`: auto's choice)."""
     flat = {"attention": config.attention}
     for section in ("model", "optimizer", "regularizer"):
         for key, value in asdict(getattr(config, section)).items():
             flat[f"{section}.{key}"] = value
-    return {**flat, **{key: OmegaConf.select(cfg, key) for key in RUN_HPARAMS}}
+    return {**flat, **{key: OmegaConf.select(cfg, key) for key in RUN_HPARAMS}, "data.batch_size": batch_size}
 
 
 def instantiate_group(group: DictConfig | None) -> list:
@@ -84,7 +84,7 @@ def at_least_steps(trainer: L.Trainer, min_steps: int | None, datamodule) -> Non
         return
     # an epoch's optimizer steps, as Lightning will count them: this rank's batches (the length-bucketing
     # sampler shards them), cut by limit_train_batches, over the accumulated gradient batches
-    batches = -(-len(datamodule.train_set) // (datamodule.batch_size * trainer.world_size))
+    batches = -(-len(datamodule.train_set) // (datamodule.train_batch_size() * trainer.world_size))
     limit = trainer.limit_train_batches
     batches = max(1, int(batches * limit)) if isinstance(limit, float) else min(batches, int(limit))
     per_epoch = -(-batches // trainer.accumulate_grad_batches)
