@@ -28,10 +28,10 @@ ALGORITHMS = ("skipgram", "cbow")
 
 # word2vec.epochs=auto: as many passes as reading AUTO_WORDS words takes, AUTO_EPOCHS[0] at the least (IMDb's
 # 25,000 reviews, 5.9 million words: 5) and AUTO_EPOCHS[1] at the most. Vectors from a few thousand short texts
-# need many passes: on MR (182,000 words) 30 instead of 5 gained about 3 points of 10-fold CV accuracy
-# (docs/results.md, "Beyond IMDb")
+# need many passes: on MR (182,000 words a pass) 30 instead of 5 gained 3 points of 10-fold CV accuracy, and
+# 100 lost 0.7 of them again (docs/results.md, "Beyond IMDb")
 AUTO_WORDS = 25_000_000
-AUTO_EPOCHS = (5, 100)
+AUTO_EPOCHS = (5, 30)
 
 
 def auto_epochs(words: int) -> int:
