@@ -85,15 +85,20 @@ def test_concurrent_kernel_only_for_the_input_that_needs_a_gradient():
 
 
 def test_auto_kernel_and_thread_counts():
-    """auto: concurrent with 2+ torch threads, padded with 1; the direction threads leave the caller's count alone."""
+    """auto: concurrent with 2+ torch threads for batches of CONCURRENT_FROM tokens or more, padded with 1 thread
+    or for shorter batches; the direction threads leave the caller's count alone."""
+    from attnclf.models.encoder import CONCURRENT_FROM
+
     enc = ExactBiGRU(4, 3)
-    x, lengths = torch.randn(2, 5, 4), torch.tensor([5, 3])
+    T = CONCURRENT_FROM
+    x, lengths = torch.randn(2, T, 4), torch.tensor([T, 3])
     before = torch.get_num_threads()
     try:
         torch.set_num_threads(1)
         assert enc.resolved_kernel(x) == "padded"
         torch.set_num_threads(2)
         assert enc.resolved_kernel(x) == "concurrent"
+        assert enc.resolved_kernel(x[:, : T - 1]) == "padded"  # a short batch: one direction after the other
         enc(x, lengths)
         assert torch.get_num_threads() == 2
         seen = []

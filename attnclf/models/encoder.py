@@ -8,12 +8,14 @@ the padded batch as is (padding only follows the real tokens). Exact for every
 real position.
 
 Kernels (`kernel`), on the same parameters (one nn.GRU per direction):
-- `concurrent` (CPU default with 2+ threads): `padded`, with the two directions
-  running at the same time on two threads, forward and backward pass, each
-  with half of torch's threads. A GRU step is too small to keep two cores busy
-  (intra-op threads help it little), two independent directions are not.
-- `padded` (CPU default with 1 thread): each direction through nn.GRU on the
-  padded batch, one after the other.
+- `concurrent` (CPU default with 2+ threads for batches of 100 tokens or more):
+  `padded`, with the two directions running at the same time on two threads,
+  forward and backward pass, each with half of torch's threads. A GRU step is
+  too small to keep two cores busy (intra-op threads help it little), two
+  independent directions are not.
+- `padded` (CPU default with 1 thread, and for shorter batches, where the
+  hand-off between threads costs more than it gains): each direction through
+  nn.GRU on the padded batch, one after the other.
 - `packed` (CUDA default): one bidirectional cuDNN call per layer on packed
   sequences (exact per sequence: cuDNN reverses each one within its length),
   on the same two directions' parameters (`torch.func.functional_call`), so
@@ -48,6 +50,12 @@ from attnclf.models.dropout import Dropout
 from attnclf.utils.checks import one_of
 
 KERNELS = GRU_KERNELS  # (the names live with the settings: attnclf/config.py)
+
+# auto on a CPU with 2+ threads: the two directions at once for batches of at least this many steps. A short
+# batch does not pay for the hand-off between threads: with 2 threads a whole training step ran 1.3-1.4x faster
+# as `padded` at 10-20 tokens, 1.05-1.2x at 80, even at 100-120, and 0.85-0.9x at 160 (scripts/bench_step.py,
+# batches of 16, 32 and 64; docs/performance.md)
+CONCURRENT_FROM = 100
 
 _pool: tuple[int, int, ThreadPoolExecutor] | None = None  # (pid, torch threads of the caller, pool)
 
@@ -182,7 +190,8 @@ class ExactBiGRU(nn.Module):
             return self.kernel
         if x.is_cuda:
             return "packed"
-        return "concurrent" if torch.get_num_threads() >= 2 else "padded"
+        long = x.size(1) >= CONCURRENT_FROM  # (B, T, D): the batch's longest text
+        return "concurrent" if torch.get_num_threads() >= 2 and long else "padded"
 
     def _nn_gru(self, gru: nn.GRU, x: torch.Tensor) -> torch.Tensor:
         """x (B, T, D) -> gru's outputs (B, T, H)."""
