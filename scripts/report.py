@@ -34,8 +34,17 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-# config keys that do not make a run a different setting: replicates (seeds, cross-validation folds)
-NOT_SETTINGS = ("seed", "ckpt_path", "data.fold")
+# config keys that do not make a run a different setting: replicates (seeds, cross-validation folds), and
+# where a run is logged and shown, which does not change what it learns (a group's keys: the prefix)
+NOT_SETTINGS = ("seed", "ckpt_path", "data.fold", "logger", "paths", "callbacks.rich_progress_bar")
+
+
+def is_setting(word: str) -> bool:
+    """A `key=value` word that makes a run a different setting."""
+    key = word.split("=", 1)[0]
+    return not any(key == k or key.startswith(k + ".") for k in NOT_SETTINGS)
+
+
 # config keys that say which data a run learned from: runs of different data are reported apart
 DATA_KEYS = ("data.path", "data.name", "data.train_file")
 
@@ -65,11 +74,9 @@ def load_runs(root: Path) -> list[dict]:
         if config.exists():
             words = flatten(yaml.safe_load(config.read_text()) or {})
             # (a key set to null is no setting: runs from before the key existed read the same)
-            m["setting"] = sorted(
-                w for w in words if w.split("=", 1)[0] not in NOT_SETTINGS and not w.endswith("=null")
-            )
+            m["setting"] = sorted(w for w in words if is_setting(w) and not w.endswith("=null"))
         else:
-            m["setting"] = [o for o in m["overrides"] if o.split("=", 1)[0] not in NOT_SETTINGS]
+            m["setting"] = [o for o in m["overrides"] if is_setting(o)]
         words = flatten(yaml.safe_load(config.read_text()) or {}) if config.exists() else m["overrides"]
         fold = next((w.split("=", 1)[1] for w in words if w.startswith("data.fold=")), "null")
         m["fold"] = None if fold in ("null", "None") else int(fold)

@@ -91,6 +91,9 @@ def test_a_setting_is_the_composed_config_not_how_it_was_spelled(tmp_path):
             "ckpt_path": None,
             "regularizer": {"name": regularizer},
             **({"min_steps": None} if seed == 2 else {}),  # (a key added since, null: the same setting)
+            # where a run logs is no setting: seed 1 to TensorBoard, the others to nothing
+            "logger": {"tensorboard": {"_target_": "pytorch_lightning.loggers.TensorBoardLogger"}} if seed == 1 else {},
+            "paths": {"output_dir": f"/runs/{attention}_{seed}"},
             "model": {"embeddings": "word2vec", "hidden_dim": 128},
             "optimizer": {"lr": 0.002},
         }
