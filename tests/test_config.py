@@ -87,5 +87,5 @@ def test_a_run_records_every_setting_by_its_config_key(tiny_imdb, tmp_path, capl
     assert hparams["model.hidden_dim"] == 16 and hparams["optimizer.lr"] == 2e-3 and hparams["seed"] == 42
     # data.batch_size=auto: the batch it chose for the few training rows, and why, in the log
     assert hparams["regularizer.name"] == "none" and hparams["data.batch_size"] == 16
-    assert "data.batch_size=auto: 16 (" in caplog.text and "fewer than 250" in caplog.text
+    assert "data.batch_size=auto: 16 (" in caplog.text and "fewer than 125" in caplog.text
     assert set(hparams) >= {f"model.{k}" for k in ModelConfig().__dataclass_fields__}

@@ -120,7 +120,8 @@ def test_auto_batch_size_halves_the_batch_for_small_data():
     from attnclf.data.datamodule import AUTO_STEPS, auto_batch_size
 
     assert auto_batch_size(22_500) == 64  # IMDb's training rows (352 batches an epoch) keep 64
-    assert auto_batch_size(8_635) == 32 and auto_batch_size(3_054) == 16  # MR's and CR's in 10-fold CV
+    assert auto_batch_size(8_635) == 64 and auto_batch_size(8_100) == 64  # MR's and Subj's in 10-fold CV
+    assert auto_batch_size(3_054) == 16 and auto_batch_size(5_000) == 32  # CR's; TREC-sized data
     assert auto_batch_size(5) == 16  # (16 at the least)
     # an epoch of AUTO_STEPS batches keeps the larger size, one fewer halves it
     assert auto_batch_size(AUTO_STEPS * 64) == 64 and auto_batch_size((AUTO_STEPS - 1) * 64) == 32

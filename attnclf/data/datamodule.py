@@ -34,12 +34,13 @@ from attnclf.utils.checks import one_of, positive_int
 log = logging.getLogger(__name__)
 
 # data.batch_size=auto: 64 texts a batch where an epoch of them is at least AUTO_STEPS optimizer steps, halved
-# (down to 16) while it would be fewer. Small data learns more from more, smaller steps (10-fold CV, with
-# word2vec.epochs=auto): CR's 3,054 training rows gained 3.5-4 points with 16 instead of 64, MR's 8,635 0.4 with
-# 32 (more epochs of 64 instead, min_steps=1000: CR +1, MR none, at 2-7x the time); IMDb's 22,500 make 352 steps
-# of 64 and keep them, and their time (docs/results.md, "Beyond IMDb")
+# (down to 16) while it would be fewer. Small data learns more from more, smaller steps: CR's 3,054 training rows
+# (48 steps of 64 an epoch) gained 3.5-4 points of 10-fold CV accuracy with batches of 16 (with
+# word2vec.epochs=auto); more epochs of 64 instead (min_steps=1000) gained 1 at 2-7x the time. At 8,000-9,000
+# rows (MR, Subj, SST-5: 127-135 steps of 64) batches of 32 gained 0.2-0.5 points, within the folds' spread, and
+# cost a third of the useful tokens/s: they keep 64, as IMDb does (docs/results.md, "Beyond IMDb")
 AUTO_BATCH_SIZES = (64, 32, 16)
-AUTO_STEPS = 250
+AUTO_STEPS = 125
 
 
 def auto_batch_size(rows: int) -> int:
