@@ -164,7 +164,7 @@ def test_bench_train_interleaved_quick(tiny_imdb, tmp_path):
         timeout=600,
     )
     assert r.returncode == 0, r.stderr[-2000:]
-    for name in (r"model \(concurrent\)", r"model \(padded\)", "kernel"):
+    for name in (r"model \(auto\)", r"model \(padded\)", "kernel"):
         line = rf"^{name} +[\d,]+ useful train tokens/s +ratio to kernel \d+\.\d\d$"
         assert re.search(line, r.stdout, re.M), r.stdout
 
