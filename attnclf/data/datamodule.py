@@ -37,8 +37,8 @@ log = logging.getLogger(__name__)
 # (down to 16) while it would be fewer. Small data learns more from more, smaller steps: CR's 3,054 training rows
 # (48 steps of 64 an epoch) gained 3.5-4 points of 10-fold CV accuracy with batches of 16 (with
 # word2vec.epochs=auto); more epochs of 64 instead (min_steps=1000) gained 1 at 2-7x the time. At 8,000-9,000
-# rows (MR, Subj, SST-5: 127-135 steps of 64) batches of 32 gained 0.2-0.5 points, within the folds' spread, and
-# cost a third of the useful tokens/s: they keep 64, as IMDb does (docs/results.md, "Beyond IMDb")
+# rows (MR, Subj, SST-5: 127-135 steps of 64) batches of 32 gained 0.2-0.5 points (beyond the folds' spread only
+# for Subj with dot) and cost a third of the useful tokens/s: they keep 64, as IMDb does (docs/results.md)
 AUTO_BATCH_SIZES = (64, 32, 16)
 AUTO_STEPS = 125
 
