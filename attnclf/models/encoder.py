@@ -52,7 +52,7 @@ from attnclf.utils.checks import one_of
 KERNELS = GRU_KERNELS  # (the names live with the settings: attnclf/config.py)
 
 # auto on a CPU with 2+ threads: the two directions at once for batches of at least this many steps. A short
-# batch does not pay for the hand-off between threads: with 2 threads a whole training step ran 1.3-1.4x faster
+# batch does not pay for the hand-off between threads: with 2 threads a whole training step ran 1.2-1.4x faster
 # as `padded` at 10-20 tokens, 1.05-1.2x at 80, even at 100-120, and 0.85-0.9x at 160 (scripts/bench_step.py,
 # batches of 16, 32 and 64; docs/performance.md)
 CONCURRENT_FROM = 100
