@@ -86,6 +86,24 @@ MUTANTS = [  # name, file, regex, replacement
         "rows = rows",
     ),
     (
+        "trainer-values-unchecked",
+        "attnclf/training/checks.py",
+        r"    check_process\(cfg\)\n    check_trainer\(cfg\)\n",
+        "    check_process(cfg)\n",
+    ),
+    (
+        "predict-drops-columns",
+        "attnclf/inference/predict.py",
+        r"            \*\*row,\n",
+        "",
+    ),
+    (
+        "predicted-prefix-never",
+        "attnclf/inference/predict.py",
+        r'prefix = "predicted_" if taken & set\(PREDICTED\) else ""',
+        'prefix = ""',
+    ),
+    (
         "auto-batch-ignored",
         "attnclf/data/datamodule.py",
         r"self\._train_batch_size = size = auto_batch_size\(rows\)",
