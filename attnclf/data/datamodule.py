@@ -29,7 +29,7 @@ from attnclf.data.loading import (  # noqa: F401  (re-exported)
 from attnclf.data.sampling import BucketBatchSampler, EpochShuffle  # noqa: F401  (re-exported)
 from attnclf.data.text import PAD_ID, UNK_ID, Vocab
 from attnclf.errors import AttnclfError
-from attnclf.utils.checks import one_of, positive_int
+from attnclf.utils.checks import one_of, positive_int, positive_int_or_auto
 
 log = logging.getLogger(__name__)
 
@@ -210,8 +210,7 @@ class IMDBDataModule(L.LightningDataModule):
         fold: int | None = None,
     ):
         super().__init__()
-        if batch_size != "auto" and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
-            raise AttnclfError(f"data.batch_size={batch_size!r} must be a positive integer or auto")
+        positive_int_or_auto("data.batch_size", batch_size)
         sizes = dict(max_length=max_length, eval_batch_size=eval_batch_size, vocab_size=vocab_size, min_freq=min_freq)
         for key, value in sizes.items():
             positive_int(f"data.{key}", value)

@@ -34,10 +34,15 @@ AUTO_WORDS = 25_000_000
 AUTO_EPOCHS = (5, 30)
 
 
+def passes_to_read_auto_words(words: int) -> int:
+    """How many passes over texts of `words` words read AUTO_WORDS words."""
+    return -(-AUTO_WORDS // max(words, 1))
+
+
 def auto_epochs(words: int) -> int:
     """The passes word2vec.epochs=auto chooses for texts of `words` words."""
     low, high = AUTO_EPOCHS
-    return min(high, max(low, -(-AUTO_WORDS // max(words, 1))))
+    return min(high, max(low, passes_to_read_auto_words(words)))
 
 
 Texts = list[tuple[Encoded, np.ndarray]]  # tokenised splits and the rows of each to read
@@ -190,7 +195,7 @@ def initial_embeddings(source: str, datamodule, dim: int, settings: dict, cache_
         words = sum(int((enc.offsets[rows + 1] - enc.offsets[rows]).sum()) for enc, rows in texts)
         if train_settings.get("epochs", "auto") == "auto":
             train_settings["epochs"] = epochs = auto_epochs(words)
-            needed = -(-AUTO_WORDS // max(words, 1))
+            needed = passes_to_read_auto_words(words)
             bound = "" if epochs == needed else f", {epochs} at the {'least' if epochs > needed else 'most'}"
             log.info("word2vec.epochs=auto: %d (%d words a pass: %d million words take %d passes%s)", epochs, words,
                      AUTO_WORDS // 10**6, needed, bound)  # fmt: skip

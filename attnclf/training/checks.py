@@ -12,7 +12,7 @@ from omegaconf import DictConfig, OmegaConf
 from attnclf.config import ClassifierConfig, classifier_config
 from attnclf.data.vectors import check_embeddings
 from attnclf.errors import AttnclfError
-from attnclf.utils.checks import fraction, positive_int, positive_number
+from attnclf.utils.checks import fraction, positive_int, positive_int_or_auto, positive_number
 
 # what train(cfg) can return for a sweep to optimise (keys of metrics.json)
 OBJECTIVES = ("val/acc", "test/acc", "test/loss", "train_tokens_per_sec")
@@ -107,9 +107,7 @@ def check_word2vec(cfg: DictConfig) -> None:
     for key in ("window", "min_count", "negative"):
         if OmegaConf.select(cfg, f"word2vec.{key}") is not None:
             check_positive_int(cfg, f"word2vec.{key}")
-    epochs = OmegaConf.select(cfg, "word2vec.epochs")
-    if epochs != "auto" and (isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1):
-        raise AttnclfError(f"word2vec.epochs={epochs!r} must be a positive integer or auto")
+    positive_int_or_auto("word2vec.epochs", OmegaConf.select(cfg, "word2vec.epochs"))
     check_positive_int_or_null(cfg, "word2vec.workers", "up to 4 threads")
     check_positive_int_or_null(cfg, "word2vec.max_texts", "all of them")
 

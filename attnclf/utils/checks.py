@@ -16,6 +16,12 @@ def positive_int(key: str, value, null: str | None = None) -> None:
         raise AttnclfError(f"{key}={value!r} must be a positive integer" + (f" or null ({null})" if null else ""))
 
 
+def positive_int_or_auto(key: str, value) -> None:
+    """`value` is a whole number > 0, or "auto" (chosen from the data)."""
+    if value != "auto" and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise AttnclfError(f"{key}={value!r} must be a positive integer or auto")
+
+
 def shown(value) -> str:
     """A value as the user wrote it: a float without a trailing .0 (optimizer.lr=-1, not -1.0)."""
     return f"{value:g}" if isinstance(value, float) else repr(value)
