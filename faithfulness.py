@@ -13,4 +13,4 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    main_entry(main)
+    main_entry(main, "faithfulness")

@@ -14,4 +14,4 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    main_entry(main)
+    main_entry(main, "pretrain")

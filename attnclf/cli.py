@@ -3,11 +3,19 @@ run and in a sweep (`run`, `main_entry`)."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
-from hydra.errors import CompactHydraException
+from hydra.errors import (
+    CompactHydraException,
+    ConfigCompositionException,
+    HydraException,
+    MissingConfigException,
+    OverrideParseException,
+)
 from omegaconf import OmegaConf
+from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
 from attnclf.errors import AttnclfError
 from attnclf.training.checks import in_multirun
@@ -41,12 +49,70 @@ class SweepJobError(AttnclfError, CompactHydraException):
     prints its one line (a CompactHydraException), not a traceback."""
 
 
-def main_entry(main) -> None:
-    """Call a `@hydra.main` entry point. A multirun stopped by a job's user error exits 2, as a single run
-    does (Hydra itself exits 1 after printing the error)."""
+def main_entry(main, config_name: str) -> None:
+    """Call a `@hydra.main` entry point (its primary config: `config_name`). A command line that names an
+    option, a key or a value Hydra cannot compose is one line naming it and what is allowed, exit 2 (Hydra
+    itself prints several lines and exits 1); so is a multirun stopped by a job's user error.
+    HYDRA_FULL_ERROR=1 set by the user still shows Hydra's own full error."""
+    full = _env_set("HYDRA_FULL_ERROR")
+    os.environ["HYDRA_FULL_ERROR"] = "1"  # (composition errors reach us as exceptions, not as Hydra's print-out)
     try:
         main()
     except SystemExit as e:
         if e.code == 1 and isinstance(e.__context__, AttnclfError):  # (raised while Hydra handled ours)
             raise SystemExit(2) from None
         raise
+    except AttnclfError as e:  # a sweep stopped by a job's user error: the job said it ("error: ..."); as Hydra
+        if full:  # does, the sweep ends on its message
+            raise
+        print(str(e) if isinstance(e, SweepJobError) else f"error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except HydraException as e:
+        if full or not isinstance(e, (MissingConfigException, ConfigCompositionException, OverrideParseException)):
+            raise
+        print(f"error: {composition_error(e, config_name)}", file=sys.stderr)
+        raise SystemExit(2) from None
+    finally:
+        if not full:
+            os.environ.pop("HYDRA_FULL_ERROR", None)
+
+
+def _env_set(name: str) -> bool:
+    return os.environ.get(name, "") not in ("", "0", "false", "False")
+
+
+CONF = Path(__file__).resolve().parents[1] / "conf"
+
+
+def composition_error(e: HydraException, config_name: str) -> str:
+    """Hydra's composition error as one line: the option, key or value named, and what is allowed."""
+    if isinstance(e, MissingConfigException) and e.missing_cfg_file and e.options is not None:
+        group, _, option = e.missing_cfg_file.rpartition("/")  # e.g. attention/foo
+        return f"{group}={option!r}; allowed: {', '.join(sorted(e.options))}"
+    cause = e.__cause__
+    if isinstance(cause, (ConfigKeyError, ConfigAttributeError)) and cause.full_key:  # model.foo=1: no such key
+        parent, _, key = cause.full_key.rpartition(".")
+        keys = keys_of(config_name, parent)
+        where = f"a setting of {parent}" if parent else "a setting"
+        allowed = f"; allowed: {', '.join(keys)}" if keys else ""
+        return f"{cause.full_key} is not {where}{allowed} (to add a key of your own: +{cause.full_key}=...)"
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    if cause is not None:
+        lines += [line.strip() for line in str(cause).splitlines()[:1] if line.strip()]
+    return "; ".join(lines[:2]) or type(e).__name__
+
+
+def keys_of(config_name: str, parent: str) -> list[str]:
+    """The keys of `parent` ("" for the top level) in the default composition of `config_name`; [] where it
+    cannot be composed here."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    try:
+        GlobalHydra.instance().clear()
+        with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+            cfg = compose(config_name=config_name)
+        node = OmegaConf.select(cfg, parent) if parent else cfg
+        return [str(k) for k in node] if OmegaConf.is_dict(node) else []
+    except Exception:  # (only a list for the message: the error itself is said either way)
+        return []

@@ -24,13 +24,29 @@ from attnclf.training.train import train
         ("model.gru_kernel=cudnn", "model.gru_kernel='cudnn'; allowed: auto, concurrent, padded, packed"),
         ("optimizer.schedule=linear", "optimizer.schedule='linear'; allowed: cosine, constant"),
         ("model.dropout=1", "model.dropout=1 must be in [0, 1)"),
+        ("model.embed_dropout=1", "model.embed_dropout=1 must be in [0, 1)"),
+        ("model.embed_dropout=-0.5", "model.embed_dropout=-0.5 must be in [0, 1)"),
+        (
+            "regularizer=virtual_adversarial regularizer.unlabeled_batch_size=0",
+            "regularizer.unlabeled_batch_size=0 must be a positive integer",
+        ),  # fmt: skip
     ],
 )
 def test_a_value_of_the_wrong_type_or_range_is_one_line_before_any_data_work(override, message, tmp_path):
-    cfg = compose_cfg(["data.path=/no/such/data", f"paths.output_dir={tmp_path}", "logger=none", override])
+    cfg = compose_cfg(["data.path=/no/such/data", f"paths.output_dir={tmp_path}", "logger=none", *override.split()])
     with pytest.raises(AttnclfError) as e:
         train(cfg)
     assert message in str(e.value) and "\n" not in str(e.value), str(e.value)
+
+
+def test_every_flat_regularizer_key_of_an_old_checkpoint_is_read():
+    """A checkpoint from before the nesting holds regularizer_epsilon, regularizer_weight, regularizer_xi:
+    each is read, none replaced by today's default (an old VAT run resumes with its own xi)."""
+    flat = {"vocab_size": 50, "num_classes": 2, "attention": "dot", "regularizer": "virtual_adversarial",
+            "regularizer_epsilon": 0.05, "regularizer_weight": 0.5, "regularizer_xi": 0.004}  # fmt: skip
+    reg = classifier_hparams(flat)["regularizer"]
+    assert (reg["name"], reg["epsilon"], reg["weight"], reg["xi"]) == ("virtual_adversarial", 0.05, 0.5, 0.004)
+    assert AttnClassifierModule(**flat).config.regularizer.xi == 0.004
 
 
 def test_the_config_groups_are_the_dataclasses_defaults():

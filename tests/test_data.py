@@ -129,6 +129,22 @@ def test_auto_batch_size_halves_the_batch_for_small_data():
     assert auto_batch_size(AUTO_STEPS * 32) == 32 and auto_batch_size((AUTO_STEPS - 1) * 32) == 16
 
 
+def test_auto_batch_size_counts_the_rows_left_for_training(tmp_path, caplog):
+    """auto counts the rows that train, after the test and validation rows are carved off: 4,000 rows would
+    keep 32 (125 batches), the 3,240 left for training make 102 batches of 32, so 16."""
+    import logging
+
+    rows = 4000
+    path = tmp_path / "d.csv"
+    path.write_text("text,label\n" + "".join(f"word{i % 50} film,{i % 2}\n" for i in range(rows)))
+    dm = IMDBDataModule(path=str(path), batch_size="auto", val_size=0.1, test_size=0.1, cache_dir=str(tmp_path / "c"))
+    dm.setup("fit")
+    assert len(dm.train_set) == 3240 and len(dm.val_set) == 360 and len(dm.test_set) == 400
+    with caplog.at_level(logging.INFO, logger="attnclf.data.datamodule"):
+        assert dm.train_batch_size() == 16
+    assert "data.batch_size=auto: 16 (3240 training rows make 203 batches an epoch" in caplog.text
+
+
 def test_bad_settings_name_the_value():
     with pytest.raises(AttnclfError, match="data.truncation='middle'; allowed: head, tail, head_tail"):
         IMDBDataModule(truncation="middle")

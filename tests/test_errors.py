@@ -200,3 +200,26 @@ def test_divergence_stops_and_keeps_the_last_good_checkpoint(lr, tiny_imdb, tmp_
     assert weights and all(t.isfinite().all() for t in weights.values())
     if lr < 1:
         assert last["global_step"] == 4
+
+
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
+@pytest.mark.parametrize(
+    "script,override,line",
+    [
+        ("train.py", "attention=foo", "error: attention='foo'; allowed: additive, dot"),
+        ("train.py", "regularizer=foo", "error: regularizer='foo'; allowed: adversarial, none, virtual_adversarial"),
+        ("train.py", "logger=foo", "error: logger='foo'; allowed: none, tensorboard"),
+        ("train.py", "model.foo=1", "error: model.foo is not a setting of model; allowed: embed_dim, hidden_dim,"),
+        ("train.py", "foo=1", "error: foo is not a setting; allowed: seed, test, min_steps,"),
+        ("eval.py", "data.foo=1", "error: data.foo is not a setting of data; allowed: path, name, split,"),
+        ("train.py", "seed=[1", "error: no viable alternative at input '[1'"),
+    ],
+)
+def test_a_command_line_hydra_cannot_compose_is_one_line_naming_what_is_allowed(script, override, line, tmp_path):
+    r = subprocess.run(
+        [sys.executable, script, override, f"hydra.run.dir={tmp_path / 'run'}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    err = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(err) == 1 and err[0].startswith(line), r.stderr[-2000:]
+    assert "HYDRA_FULL_ERROR" not in r.stderr and not (tmp_path / "run").exists()

@@ -45,3 +45,33 @@ def test_the_faithfulness_figure_counts_reviews_in_whole_numbers_and_names_k_pla
     assert labels == ["top 1", "top 3", "top 10%"] and fig.axes[1].get_xlabel() == "tokens removed"
     assert [k_label(k) for k in r["ks"]] == ["top 1", "top 3", "top 10%"]
     pyplot().close("all")
+
+
+def test_the_confusion_figure_has_true_classes_down_and_predicted_across():
+    """Row i, column j: reviews of true class i predicted as j, drawn at x=j, y=i (not transposed)."""
+    confusion = np.array([[90, 3, 1], [10, 97, 2], [4, 5, 60]])
+    fig = confusion_figure(confusion, ["neg", "pos", "mixed"])
+    ax = fig.axes[0]
+    at = {t.get_text(): t.get_position() for t in ax.texts}
+    for (i, j), v in np.ndenumerate(confusion):
+        assert at[str(v)] == (j, i), (v, at[str(v)])
+    assert (ax.images[0].get_array() == confusion).all()
+    assert ax.get_xlabel() == "predicted" and ax.get_ylabel() == "true"
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["neg", "pos", "mixed"]
+    pyplot().close("all")
+
+
+def test_html_shading_is_relative_to_the_reviews_peak_weight():
+    """A long review's weights are all small: shaded by the raw weights the page would be almost white. The
+    review's highest weight is full colour, the others in proportion."""
+    import re
+    from types import SimpleNamespace
+
+    from attnclf.presentation.html import shade_words
+
+    p = SimpleNamespace(text="good bad film", tokens=["good", "bad", "film"], positions=[0, 1, 2],
+                        weights=[0.01, 0.005, 0.002])  # fmt: skip
+    alphas = [float(a) for a in re.findall(r"rgba\(220,40,40,([0-9.]+)\)", shade_words(p))]
+    assert alphas == [1.0, 0.5, 0.2]
+    p.text, p.positions = "", []  # (the words as the model read them: the same rule)
+    assert [float(a) for a in re.findall(r"rgba\(220,40,40,([0-9.]+)\)", shade_words(p))] == [1.0, 0.5, 0.2]

@@ -205,3 +205,18 @@ def test_each_run_has_its_own_colour_and_one_validation_its_time(tmp_path):
     writer.close()
     [(step, seconds, value)] = module.curve(tmp_path / "once")
     assert step == 390 and 85 < seconds < 95 and abs(value - 0.8) < 1e-6
+
+
+def test_the_bootstrap_interval_resamples_runs_and_spans_their_spread():
+    """The 95% interval of the mean resamples the runs (with replacement): for five runs 2 points apart it
+    spans about +-1.8 points around their mean, not a collapsed interval at the mean."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("report", ROOT / "scripts" / "report.py")
+    report_module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report_module)
+    xs = [0.80, 0.82, 0.84, 0.86, 0.88]
+    lo, hi = report_module.bootstrap_ci(xs)
+    assert 0.80 <= lo < 0.83 and 0.85 < hi <= 0.88, (lo, hi)
+    assert report_module.bootstrap_ci(xs) == (lo, hi)  # (seeded)
+    assert report_module.bootstrap_ci([0.9, 0.9, 0.9]) == (0.9, 0.9)

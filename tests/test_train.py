@@ -188,6 +188,9 @@ def test_the_best_checkpoint_is_tested_and_the_run_counts_useful_tokens(tiny_imd
     elapsed = time.perf_counter() - start
     m = strict_json(tmp_path / "metrics.json")
     assert 0 < m["train_seconds"] < m["fit_seconds"] < elapsed  # (the test's checkpoint does not add its time)
+    # tokens/s over the training time alone (validation excluded): every throughput figure in the docs is this
+    assert m["train_tokens_per_sec"] == pytest.approx(m["train_tokens"] / m["train_seconds"], rel=1e-9)
+    assert m["train_tokens_per_sec"] > m["train_tokens"] / m["fit_seconds"]
     datamodule = IMDBDataModule(**cfg.data, seed=cfg.seed)
     model = AttnClassifierModule.load_from_checkpoint(m["best_checkpoint"], map_location="cpu", weights_only=True)
     trainer = L.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False, enable_model_summary=False)

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from attnclf.data.text import TOKENIZER_VERSION, UNK_ID, Vocab, tokenize
+from attnclf.utils.files import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -122,9 +123,11 @@ def encode_split(split, text_column: str, label_column: str, cache_dir: str | No
             log.warning("token cache %s cannot be read (%s: %s); tokenising again", cache, type(e).__name__, e)
     enc = encode_texts(split[text_column], split[label_column])
     if cache is not None:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        # write then rename: never a torn cache file, and two runs writing at once each rename a whole one
-        tmp = cache.with_suffix(f".tmp{os.getpid()}.npz")
-        np.savez(tmp, ids=enc.ids, offsets=enc.offsets, labels=enc.labels, table=np.array(enc.table, dtype=str))
-        os.replace(tmp, cache)
+        # write then rename: never a torn cache file (a full disk leaves none), and two runs writing at once
+        # each rename a whole one
+        def write(tmp: Path) -> None:
+            with open(tmp, "wb") as f:
+                np.savez(f, ids=enc.ids, offsets=enc.offsets, labels=enc.labels, table=np.array(enc.table, dtype=str))
+
+        write_atomic(cache, write)
     return enc

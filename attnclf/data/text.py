@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from attnclf.errors import AttnclfError
+from attnclf.utils.files import write_text_atomic
 from attnclf.utils.jsonfile import dumps
 
 TOKENIZER_VERSION = "regex-v1"  # part of the cache key: change it when the rules change
@@ -66,7 +67,7 @@ class Vocab:
 
     def save(self, path: str | Path) -> None:
         payload = {"tokenizer": TOKENIZER_VERSION, **self.meta, "itos": self.itos}
-        Path(path).write_text(dumps(payload, ensure_ascii=False))
+        write_text_atomic(path, dumps(payload, ensure_ascii=False))
 
     @classmethod
     def load(cls, path: str | Path) -> Vocab:

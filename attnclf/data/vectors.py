@@ -20,6 +20,7 @@ from filelock import FileLock
 from attnclf.data.encoding import Encoded
 from attnclf.data.text import PAD_ID, TOKENIZER_VERSION, Vocab
 from attnclf.errors import AttnclfError
+from attnclf.utils.files import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -120,9 +121,7 @@ def cached_word2vec(texts: Texts, fingerprints: list[str], dim: int, settings: d
         if path.is_file() and (found := cached()) is not None:
             return found
         wv = _train_logged(texts, dim, settings)
-        tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-        wv.save_word2vec_format(str(tmp), binary=True)
-        os.replace(tmp, path)
+        write_atomic(path, lambda tmp: wv.save_word2vec_format(str(tmp), binary=True))  # (whole, or no file)
     log.info("word2vec: cached as %s", path)
     return wv, path
 

@@ -7,6 +7,8 @@ import json
 import math
 from pathlib import Path
 
+from attnclf.utils.files import write_text_atomic
+
 
 def finite(value):
     """`value` with every float that is not finite replaced by None, in nested dicts, lists and tuples."""
@@ -37,5 +39,6 @@ def dumps(value, **kwargs) -> str:
 
 
 def write_json(path: str | Path, value) -> None:
-    """`value` as indented, strictly valid JSON in `path`."""
-    Path(path).write_text(dumps(value, indent=2) + "\n")
+    """`value` as indented, strictly valid JSON in `path`, written whole or not at all (a full disk leaves no
+    torn metrics.json that a later run or report would read)."""
+    write_text_atomic(path, dumps(value, indent=2) + "\n")
