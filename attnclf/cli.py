@@ -4,6 +4,7 @@ run and in a sweep (`run`, `main_entry`)."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -17,31 +18,47 @@ from hydra.errors import (
 from omegaconf import OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
-from attnclf.errors import AttnclfError
+from attnclf.errors import AttnclfError, Interrupted
 from attnclf.training.checks import in_multirun
 from attnclf.training.resume import close_logs_in, remove_if_unused
 
 
 def run(fn, cfg):
-    """Call an entry point's logic; a user error becomes one line on stderr and exit status 2.
+    """Call an entry point's logic; a user error, a file that cannot be written (a full disk, a read-only
+    folder) or Ctrl-C before training becomes one line on stderr: exit status 2, or 128 + the signal's
+    number for a run stopped from outside (Interrupted). A failed start leaves no run folder behind.
 
-    In a sweep (Hydra multirun) the error is raised on instead, so that the sweeper
-    records the job as failed and goes on with the others.
+    In a sweep (Hydra multirun) a user error is raised on instead, so that the sweeper records the job as
+    failed and goes on with the others; a stopped run stops the sweep.
     """
     try:
         return fn(cfg)
-    except AttnclfError as e:
-        print(f"error: {e}", file=sys.stderr)
-        try:
-            out = OmegaConf.select(cfg, "paths.output_dir")
-        except Exception:  # (outside Hydra its resolver is not there)
-            out = None
-        if out:  # a failed start leaves no run folder behind (one with checkpoints or metrics stays)
-            close_logs_in(Path(out))
-            remove_if_unused(Path(out))
-        if in_multirun():  # (a sweep's other jobs go on: Hydra gives each its own log)
-            raise SweepJobError(str(e)) from e
-        sys.exit(2)
+    except KeyboardInterrupt:  # (outside the fit, which Lightning stops itself: word vectors, data work)
+        e = Interrupted("stopped by Ctrl-C before training began; nothing was kept but the caches", signal.SIGINT)
+    except OSError as e_:
+        e = AttnclfError(os_error_line(e_))
+    except AttnclfError as e_:
+        e = e_
+    print(f"error: {e}", file=sys.stderr)
+    try:
+        out = OmegaConf.select(cfg, "paths.output_dir")
+    except Exception:  # (outside Hydra its resolver is not there)
+        out = None
+    if out:  # a failed start leaves no run folder behind (one with checkpoints or metrics stays)
+        close_logs_in(Path(out))
+        remove_if_unused(Path(out))
+    if isinstance(e, Interrupted):
+        sys.exit(e.status)
+    if in_multirun():  # (a sweep's other jobs go on: Hydra gives each its own log)
+        raise SweepJobError(str(e)) from e
+    sys.exit(2)
+
+
+def os_error_line(e: OSError) -> str:
+    """An OSError (a path that cannot be read or written) as one line naming the path."""
+    if e.filename:
+        return f"{e.filename}: {e.strerror or e}"
+    return str(e) or type(e).__name__
 
 
 class SweepJobError(AttnclfError, CompactHydraException):
@@ -66,6 +83,11 @@ def main_entry(main, config_name: str) -> None:
         if full:  # does, the sweep ends on its message
             raise
         print(str(e) if isinstance(e, SweepJobError) else f"error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except OSError as e:  # (ours are one line already, in run(): this is Hydra making the run folder)
+        if full:
+            raise
+        print(f"error: {os_error_line(e)} (the run folder: hydra.run.dir, or hydra.sweep.dir with -m)", file=sys.stderr)
         raise SystemExit(2) from None
     except HydraException as e:
         if full or not isinstance(e, (MissingConfigException, ConfigCompositionException, OverrideParseException)):

@@ -3,3 +3,12 @@ class AttnclfError(ValueError):
 
     The entry points print its message as one line and exit non-zero.
     """
+
+
+class Interrupted(AttnclfError):
+    """A run stopped from outside (Ctrl-C, SIGTERM from a scheduler): one line, and the exit status a shell
+    gives a process killed by that signal (128 + its number), never 0, so that a scheduler sees no success."""
+
+    def __init__(self, message: str, signal_number: int):
+        super().__init__(message)
+        self.status = 128 + signal_number

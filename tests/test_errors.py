@@ -58,6 +58,7 @@ def test_bad_values(override, message, tiny_imdb, tmp_path):
         ("trainer.val_check_interval=0", "trainer.val_check_interval=0 must be a fraction of an epoch"),
         ("trainer.gradient_clip_val=-1", "trainer.gradient_clip_val=-1 must be a number >= 0"),
         ("trainer.precision=12", "trainer: Precision 12 is invalid"),  # (the Trainer's own check, built first)
+        ("data.label_column=text", "data.label_column='text' is data.text_column too"),
     ],
 )
 def test_bad_values_are_refused_before_any_data_work(override, message, tmp_path):
@@ -93,6 +94,23 @@ def test_data_that_cannot_train_a_classifier(tmp_path):
         (tmp_path / name).write_text(content)
         with pytest.raises(AttnclfError, match=f"data file {tmp_path / name} has no rows \\({why}\\)"):
             train(compose_cfg(tiny_overrides(tmp_path / name, tmp_path / "o4")))
+
+
+def test_a_run_or_cache_folder_that_cannot_take_files_is_one_line_before_any_data_work(tmp_path):
+    """A path under a file (or a read-only disk): named in one line, before the data (absent here) is read."""
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    for key in ("paths.output_dir", "paths.cache_dir"):
+        cfg = compose_cfg(["data.path=/no/such/data", f"paths.output_dir={tmp_path / 'out'}", f"{key}={blocker}/x"])
+        with pytest.raises(AttnclfError, match=f"^{key}={blocker}/x: {blocker} is a file, not a folder$"):
+            train(cfg)
+
+
+def test_texts_that_are_all_empty_are_refused(tmp_path):
+    empty = tmp_path / "empty_texts.csv"
+    empty.write_text("text,label\n" + "".join(f",{i % 2}\n" for i in range(40)))
+    with pytest.raises(AttnclfError, match=r"the vocabulary has no word: no token occurs .* training rows"):
+        train(compose_cfg([*tiny_overrides(empty, tmp_path / "o"), "data.min_freq=1"]))
 
 
 def write_split(root, **columns):

@@ -25,14 +25,19 @@ def cli(script, *args):
 
 def test_classifier_api(tiny_run):
     clf = Classifier.from_checkpoint(best(tiny_run))
-    texts = ["a great wonderful film", "awful boring waste", "", "   ", "great " * 200_000]  # the last: 1.2 MB
+    texts = ["a great wonderful film", "awful boring waste", "zzq", "!", "great " * 200_000]  # the last: 1.2 MB
     preds = clf.predict(texts, batch_size=2)
     assert len(preds) == 5
     for p in preds:
         assert p.label in (0, 1) and p.label_name in ("0", "1") and 0.5 <= p.prob <= 1
         assert len(p.tokens) == len(p.weights) and abs(sum(p.weights) - 1) < 1e-5
     assert preds[0].tokens == ["a", "great", "wonderful", "film"]
-    assert preds[2].tokens == ["<unk>"]
+    assert preds[2].tokens == ["zzq"]  # (a word the vocabulary lacks is read as <unk>, and shown as written)
+    # the rule of predict.py's text=: an empty text is refused, not classified; a lone string is not a list
+    with pytest.raises(AttnclfError, match=r"texts 1, 2: empty, nothing to classify"):
+        clf.predict(["a film", "", "   "])
+    with pytest.raises(TypeError, match=r"predict takes a list of texts; for one text: predict\(\[text\]\)\[0\]"):
+        clf.predict("a great film")
     assert len(preds[4].tokens) == 1000  # truncated as the run's test split was (data.eval_max_length)
     # the same review alone and in a batch with others: the same answer (padding has no effect)
     alone = clf.predict(["a great wonderful film"])[0]
@@ -81,7 +86,8 @@ def test_eval_command_on_a_run_folder_against_an_independent_computation(tiny_ru
     result = strict_json(run / "eval_test.json")  # the default output: beside the checkpoint's run
     assert result["checkpoint"] == str(run / "checkpoints" / Path(best(tiny_run)).name)
 
-    preds = Classifier.from_checkpoint(result["checkpoint"]).predict(test["text"])
+    # (the split has empty reviews: read as one <unk>, as eval.py and training read them)
+    preds = Classifier.from_checkpoint(result["checkpoint"]).predict(test["text"], allow_empty=True)
     y = np.array(test["label"])
     p = np.array([q.label for q in preds])
     probs = np.array([q.probs for q in preds])
@@ -124,7 +130,10 @@ def test_eval_of_an_ensemble_averages_the_members_probabilities(tiny_run, tiny_r
     test = load_splits(str(tiny_imdb), None)["test"]
     y = np.array(test["label"])
     ckpts = [best_checkpoint(r) for r in (tiny_run, other)]  # (other's metrics.json names the original's)
-    probs = [np.array([q.probs for q in Classifier.from_checkpoint(c).predict(test["text"])]) for c in ckpts]
+    probs = [
+        np.array([q.probs for q in Classifier.from_checkpoint(c).predict(test["text"], allow_empty=True)])
+        for c in ckpts
+    ]
     mean = (probs[0] + probs[1]) / 2
     assert abs(result["accuracy"] - (mean.argmax(1) == y).mean()) < 1e-9
     assert result["loss"] == pytest.approx(-np.log(mean[np.arange(len(y)), y]).mean(), abs=1e-5)
@@ -257,6 +266,20 @@ def test_bad_predict_inputs(tiny_run, tmp_path):
     if not torch.cuda.is_available():
         error_of([ckpt, "text=x", "device=cuda"], "device='cuda': no GPU found", "device=cpu")
     error_of([ckpt, "text=x", "device=tpu9"], "device='tpu9'", "allowed: cpu, cuda")
+    # a row with nothing to classify is refused, as text= is (and as the Python API does)
+    holes = tmp_path / "holes.csv"
+    holes.write_text('id,text\n1,good film\n2,\n3," "\n')
+    error_of([ckpt, f"input={holes}"], f"input={holes}: the 'text' of rows 2, 3: empty, nothing to classify")
+    # the files to write are checked before any work: the checkpoint named here does not even exist
+    (tmp_path / "a_file").write_text("x")
+    nothing = f"ckpt={tmp_path / 'none.ckpt'}"
+    error_of([nothing, "text=hi", f"output={tmp_path / 'out.xlsx'}"], "unknown file type '.xlsx'", ".csv")
+    error_of([nothing, "text=hi", f"output={tmp_path / 'a_file' / 'o.csv'}"], "output=", "a_file is a file")
+    error_of([nothing, "text=hi", f"html={tmp_path / 'a_file' / 'x.html'}"], "html=", "a_file is a file")
+    error_of([nothing, "text=hi", f"html={tmp_path}"], "is a folder; give a file name")
+    # a page in a folder that is not there yet: the folder is made
+    predict([ckpt, "text=a great film", f"html={tmp_path / 'new' / 'deeper' / 'page.html'}"])
+    assert "great" in (tmp_path / "new" / "deeper" / "page.html").read_text()
 
 
 def test_eval_refuses_bad_values_before_reading_anything(tmp_path):

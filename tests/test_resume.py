@@ -105,6 +105,8 @@ def test_killed_run_resumes_to_the_same_result(tiny_imdb, with_unlabeled, tmp_pa
     assert after["steps"] == straight["steps"] == steps
     for key in ("val/acc", "test/acc", "test/loss"):
         assert after[key] == straight[key], key  # identical on CPU: same data order, RNG and optimizer state
+    # the resumed run reports the start of the run it continues (word2vec, its texts and file), not "random"
+    assert after["embeddings"] == straight["embeddings"] and after["embeddings"]["source"] == "word2vec"
     lasts = [load_checkpoint(d / "checkpoints" / "last.ckpt") for d in (run, tmp_path / "straight")]
     # last.ckpt is the end of training in both, whether or not the last epoch improved val/acc
     assert [c["global_step"] for c in lasts] == [steps, steps]
@@ -280,3 +282,42 @@ def test_a_checkpoint_says_its_kind_and_an_older_one_is_still_known():
     assert checkpoint_kind({"kind": "bigru_lm", "embed_dim": 16}) == "bigru_lm"
     assert checkpoint_kind({"attention": "additive", "vocab_size": 9}) == "classifier"  # (saved before `kind`)
     assert checkpoint_kind({"vocab_size": 9}) is None
+
+
+TERMINATOR = '''
+import os, signal
+import pytorch_lightning as L
+
+class TermAt(L.Callback):
+    """SIGTERM to this process after optimizer step `step`, as a scheduler sends it."""
+    def __init__(self, step):
+        self.step = step
+    def on_train_batch_end(self, trainer, *args):
+        if trainer.global_step == self.step:
+            os.kill(os.getpid(), signal.SIGTERM)
+'''
+
+
+@pytest.mark.slow  # (a process of its own)
+def test_sigterm_exits_non_zero_and_says_how_to_resume(tiny_imdb, tmp_path):
+    """A scheduler's SIGTERM stops the fit: exit status 143 (never 0, which reads as success), no
+    metrics.json, and one line naming the checkpoints and the resume; that resume then finishes the run."""
+    (tmp_path / "terminator.py").write_text(TERMINATOR)
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    run = tmp_path / "run"
+    common = [*tiny_overrides(tiny_imdb, tmp_path / "x")[2:], f"data.path={tiny_imdb}", *RUN, "logger=none"]
+    stopped = cli(
+        [*common, f"hydra.run.dir={run}", "+callbacks.t._target_=terminator.TermAt", "+callbacks.t.step=7"],
+        tmp_path,
+        env,
+    )
+    assert stopped.returncode == 128 + 15, stopped.stderr[-2000:]
+    last = stopped.stderr.strip().splitlines()[-1]
+    assert last == (
+        f"error: training was stopped by SIGTERM at step 7; checkpoints so far are in {run / 'checkpoints'}: "
+        f"resume with the same command and ckpt_path={run}"
+    ), last
+    assert not (run / "metrics.json").exists()
+    resumed = cli([*common, f"hydra.run.dir={tmp_path / 'fresh'}", f"ckpt_path={run}"], tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert json.loads((run / "metrics.json").read_text())["steps"] == 36

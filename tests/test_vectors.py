@@ -20,12 +20,16 @@ CARVED_ONLY = "zzqcarvedword"
 SETTINGS = {"algorithm": "cbow", "window": 3, "min_count": 1, "negative": 3, "epochs": 2, "seed": 0}
 
 
-def test_word_vectors_learn_from_training_and_unlabeled_text_never_test(with_unlabeled, tmp_path):
+def test_word_vectors_learn_from_training_and_unlabeled_text_never_test(with_unlabeled, tmp_path, caplog):
     dm = IMDBDataModule(str(with_unlabeled), vocab_size=200, cache_dir=str(tmp_path), max_length=64)
     dm.setup("fit")
     texts, key = dm.word_vector_texts()
     assert [len(rows) for _, rows in texts] == [160, 80]  # every training row (validation's too), all unlabeled
-    wv, path = cached_word2vec(texts, key, 8, SETTINGS, str(tmp_path))
+    with caplog.at_level(logging.INFO, logger="attnclf"):
+        wv, path = cached_word2vec(texts, key, 8, SETTINGS, str(tmp_path))
+    # the log says what the 240 texts are: the training split's 160 rows, validation's among them
+    assert "on 240 texts: 160 of the training split's rows (validation rows carved from them included" in caplog.text
+    assert "and 80 unlabeled" in caplog.text
     assert UNLABELED_ONLY in wv.key_to_index and TEST_ONLY not in wv.key_to_index
     assert "great" in wv.key_to_index and wv.vector_size == 8
     # cached: a second call reads the file instead of training

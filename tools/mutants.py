@@ -218,6 +218,27 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         't["train_tokens"] / t["fit_seconds"] if',
         ["tests/test_train.py::test_the_best_checkpoint_is_tested_and_the_run_counts_useful_tokens"],
     ),
+    (
+        "sigterm-exits-as-a-success",
+        "attnclf/training/trainer.py",
+        r'raise Interrupted\(stopped\(what, "SIGTERM", trainer, checkpoints\), signal.SIGTERM\) from None',
+        "raise SystemExit(0)",
+        ["tests/test_resume.py::test_sigterm_exits_non_zero_and_says_how_to_resume"],
+    ),
+    (
+        "resumed-run-forgets-its-start",
+        "attnclf/training/train.py",
+        r"embeddings, pretrained = start_of\(out, ",
+        "_, pretrained = start_of(out, ",
+        ["tests/test_resume.py::test_killed_run_resumes_to_the_same_result"],
+    ),
+    (
+        "predict-writes-checked-after-the-work",
+        "attnclf/inference/predict.py",
+        r'if "output" in args:  # the files',
+        "if False:  # the files",
+        ["tests/test_inference.py::test_bad_predict_inputs"],
+    ),
 ]
 
 args = sys.argv[1:]

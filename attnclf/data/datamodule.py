@@ -219,6 +219,10 @@ class IMDBDataModule(L.LightningDataModule):
             raise AttnclfError(f"data.vocab_size={vocab_size!r} must be at least 3 (<pad>, <unk> and a word)")
         one_of("data.truncation", truncation, TRUNCATIONS)
         check_folds(folds, fold)
+        if text_column == label_column:
+            raise AttnclfError(
+                f"data.label_column={label_column!r} is data.text_column too; the labels need a column of their own"
+            )
         for key, size in (("val_size", val_size), ("test_size", test_size)):
             if (
                 isinstance(size, bool)

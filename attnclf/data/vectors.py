@@ -128,7 +128,10 @@ def cached_word2vec(texts: Texts, fingerprints: list[str], dim: int, settings: d
 
 def _train_logged(texts: Texts, dim: int, settings: dict):
     n = sum(len(rows) for _, rows in texts)
-    log.info("word2vec: training %d-dim vectors on %d texts", dim, n)
+    parts = "the training split's rows (validation rows carved from them included; never test)"
+    if len(texts) > 1:
+        parts += f" and {sum(len(rows) for _, rows in texts[1:])} unlabeled"
+    log.info("word2vec: training %d-dim vectors on %d texts: %d of %s", dim, n, len(texts[0][1]), parts)
     return train_word2vec(texts, dim, settings)
 
 

@@ -46,6 +46,14 @@ class Prediction:
         return [(self.tokens[i], self.weights[i]) for i in order]
 
 
+def check_not_empty(texts: list, what: str, first: int = 0) -> None:
+    """Every text has something to classify: one line naming the empty ones (`first`: the first's number)."""
+    empty = [i + first for i, t in enumerate(texts) if not isinstance(t, str) or not t.strip()]
+    if empty:
+        shown = ", ".join(map(str, empty[:5])) + (f" and {len(empty) - 5} more" if len(empty) > 5 else "")
+        raise AttnclfError(f"{what} {shown}: empty, nothing to classify; drop or fill them")
+
+
 @dataclass
 class Classifier:
     module: AttnClassifierModule
@@ -100,9 +108,19 @@ class Classifier:
                 logits, weights = self.module(ids.to(self.device), lengths.to(self.device), lengths)
                 yield positions, logits.float().cpu(), weights.float().cpu()
 
-    def predict(self, texts: Sequence[str], batch_size: int = 64) -> list[Prediction]:
-        # the words the model reads: tokenised and truncated as in training (an empty review reads as one <unk>)
-        every = [tokenize(t or "") for t in texts]
+    def predict(self, texts: Sequence[str], batch_size: int = 64, allow_empty: bool = False) -> list[Prediction]:
+        """One Prediction per text. A text that is empty or only spaces is refused (there is nothing to
+        classify), here as in predict.py; `allow_empty=True` reads it as one <unk> instead, as training and
+        eval.py read a dataset's empty rows. A single string is refused too (it would read as one text per
+        character)."""
+        if isinstance(texts, (str, bytes)):
+            raise TypeError("predict takes a list of texts; for one text: predict([text])[0]")
+        texts = ["" if t is None else t for t in texts] if allow_empty else list(texts)
+        if not allow_empty:
+            check_not_empty(texts, "texts")
+        # the words the model reads: tokenised and truncated as in training (a text of no known word reads as
+        # one <unk>)
+        every = [tokenize(t) for t in texts]
         kept = [truncate(np.arange(len(w)), self.max_length, self.truncation).tolist() if w else [] for w in every]
         words = [[w[i] for i in k] or [UNK] for w, k in zip(every, kept, strict=True)]
         ids, offsets = [], [0]
@@ -125,6 +143,6 @@ class Classifier:
                 toks = words[row]
                 out[row] = Prediction(
                     label, self.labels[label], float(p[label]), p.tolist(), toks, w[: len(toks)].tolist(),
-                    texts[row] or "", kept[row],
+                    texts[row], kept[row],
                 )  # fmt: skip
         return out

@@ -16,6 +16,7 @@ from attnclf.data.loading import VALIDATION_SPLITS, label_ids, load_splits, prep
 from attnclf.errors import AttnclfError
 from attnclf.inference.classifier import Classifier, check_device
 from attnclf.training.checkpoint import best_checkpoint, run_dir_of
+from attnclf.utils.files import check_writable_file
 from attnclf.utils.jsonfile import write_json
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,13 @@ def evaluate(cfg: DictConfig) -> dict:
         if ckpt != Path(c):
             log.info("evaluating %s, the best checkpoint of %s", ckpt, c)
     data = cfg.data
+    if cfg.get("output"):
+        out = Path(cfg.output)
+    elif len(ckpts) == 1:
+        out = run_dir_of(ckpts[0]) / f"eval_{data.split}.json"
+    else:
+        out = Path(cfg.paths.output_dir) / f"ensemble_{data.split}.json"
+    check_writable_file("output", out)  # (before any data work: a read-only run folder is one line)
     probs, labels, members = None, None, []
     for ckpt in ckpts:
         clf = Classifier.from_checkpoint(ckpt, cfg.get("device", "cpu"))
@@ -64,13 +72,6 @@ def evaluate(cfg: DictConfig) -> dict:
     }
     if len(ckpts) > 1:  # each member alone, beside the ensemble
         result["members"] = [{k: m[k] for k in ("checkpoint", "accuracy")} for m in members]
-    if cfg.get("output"):
-        out = Path(cfg.output)
-    elif len(ckpts) == 1:
-        out = run_dir_of(ckpts[0]) / f"eval_{data.split}.json"
-    else:
-        out = Path(cfg.paths.output_dir) / f"ensemble_{data.split}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
     write_json(out, result)
     print_result(result)
     print(f"written to {out}")

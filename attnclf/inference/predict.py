@@ -16,9 +16,10 @@ import sys
 from pathlib import Path
 
 from attnclf.errors import AttnclfError
-from attnclf.inference.classifier import Classifier, Prediction
+from attnclf.inference.classifier import Classifier, Prediction, check_not_empty
 from attnclf.presentation.html import predictions_page
 from attnclf.training.checkpoint import best_checkpoint
+from attnclf.utils.files import check_writable_file, write_atomic, write_text_atomic
 from attnclf.utils.jsonfile import dumps
 
 KEYS = {"ckpt", "text", "input", "output", "html", "batch_size", "top_k", "device", "column"}
@@ -125,9 +126,7 @@ PREDICTED = ("label", "prob", "top_words")  # the columns predict.py adds to eac
 def write_output(path: Path, rows: list[dict], preds: list[Prediction], top_k: int) -> None:
     """Each input row with its prediction added: label, prob, top_words (predicted_label, predicted_prob,
     predicted_top_words where the input already has a column of one of those names, such as a gold label)."""
-    suffix = path.suffix.lower()
-    if suffix not in OUTPUTS:
-        raise AttnclfError(f"output={path}: unknown file type {suffix!r}; allowed: {', '.join(OUTPUTS)}")
+    suffix = check_output(path)
     taken = set().union(*(r.keys() for r in rows))
     prefix = "predicted_" if taken & set(PREDICTED) else ""  # (all three, so that they read as one group)
     names = {k: prefix + k for k in PREDICTED}
@@ -140,27 +139,41 @@ def write_output(path: Path, rows: list[dict], preds: list[Prediction], top_k: i
         }
         for row, p in zip(rows, preds, strict=True)
     ]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", encoding="utf-8", newline="") as f:
-        if suffix == ".csv":
-            writer = csv.DictWriter(f, fieldnames=list(out[0]))
-            writer.writeheader()
-            writer.writerows(out)
-        else:
-            f.writelines(dumps(r, ensure_ascii=False, default=str) + "\n" for r in out)
+
+    def write(tmp: Path) -> None:
+        with open(tmp, "w", encoding="utf-8", newline="") as f:
+            if suffix == ".csv":
+                writer = csv.DictWriter(f, fieldnames=list(out[0]))
+                writer.writeheader()
+                writer.writerows(out)
+            else:
+                f.writelines(dumps(r, ensure_ascii=False, default=str) + "\n" for r in out)
+
+    write_atomic(path, write)
+
+
+def check_output(path: Path) -> str:
+    """output=: a .csv or .jsonl file that can be written (its folder made where missing); its suffix."""
+    suffix = path.suffix.lower()
+    if suffix not in OUTPUTS:
+        raise AttnclfError(f"output={path}: unknown file type {suffix!r}; allowed: {', '.join(OUTPUTS)}")
+    check_writable_file("output", path)
+    return suffix
 
 
 def predict(argv: list[str]) -> list[Prediction]:
     args = parse_args(argv)
+    if "output" in args:  # the files to write are checked before any work, not after it
+        check_output(Path(args["output"]))
+    if "html" in args:
+        check_writable_file("html", args["html"])
     if "text" in args:
         if not args["text"].strip():
             raise AttnclfError('text= is empty; give a review: text="a wonderful film"')
         texts, rows = [args["text"]], [{"text": args["text"]}]
     else:
         texts, rows = read_rows(Path(args["input"]), args["column"])
-    for key in ("output", "html"):  # check before the work, not after
-        if key in args and Path(args[key]).is_dir():
-            raise AttnclfError(f"{key}={args[key]} is a folder; give a file name")
+        check_not_empty(texts, f"input={args['input']}: the {args['column']!r} of rows", first=1)
     clf = Classifier.from_checkpoint(best_checkpoint(args["ckpt"]), args["device"])
     preds = clf.predict(texts, batch_size=args["batch_size"])
     for t, p in zip(texts, preds, strict=True):
@@ -170,5 +183,5 @@ def predict(argv: list[str]) -> list[Prediction]:
     if "output" in args:
         write_output(Path(args["output"]), rows, preds, args["top_k"])
     if "html" in args:
-        Path(args["html"]).write_text(predictions_page(preds), encoding="utf-8")
+        write_text_atomic(args["html"], predictions_page(preds))  # (its folder made where missing)
     return preds

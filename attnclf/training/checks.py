@@ -13,6 +13,7 @@ from attnclf.config import ClassifierConfig, classifier_config
 from attnclf.data.vectors import check_embeddings
 from attnclf.errors import AttnclfError
 from attnclf.utils.checks import fraction, positive_int, positive_int_or_auto, positive_number
+from attnclf.utils.files import check_writable_folder
 
 # what train(cfg) can return for a sweep to optimise (keys of metrics.json)
 OBJECTIVES = ("val/acc", "test/acc", "test/loss", "train_tokens_per_sec")
@@ -40,6 +41,16 @@ def check_process(cfg: DictConfig) -> None:
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
         raise AttnclfError(f"seed={seed!r} must be a whole number in 0..{2**32 - 1}")
     check_positive_int_or_null(cfg, "num_threads", "PyTorch's default")
+
+
+def check_paths(cfg: DictConfig) -> None:
+    """The run folder and the cache folder can take files: a read-only or full disk, or a path under a file,
+    is one line now, not a traceback after the data work."""
+    check_writable_folder("paths.output_dir", cfg.paths.output_dir)
+    cache = OmegaConf.select(cfg, "paths.cache_dir")
+    if cache:
+        by_env = os.environ.get("ATTNCLF_CACHE") == str(cache)
+        check_writable_folder("ATTNCLF_CACHE" if by_env else "paths.cache_dir", cache)
 
 
 def check_int_at_least(cfg: DictConfig, key: str, low: int, means: str = "") -> None:
@@ -86,6 +97,7 @@ def validate(cfg: DictConfig) -> ClassifierConfig:
     """One-line errors for values that would otherwise fail deep inside a library; the classifier's typed
     settings, checked."""
     check_process(cfg)
+    check_paths(cfg)
     check_trainer(cfg)
     check_positive_int_or_null(cfg, "min_steps", "trainer.max_epochs as it is")
     if not OmegaConf.select(cfg, "data.path") and not OmegaConf.select(cfg, "data.train_file"):

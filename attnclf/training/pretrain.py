@@ -16,6 +16,7 @@ from attnclf.models.language_model import KIND
 from attnclf.training.checkpoint import checkpoint_kind
 from attnclf.training.checks import (
     check_fraction,
+    check_paths,
     check_positive_int,
     check_positive_number,
     check_process,
@@ -31,6 +32,7 @@ log = logging.getLogger(__name__)
 
 def validate(cfg: DictConfig) -> None:
     check_process(cfg)
+    check_paths(cfg)
     check_trainer(cfg)
     for key in ("model.embed_dim", "model.hidden_dim"):
         check_positive_int(cfg, key)

@@ -13,8 +13,22 @@ from omegaconf import DictConfig
 from attnclf.config import CLASSIFIER, ClassifierConfig, setting_differences
 from attnclf.errors import AttnclfError
 from attnclf.training.checkpoint import checkpoint_kind, find_resume, load_checkpoint, run_dir_of
+from attnclf.utils.jsonfile import read_json
 
 log = logging.getLogger(__name__)
+
+
+START = "start.json"  # in the run folder: where the weights started (the embedding's source, init_from)
+
+
+def start_of(run: Path, unknown: dict) -> tuple[dict, dict | None]:
+    """A run's start record (embeddings, init_from), read back on resume; a run folder written before the
+    record existed gives `unknown` (the configured source, marked as not recorded)."""
+    try:
+        start = read_json(run / START)
+    except FileNotFoundError:
+        return {**unknown, "recorded": False}, None
+    return start["embeddings"], start["init_from"]
 
 
 def resume_point(cfg: DictConfig, matches, mismatch=None) -> Path | None:
@@ -103,7 +117,7 @@ def close_logs_in(folder: Path) -> list[logging.FileHandler]:
 
 
 def remove_if_unused(folder: Path) -> None:
-    """Remove a run folder that holds nothing but Hydra's config, an empty or only-started log and the
-    vocabulary (a start that failed before training)."""
-    if folder.is_dir() and {p.name for p in folder.iterdir()} <= {".hydra", "train.log", "vocab.json"}:
+    """Remove a run folder that holds nothing but Hydra's config, an empty or only-started log, the
+    vocabulary and the start record (a start that failed or was stopped before training)."""
+    if folder.is_dir() and {p.name for p in folder.iterdir()} <= {".hydra", "train.log", "vocab.json", START}:
         shutil.rmtree(folder, ignore_errors=True)

@@ -15,7 +15,15 @@ from attnclf.data.vectors import initial_embeddings
 from attnclf.training.checks import validate
 from attnclf.training.init_from import check_init_from, load_pretrained
 from attnclf.training.module import AttnClassifierModule
-from attnclf.training.resume import check_resumed_vocab, resume_point, resumed_step_of, same_settings, settings_mismatch
+from attnclf.training.resume import (
+    START,
+    check_resumed_vocab,
+    resume_point,
+    resumed_step_of,
+    same_settings,
+    settings_mismatch,
+    start_of,
+)
 from attnclf.training.trainer import (
     at_least_steps,
     hparams_of,
@@ -68,6 +76,12 @@ def train(cfg: DictConfig) -> float:
         pretrained = load_pretrained(model.model, str(m.init_from), datamodule.vocab, loaded=init_from)
     init_from = None  # (the language models' checkpoint, optimizer state and all: not kept through training)
     check_resumed_vocab(resume, len(datamodule.vocab))
+    # where the weights started, kept in the run folder: a resumed run (its weights from the checkpoint)
+    # reports the start of the run it continues
+    if resume is None:
+        write_json(out / START, {"embeddings": embeddings, "init_from": pretrained})
+    else:
+        embeddings, pretrained = start_of(out, {"source": "init_from" if m.init_from else str(m.embeddings)})
     at_least_steps(trainer, cfg.get("min_steps"), datamodule)
 
     fit_seconds = timed_fit(trainer, model, datamodule, resume, "training", out / "checkpoints")

@@ -4,6 +4,7 @@ callbacks and loggers, and the HParams dashboard."""
 from __future__ import annotations
 
 import logging
+import signal
 import sys
 import time
 import warnings
@@ -15,9 +16,10 @@ import torch
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
 from omegaconf import DictConfig, OmegaConf
+from pytorch_lightning.utilities.exceptions import SIGTERMException
 
 from attnclf.config import ClassifierConfig
-from attnclf.errors import AttnclfError
+from attnclf.errors import AttnclfError, Interrupted
 from attnclf.training.callbacks import Throughput
 from attnclf.training.checkpoint import AtomicCheckpointIO
 from attnclf.utils.memory import keep_freed_memory
@@ -96,14 +98,31 @@ def at_least_steps(trainer: L.Trainer, min_steps: int | None, datamodule) -> Non
 
 
 def timed_fit(trainer: L.Trainer, module, datamodule, resume: Path | None, what: str, checkpoints: Path) -> float:
-    """trainer.fit, from `resume` where given; its wall-clock seconds. An interrupted fit (Ctrl-C) stops in one
-    line that says where the checkpoints so far are (`checkpoints`)."""
+    """trainer.fit, from `resume` where given; its wall-clock seconds. A fit stopped by Ctrl-C or by SIGTERM
+    (a scheduler's stop, after which Lightning would exit with status 0) is one line that says where the
+    checkpoints so far are and how to go on, and a non-zero exit status (Interrupted)."""
     start = time.perf_counter()
-    trainer.fit(module, datamodule=datamodule, ckpt_path=str(resume) if resume else None, weights_only=True)
-    seconds = time.perf_counter() - start
+    try:
+        trainer.fit(module, datamodule=datamodule, ckpt_path=str(resume) if resume else None, weights_only=True)
+    except SIGTERMException:
+        raise Interrupted(stopped(what, "SIGTERM", trainer, checkpoints), signal.SIGTERM) from None
+    except SystemExit:  # (Lightning's own exit after Ctrl-C)
+        if trainer.interrupted:
+            raise Interrupted(stopped(what, "Ctrl-C", trainer, checkpoints), signal.SIGINT) from None
+        raise
     if trainer.interrupted:
-        raise AttnclfError(f"{what} was interrupted; checkpoints so far are in {checkpoints}")
-    return seconds
+        raise Interrupted(stopped(what, "Ctrl-C", trainer, checkpoints), signal.SIGINT)
+    return time.perf_counter() - start
+
+
+def stopped(what: str, by: str, trainer: L.Trainer, checkpoints: Path) -> str:
+    kept = sorted(checkpoints.glob("*.ckpt")) if checkpoints.is_dir() else []
+    if not kept:
+        return f"{what} was stopped by {by} at step {trainer.global_step}, before its first checkpoint"
+    return (
+        f"{what} was stopped by {by} at step {trainer.global_step}; checkpoints so far are in {checkpoints}: "
+        f"resume with the same command and ckpt_path={checkpoints.parent}"
+    )
 
 
 def write_hparams(trainer: L.Trainer, hparams: dict, metrics: dict) -> None:

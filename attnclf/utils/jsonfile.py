@@ -42,3 +42,8 @@ def write_json(path: str | Path, value) -> None:
     """`value` as indented, strictly valid JSON in `path`, written whole or not at all (a full disk leaves no
     torn metrics.json that a later run or report would read)."""
     write_text_atomic(path, dumps(value, indent=2) + "\n")
+
+
+def read_json(path: str | Path):
+    """A JSON file written by write_json (nulls stay None)."""
+    return json.loads(Path(path).read_text(encoding="utf-8"))
