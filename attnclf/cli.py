@@ -84,15 +84,16 @@ def main_entry(main, config_name: str) -> None:
             raise
         print(str(e) if isinstance(e, SweepJobError) else f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
-    except OSError as e:  # (ours are one line already, in run(): this is Hydra making the run folder)
-        if full:
-            raise
-        print(f"error: {os_error_line(e)} (the run folder: hydra.run.dir, or hydra.sweep.dir with -m)", file=sys.stderr)
-        raise SystemExit(2) from None
     except HydraException as e:
         if full or not isinstance(e, (MissingConfigException, ConfigCompositionException, OverrideParseException)):
             raise
         print(f"error: {composition_error(e, config_name)}", file=sys.stderr)
+        raise SystemExit(2) from None
+    except OSError as e:  # Hydra making the run folder (ours are one line in run() already; this clause comes
+        # after HydraException's, for Hydra's MissingConfigException is an OSError too)
+        if full:
+            raise
+        print(f"error: {os_error_line(e)} (the run folder: hydra.run.dir, or hydra.sweep.dir with -m)", file=sys.stderr)
         raise SystemExit(2) from None
     finally:
         if not full:

@@ -106,6 +106,27 @@ def test_a_run_or_cache_folder_that_cannot_take_files_is_one_line_before_any_dat
             train(cfg)
 
 
+def test_data_files_that_cannot_be_read_name_the_file_and_line(tmp_path):
+    """A Latin-1 file, a JSON Lines file with a line that is not JSON, a folder without a data file: the cause
+    in one line, not `datasets`' generic last line ("An error occurred while generating the dataset")."""
+    rows = "".join(f"review number {i} good,{i % 2}\n" for i in range(30))
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes(f"text,label\n{rows}".encode() + "café bad,0\n".encode("latin-1"))
+    jsonl = tmp_path / "broken.jsonl"
+    jsonl.write_text('{"text": "good", "label": 1}\n\n{"text": bad, "label": 0}\n')
+    empty = tmp_path / "nothing"
+    empty.mkdir()
+    (empty / "notes.md").write_text("no data here")
+    for data, message in (
+        (latin, f"{latin}: line 32 is not valid UTF-8 (byte 0xe9); save it as UTF-8"),
+        (jsonl, f"{jsonl}: line 3 is not JSON (Expecting value); one JSON object a line"),
+        (empty, f"data.path={empty}: the folder holds no data file (.arrow, .csv, .json, .jsonl, .parquet"),
+    ):
+        with pytest.raises(AttnclfError) as e:
+            train(compose_cfg(tiny_overrides(data, tmp_path / "o")))
+        assert str(e.value).startswith(message), str(e.value)
+
+
 def test_texts_that_are_all_empty_are_refused(tmp_path):
     empty = tmp_path / "empty_texts.csv"
     empty.write_text("text,label\n" + "".join(f",{i % 2}\n" for i in range(40)))
@@ -241,3 +262,18 @@ def test_a_command_line_hydra_cannot_compose_is_one_line_naming_what_is_allowed(
     err = r.stderr.strip().splitlines()
     assert r.returncode == 2 and len(err) == 1 and err[0].startswith(line), r.stderr[-2000:]
     assert "HYDRA_FULL_ERROR" not in r.stderr and not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow  # (a process of its own)
+def test_a_run_folder_hydra_cannot_make_is_one_line(tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    r = subprocess.run(
+        [sys.executable, "train.py", "data.path=/no/such/data", f"hydra.run.dir={blocker}/run"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    err = r.stderr.strip().splitlines()
+    assert r.returncode == 2 and len(err) == 1, r.stderr[-2000:]
+    assert (
+        err[0] == f"error: {blocker}/run: Not a directory (the run folder: hydra.run.dir, or hydra.sweep.dir with -m)"
+    )

@@ -8,6 +8,7 @@ values as names, strings encoded in sorted order), the same over all splits.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from pathlib import Path
@@ -27,6 +28,8 @@ FILE_TYPES = {
     ".parquet": ("parquet", {}),
     ".txt": ("text", {}),
 }
+# what a local folder must hold for `datasets` to read it (files of FILE_TYPES, or a saved dataset's .arrow)
+DATA_SUFFIXES = {*FILE_TYPES, ".arrow"}
 VALIDATION_SPLITS = ("validation", "valid", "dev", "val")
 TEXT_COLUMNS = ("text", "sentence", "review", "content", "question")
 LABEL_COLUMNS = ("label", "labels", "class", "category", "sentiment", "target")
@@ -148,6 +151,10 @@ def load_splits(
         if local.is_file():
             return _load_files({"train": local})
         if local.is_dir():
+            if not any(f.suffix.lower() in DATA_SUFFIXES for f in local.rglob("*") if f.is_file()):
+                raise AttnclfError(
+                    f"data.path={path}: the folder holds no data file ({', '.join(sorted(DATA_SUFFIXES))})"
+                )
             return datasets.load_dataset(str(local), name)
         check_hub_reachable(path)
         return datasets.load_dataset(path, name)
@@ -161,7 +168,41 @@ def load_splits(
             "if offline, set data.path to a local copy, e.g. data.path=/data/imdb"
         ) from e
     except Exception as e:  # datasets raises many kinds (DatasetNotFoundError, ValueError, ...)
-        raise AttnclfError(f"could not load dataset {path!r}: {type(e).__name__}: {e}") from e
+        # its last line is often generic ("An error occurred while generating the dataset"): the first error
+        # of the chain names the cause (a byte that is not UTF-8, a line that is not JSON)
+        cause = e
+        while (cause.__cause__ or cause.__context__) is not None:
+            cause = cause.__cause__ or cause.__context__
+        for f in files.values() if files else [local] if local.is_file() else sorted(local.rglob("*")):
+            if f.is_file() and f.suffix.lower() in FILE_TYPES:
+                check_text_file(f)  # (the file and line at fault, in one line)
+        said = (str(cause).strip().splitlines() or [""])[0]
+        raise AttnclfError(f"could not load dataset {path!r}: {type(cause).__name__}: {said}") from e
+
+
+def check_text_file(path: Path) -> None:
+    """Where a data file could not be read: the first byte that is not UTF-8, or a JSON Lines file's first
+    line that is not JSON, as one line naming the file and the line (nothing where neither is found)."""
+    if path.suffix.lower() == ".parquet":
+        return
+    text = decode_utf8(path.read_bytes(), path)
+    if path.suffix.lower() == ".jsonl":
+        for n, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                try:
+                    json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise AttnclfError(f"{path}: line {n} is not JSON ({e.msg}); one JSON object a line") from None
+
+
+def decode_utf8(raw: bytes, path: Path) -> str:
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise AttnclfError(
+            f"{path}: line {line} is not valid UTF-8 (byte {raw[e.start]:#04x}); save it as UTF-8"
+        ) from None
 
 
 def _find(columns: list[str], wanted: str, usual: tuple[str, ...], what: str, where: str, taken=()) -> str:

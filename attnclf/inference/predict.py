@@ -15,6 +15,7 @@ import json
 import sys
 from pathlib import Path
 
+from attnclf.data.loading import decode_utf8
 from attnclf.errors import AttnclfError
 from attnclf.inference.classifier import Classifier, Prediction, check_not_empty
 from attnclf.presentation.html import predictions_page
@@ -59,16 +60,6 @@ def parse_args(argv: list[str]) -> dict:
     if ("text" in args) == ("input" in args):
         raise AttnclfError('give exactly one of text="a review" or input=<file>')
     return args
-
-
-def decode_utf8(raw: bytes, path: Path) -> str:
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = raw[: e.start].count(b"\n") + 1
-        raise AttnclfError(
-            f"{path}: line {line} is not valid UTF-8 (byte {raw[e.start]:#04x}); save it as UTF-8"
-        ) from None
 
 
 def read_rows(path: Path, column: str = "text") -> tuple[list[str], list[dict]]:
