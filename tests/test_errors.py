@@ -277,3 +277,23 @@ def test_a_run_folder_hydra_cannot_make_is_one_line(tmp_path):
     assert (
         err[0] == f"error: {blocker}/run: Not a directory (the run folder: hydra.run.dir, or hydra.sweep.dir with -m)"
     )
+
+
+def test_ctrl_c_before_training_is_one_line_and_leaves_no_run_folder(tiny_imdb, tmp_path, monkeypatch, capsys):
+    """Ctrl-C while the word vectors train (gensim's loop, before the fit): exit status 130, one line, and no
+    run folder holding only its config, log, vocabulary and start record."""
+    import attnclf.data.vectors as vectors
+    from attnclf.cli import run
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(vectors, "train_word2vec", interrupted)
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit) as e:
+        run(train, compose_cfg([*tiny_overrides(tiny_imdb, out), f"paths.cache_dir={tmp_path / 'cache'}"]))
+    assert e.value.code == 130
+    err = capsys.readouterr().err.strip().splitlines()  # (after datasets' progress bars)
+    assert err[-1] == "error: stopped by Ctrl-C before training began; nothing was kept but the caches", err
+    assert not any("Traceback" in line or "KeyboardInterrupt" in line for line in err), err
+    assert not out.exists()
