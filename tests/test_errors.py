@@ -297,3 +297,16 @@ def test_ctrl_c_before_training_is_one_line_and_leaves_no_run_folder(tiny_imdb, 
     assert err[-1] == "error: stopped by Ctrl-C before training began; nothing was kept but the caches", err
     assert not any("Traceback" in line or "KeyboardInterrupt" in line for line in err), err
     assert not out.exists()
+
+
+@pytest.mark.slow  # (a process of its own)
+def test_a_data_error_is_the_only_line_a_run_prints(tmp_path):
+    """The Trainer is built before the data is read, quietly: no hardware notes, no "100% of the batches"."""
+    r = subprocess.run(
+        [sys.executable, "train.py", "data.path=/no/such/data", f"hydra.run.dir={tmp_path / 'run'}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 2 and r.stdout == "", r.stdout
+    assert r.stderr.strip().splitlines() == [
+        "error: data.path '/no/such/data' does not exist (give a local dataset folder or file, or a Hub id)"
+    ], r.stderr

@@ -78,7 +78,7 @@ def pretrain(cfg: DictConfig) -> float:
     validate(cfg)
     prepare_process(cfg)
     resume = resume_point(cfg, lambda hp: matches(hp, cfg), lambda hp, run: mismatch(hp, run, cfg))
-    L.seed_everything(cfg.seed, workers=True)
+    L.seed_everything(cfg.seed, workers=True, verbose=False)  # (the seed is in the run's config and metrics)
     out = Path(cfg.paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     trainer, throughput = make_trainer(cfg, resumed_step_of(resume))  # (before any data work)

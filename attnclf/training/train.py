@@ -50,7 +50,7 @@ def train(cfg: DictConfig) -> float:
     resume = resume_point(cfg, lambda hp: same_settings(hp, config), lambda hp, run: settings_mismatch(hp, run, config))
     if resume is not None and cfg.ckpt_path == "last":
         log.info("ckpt_path=last: the newest unfinished run with attention=%s and these model settings", cfg.attention)
-    L.seed_everything(cfg.seed, workers=True)
+    L.seed_everything(cfg.seed, workers=True, verbose=False)  # (the seed is in the run's config and metrics)
     out = Path(cfg.paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     trainer, throughput = make_trainer(cfg, resumed_step_of(resume))  # (it draws no random numbers)

@@ -8,6 +8,7 @@ import signal
 import sys
 import time
 import warnings
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
@@ -163,6 +164,20 @@ def prepare_process(cfg: DictConfig) -> None:
         keep_freed_memory()
 
 
+@contextmanager
+def logs_at_least(level: int, *names: str):
+    """The loggers `names` say only what is at `level` or above while inside."""
+    loggers = [logging.getLogger(n) for n in names]
+    before = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(max(level, lg.getEffectiveLevel()))
+    try:
+        yield
+    finally:
+        for lg, was in zip(loggers, before, strict=True):
+            lg.setLevel(was)
+
+
 def make_trainer(cfg: DictConfig, resumed_step: int | None) -> tuple[L.Trainer, Throughput]:
     """The Trainer with the configured callbacks (a Throughput among them, always) and loggers. Built
     before any data work, so that a value it refuses costs no loading."""
@@ -174,7 +189,10 @@ def make_trainer(cfg: DictConfig, resumed_step: int | None) -> tuple[L.Trainer, 
     if not loggers:  # logger=none: the learning-rate monitor has nowhere to write (Lightning refuses it)
         callbacks = [c for c in callbacks if not isinstance(c, L.callbacks.LearningRateMonitor)]
     try:
-        trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=loggers, plugins=[AtomicCheckpointIO()])
+        # quietly: the Trainer's notes as it is built (the hardware found, "100% of the batches will be used",
+        # a tip) would stand before a data error's one line; its warnings still show
+        with logs_at_least(logging.WARNING, "pytorch_lightning", "lightning_fabric", "lightning"):
+            trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=loggers, plugins=[AtomicCheckpointIO()])
     except InstantiationException as e:  # a value the Trainer refuses (precision, accelerator, devices, ...)
         why = str(e.__cause__ or e).strip().splitlines()[-1]
         raise AttnclfError(f"trainer: {why}") from e
