@@ -118,8 +118,8 @@ class Classifier:
         texts = ["" if t is None else t for t in texts] if allow_empty else list(texts)
         if not allow_empty:
             check_not_empty(texts, "texts")
-        # the words the model reads: tokenised and truncated as in training (a text of no known word reads as
-        # one <unk>)
+        # the words the model reads: tokenised and truncated as in training (a text with no token, allowed
+        # by allow_empty, reads as one <unk>)
         every = [tokenize(t) for t in texts]
         kept = [truncate(np.arange(len(w)), self.max_length, self.truncation).tolist() if w else [] for w in every]
         words = [[w[i] for i in k] or [UNK] for w, k in zip(every, kept, strict=True)]
