@@ -129,8 +129,8 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     (
         "trainer-values-unchecked",
         "attnclf/training/checks.py",
-        r"    check_process\(cfg\)\n    check_trainer\(cfg\)\n",
-        "    check_process(cfg)\n",
+        r"    check_paths\(cfg\)\n    check_trainer\(cfg\)\n    check_positive_int_or_null",
+        "    check_paths(cfg)\n    check_positive_int_or_null",
         ["tests/test_errors.py::test_bad_values_are_refused_before_any_data_work"],
     ),
     (
