@@ -104,6 +104,15 @@ def test_a_run_or_cache_folder_that_cannot_take_files_is_one_line_before_any_dat
         cfg = compose_cfg(["data.path=/no/such/data", f"paths.output_dir={tmp_path / 'out'}", f"{key}={blocker}/x"])
         with pytest.raises(AttnclfError, match=f"^{key}={blocker}/x: {blocker} is a file, not a folder$"):
             train(cfg)
+    # from the command line (run()), the refused start leaves no run folder behind; nor does the label column
+    from attnclf.cli import run
+
+    for bad in (f"paths.cache_dir={blocker}/x", "data.label_column=text"):
+        out = tmp_path / "run"
+        (out / ".hydra").mkdir(parents=True)  # (as Hydra leaves it before the run starts)
+        with pytest.raises(SystemExit) as e:
+            run(train, compose_cfg(["data.path=/no/such/data", f"paths.output_dir={out}", bad]))
+        assert e.value.code == 2 and not out.exists(), bad
 
 
 def test_data_files_that_cannot_be_read_name_the_file_and_line(tmp_path):
