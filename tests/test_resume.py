@@ -13,18 +13,26 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from attnclf.training.checkpoint import load_checkpoint
 from attnclf.training.train import train
 
-KILLER = '''
+SIGNALLER = '''
 import os, signal
 import pytorch_lightning as L
 
-class KillAt(L.Callback):
-    """SIGKILL this process right after optimizer step `step` (no clean-up of any kind)."""
-    def __init__(self, step):
-        self.step = step
+class SignalAt(L.Callback):
+    """Send this process `sig` right after optimizer step `step`: SIGKILL (no clean-up of any kind), or
+    SIGTERM (as a scheduler stops a job)."""
+    def __init__(self, step, sig="SIGKILL"):
+        self.step, self.sig = step, getattr(signal, sig)
     def on_train_batch_end(self, trainer, *args):
         if trainer.global_step == self.step:
-            os.kill(os.getpid(), signal.SIGKILL)
+            os.kill(os.getpid(), self.sig)
 '''
+
+
+def signaller_env(tmp_path):
+    """The environment of a run that may name signaller.SignalAt as a callback."""
+    (tmp_path / "signaller.py").write_text(SIGNALLER)
+    return {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+
 
 # 12 batches an epoch, 3 epochs, a step checkpoint every 5 steps; killed at step 17 (epoch 1, batch 5),
 # so the resume starts from the step-15 checkpoint, mid-epoch. (The data with an unlabeled split has 120
@@ -70,14 +78,13 @@ def test_killed_run_resumes_to_the_same_result(tiny_imdb, with_unlabeled, tmp_pa
         *RUN,
     ]
 
-    (tmp_path / "killer.py").write_text(KILLER)
-    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    env = signaller_env(tmp_path)
     run = tmp_path / "run"
     killed = cli(
         [
             *common,
             f"hydra.run.dir={run}",
-            "+callbacks.killer._target_=killer.KillAt",
+            "+callbacks.killer._target_=signaller.SignalAt",
             f"+callbacks.killer.step={kill_at}",
         ],
         tmp_path,
@@ -284,30 +291,21 @@ def test_a_checkpoint_says_its_kind_and_an_older_one_is_still_known():
     assert checkpoint_kind({"vocab_size": 9}) is None
 
 
-TERMINATOR = '''
-import os, signal
-import pytorch_lightning as L
-
-class TermAt(L.Callback):
-    """SIGTERM to this process after optimizer step `step`, as a scheduler sends it."""
-    def __init__(self, step):
-        self.step = step
-    def on_train_batch_end(self, trainer, *args):
-        if trainer.global_step == self.step:
-            os.kill(os.getpid(), signal.SIGTERM)
-'''
-
-
 @pytest.mark.slow  # (a process of its own)
 def test_sigterm_exits_non_zero_and_says_how_to_resume(tiny_imdb, tmp_path):
     """A scheduler's SIGTERM stops the fit: exit status 143 (never 0, which reads as success), no
     metrics.json, and one line naming the checkpoints and the resume; that resume then finishes the run."""
-    (tmp_path / "terminator.py").write_text(TERMINATOR)
-    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    env = signaller_env(tmp_path)
     run = tmp_path / "run"
     common = [*tiny_overrides(tiny_imdb, tmp_path / "x")[2:], f"data.path={tiny_imdb}", *RUN, "logger=none"]
     stopped = cli(
-        [*common, f"hydra.run.dir={run}", "+callbacks.t._target_=terminator.TermAt", "+callbacks.t.step=7"],
+        [
+            *common,
+            f"hydra.run.dir={run}",
+            "+callbacks.t._target_=signaller.SignalAt",
+            "+callbacks.t.step=7",
+            "+callbacks.t.sig=SIGTERM",
+        ],
         tmp_path,
         env,
     )

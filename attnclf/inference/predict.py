@@ -117,7 +117,7 @@ PREDICTED = ("label", "prob", "top_words")  # the columns predict.py adds to eac
 def write_output(path: Path, rows: list[dict], preds: list[Prediction], top_k: int) -> None:
     """Each input row with its prediction added: label, prob, top_words (predicted_label, predicted_prob,
     predicted_top_words where the input already has a column of one of those names, such as a gold label)."""
-    suffix = check_output(path)
+    suffix = path.suffix.lower()  # (checked by check_output before the work)
     taken = set().union(*(r.keys() for r in rows))
     prefix = "predicted_" if taken & set(PREDICTED) else ""  # (all three, so that they read as one group)
     names = {k: prefix + k for k in PREDICTED}

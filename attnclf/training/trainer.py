@@ -107,10 +107,9 @@ def timed_fit(trainer: L.Trainer, module, datamodule, resume: Path | None, what:
         trainer.fit(module, datamodule=datamodule, ckpt_path=str(resume) if resume else None, weights_only=True)
     except SIGTERMException:
         raise Interrupted(stopped(what, "SIGTERM", trainer, checkpoints), signal.SIGTERM) from None
-    except SystemExit:  # (Lightning's own exit after Ctrl-C)
-        if trainer.interrupted:
-            raise Interrupted(stopped(what, "Ctrl-C", trainer, checkpoints), signal.SIGINT) from None
-        raise
+    except SystemExit:  # (Lightning's own exit after Ctrl-C: said below)
+        if not trainer.interrupted:
+            raise
     if trainer.interrupted:
         raise Interrupted(stopped(what, "Ctrl-C", trainer, checkpoints), signal.SIGINT)
     return time.perf_counter() - start
