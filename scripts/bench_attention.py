@@ -1,4 +1,4 @@
-"""Speed and memory of dot vs additive attention against sequence length (the documents' missing table).
+"""Speed and memory of dot vs additive attention against sequence length (the table a dot/additive comparison needs).
 
     python scripts/bench_attention.py [--device cpu|cuda] [--lengths 64 128 ... 4096] [--out outputs/bench_attention]
     python scripts/bench_attention.py --quick      # seconds: tiny sizes, and a numerical check against references
@@ -8,7 +8,7 @@ every contender) and peak memory of: the project's dot attention, its additive
 attention, and PyTorch's fused `scaled_dot_product_attention` (the reference for
 dot), in two forms:
 - pooling: one query per sequence over T keys (as in the classifier);
-- self-attention: T queries over T keys (the documents' setting), where additive
+- self-attention: T queries over T keys (a Transformer's setting), where additive
   builds a (B, T, T, h) tensor; configurations estimated to need more than
   --max-gb (about 3 such tensors at once) are skipped and said so.
 On CUDA it also runs bf16. Writes a CSV and a log-log plot and prints the growth.

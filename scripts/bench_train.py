@@ -1,4 +1,4 @@
-"""Training speed of the product against the documents' loop, a bare loop, and the GRU kernel alone.
+"""Training speed of the product against a tutorial-style loop, a bare loop, and the GRU kernel alone.
 
     python scripts/bench_train.py --data /path/to/imdb [--subset 5000] [--repeats 3] [--threads 2]
         [--attention dot] [--max-length 400] [--batch-size 64] [--embed-dim 128] [--hidden-dim 128]
@@ -8,8 +8,8 @@ Four contenders, each one epoch over the same training reviews at the same sizes
 and thread count, each in its own process (so that peak memory is its own), in
 rotating order, `--repeats` times; the medians are printed:
 
-1. doc:     the documents' AttentionClassifier (doc 001, 5.1) in a bare PyTorch
-            loop as written there: nn.GRU fed (T, B, D) padded to the batch's
+1. doc:     a tutorial-style AttentionClassifier (the form this project started
+            from) in a bare PyTorch loop: nn.GRU fed (T, B, D) padded to the batch's
             longest review, random batches, no lengths, no mask, the first GRU
             output as the query, Adam.
 2. bare:    this project's model (attnclf.models.classifier) in a bare loop: the product's
@@ -81,7 +81,7 @@ def compose_cfg(args, out: Path):
         return compose(config_name="train", overrides=overrides(args, out))
 
 
-# --- 1. the documents' classifier, as written in doc 001 (sections 2.2, 3.1 and 5.1) ---
+# --- 1. the tutorial-style classifier this project started from, as such a tutorial writes it ---
 
 
 def doc_model(vocab_size: int, embed_dim: int, hidden_dim: int, attention: str):
@@ -137,7 +137,7 @@ def doc_model(vocab_size: int, embed_dim: int, hidden_dim: int, attention: str):
             x = x.transpose(0, 1)
             query = x[:, 0:1, :]
             context, _ = self.attention(query, x, x, mask)
-            # the documents' context.squeeze(1); their additive form already returns (B, 2H)
+            # the tutorial's context.squeeze(1); its additive form already returns (B, 2H)
             return self.fc(context.reshape(context.size(0), -1))
 
     return AttentionClassifier(vocab_size, embed_dim, hidden_dim, 2, attention)
@@ -155,7 +155,7 @@ def bare_model(cfg, vocab_size: int, **model_overrides):
     from attnclf.models.classifier import AttentionClassifier
     from attnclf.training.module import adamw
 
-    shape = classifier_config(cfg).model.network()  # (the network alone: a random start, as the documents')
+    shape = classifier_config(cfg).model.network()  # (the network alone: a random start, as the tutorial's)
     model = AttentionClassifier(vocab_size, attention=cfg.attention, **{**shape, **model_overrides})
     opt = adamw(model, cfg.optimizer.lr, cfg.optimizer.weight_decay)
 
