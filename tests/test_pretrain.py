@@ -1,7 +1,6 @@
 """pretrain.py: forward and backward GRU language models that train.py starts from (model.init_from)."""
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -110,20 +109,19 @@ def test_each_language_model_becomes_its_own_direction_of_the_encoder(lm_run):
 
 @pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_a_killed_pretraining_resumes_where_it_stopped(tiny_imdb, tmp_path):
-    from test_resume import KILLER
+    from test_resume import signaller_env
 
     common = [f"data.path={tiny_imdb}", f"paths.cache_dir={tmp_path / 'cache'}", f"paths.runs_dir={tmp_path / 'none'}",
               "trainer.max_epochs=2", "callbacks.step_checkpoint.every_n_train_steps=5", "trainer.deterministic=true",
               *LM]  # fmt: skip
-    (tmp_path / "killer.py").write_text(KILLER)
-    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    env = signaller_env(tmp_path)
     run = tmp_path / "run"
 
     def cli(*args):
         return subprocess.run([sys.executable, "pretrain.py", *common, *args], cwd=ROOT, capture_output=True,
                               text=True, timeout=300, env=env)  # fmt: skip
 
-    killed = cli(f"hydra.run.dir={run}", "+callbacks.killer._target_=killer.KillAt", "+callbacks.killer.step=17")
+    killed = cli(f"hydra.run.dir={run}", "+callbacks.killer._target_=signaller.SignalAt", "+callbacks.killer.step=17")
     assert killed.returncode == -9, killed.stderr[-2000:]
     assert load_checkpoint(run / "checkpoints" / "last.ckpt")["global_step"] == 15
     resumed = cli(f"hydra.run.dir={run}", "ckpt_path=last")
