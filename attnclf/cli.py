@@ -19,7 +19,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
 from attnclf.errors import AttnclfError, Interrupted
-from attnclf.training.checks import in_multirun
+from attnclf.settings.run import in_multirun
 from attnclf.training.resume import close_logs_in, remove_if_unused
 
 

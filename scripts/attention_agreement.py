@@ -1,6 +1,6 @@
 """How alike are the attention maps of runs that differ only in their seed, and of dot against additive?
 
-    python scripts/attention_agreement.py RUN [RUN ...] --data /path/to/imdb [--reviews 1000]
+    python scripts/attention_agreement.py RUN [RUN ...] [--data /path/to/imdb] [--reviews 1000]
 
 RUN: a run folder (its best checkpoint) or a .ckpt. The runs are grouped by their attention; on the
 same sample of reviews (as faithfulness.py draws it), it prints the mean Jensen-Shannon distance
@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from omegaconf import OmegaConf
 
 from attnclf.analysis.measures import attention_weights, js_distance
 from attnclf.errors import AttnclfError
@@ -28,7 +27,9 @@ from attnclf.utils.jsonfile import write_json
 def parse(argv):
     p = argparse.ArgumentParser(prog="python scripts/attention_agreement.py", description=__doc__.split("\n\n")[0])
     p.add_argument("runs", nargs="+", help="run folders or checkpoints (two or more)")
-    p.add_argument("--data", required=True, help="Hub id, local dataset folder or one file")
+    p.add_argument(
+        "--data", help="Hub id, local dataset folder or one file (default: the data the runs were trained on)"
+    )
     p.add_argument("--split", default="test")
     p.add_argument("--reviews", type=int, default=1000)
     p.add_argument("--max-tokens", type=int, default=256)
@@ -46,17 +47,8 @@ def pairs_summary(distances: list[np.ndarray]) -> dict:
 def agreement(args) -> dict:
     if len(args.runs) < 2:
         raise AttnclfError("give two or more runs to compare")
-    data = OmegaConf.create(
-        {
-            "path": args.data,
-            "name": None,
-            "split": args.split,
-            "text_column": "text",
-            "label_column": "label",
-            "cache_dir": args.cache_dir,
-        }  # fmt: skip
-    )
-    clfs, seqs = load_all(args.runs, data, args.reviews, args.max_tokens, args.seed)
+    given = {"path": args.data} if args.data else {}
+    clfs, seqs = load_all(args.runs, args.split, given, args.reviews, args.max_tokens, args.seed, args.cache_dir)
     weights = [attention_weights(c.module.model, s, 8192) for c, s in zip(clfs, seqs, strict=True)]
     names = [c.module.hparams.attention for c in clfs]
     uniform = [np.full(len(s), 1.0 / len(s)) for s in seqs[0]]

@@ -28,9 +28,10 @@ ROOT = Path(__file__).resolve().parents[1]
 SETUP = """
 import time
 t = time.perf_counter()
-from attnclf.data.datamodule import IMDBDataModule
+from attnclf.data.datamodule import TextDataModule
+from attnclf.settings.data import DataConfig
 imported = time.perf_counter() - t
-dm = IMDBDataModule(path={data!r}, cache_dir={cache!r})
+dm = TextDataModule(DataConfig(path={data!r}, cache_dir={cache!r}))
 dm.setup("fit")
 n = (len(dm.train_set), len(dm.val_set), len(dm.test_set), len(dm.vocab))
 total = time.perf_counter() - t
@@ -41,7 +42,8 @@ print(f"{{total:.2f}}", f"imports {{imported:.2f}} s + data {{total - imported:.
 ALL_SPLITS = """
 import time
 t = time.perf_counter()
-from attnclf.data.datamodule import encode_split, load_splits
+from attnclf.data.encoding import encode_split
+from attnclf.data.loading import load_splits
 ds = load_splits({data!r})
 n = sum(len(encode_split(ds[s], "text", "label", {cache!r}).labels) for s in ds)
 print(f"{{time.perf_counter() - t:.2f}}", f"{{n}} reviews in splits {{', '.join(ds)}}")

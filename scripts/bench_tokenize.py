@@ -45,7 +45,7 @@ def main() -> None:
 
     import datasets
 
-    from attnclf.data.datamodule import encode_texts
+    from attnclf.data.encoding import encode_texts
 
     datasets.disable_progress_bars()
     split = datasets.load_dataset(args.data)[args.split]

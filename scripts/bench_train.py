@@ -151,8 +151,8 @@ def bare_model(cfg, vocab_size: int, **model_overrides):
     import torch
     import torch.nn.functional as F
 
-    from attnclf.config import classifier_config
     from attnclf.models.classifier import AttentionClassifier
+    from attnclf.settings.classifier import classifier_config
     from attnclf.training.module import adamw
 
     shape = classifier_config(cfg).model.network()  # (the network alone: a random start, as the tutorial's)
@@ -194,7 +194,9 @@ def worker(args) -> dict:
     import torch.nn.functional as F
     from torch import nn
 
-    from attnclf.data.datamodule import IMDBDataModule, collate
+    from attnclf.data.datamodule import TextDataModule
+    from attnclf.data.dataset import collate
+    from attnclf.settings.commands import data_config
     from attnclf.utils.memory import keep_freed_memory
 
     name = args.worker
@@ -215,8 +217,9 @@ def worker(args) -> dict:
         }
 
     torch.manual_seed(args.seed)
-    d = cfg.data
-    dm = IMDBDataModule(**{**d, "num_workers": 0}, seed=cfg.seed)
+    data = data_config(cfg.data)
+    data.num_workers = 0
+    dm = TextDataModule(data, seed=cfg.seed)
     dm.setup()
     train_set, val_set, vocab_size = dm.train_set, dm.val_set, len(dm.vocab)
     if name == "interleaved":
@@ -240,8 +243,8 @@ def worker(args) -> dict:
         def eval_step(ids, lengths):
             model(ids)
 
-        train_batches = lambda: doc_batches(train_set, d.batch_size, True)  # noqa: E731
-        eval_batches = lambda: doc_batches(val_set, d.eval_batch_size, False)  # noqa: E731
+        train_batches = lambda: doc_batches(train_set, data.batch_size, True)  # noqa: E731
+        eval_batches = lambda: doc_batches(val_set, data.eval_batch_size, False)  # noqa: E731
     elif name == "bare":
         model, train_step = bare_model(cfg, vocab_size)
 
@@ -255,7 +258,7 @@ def worker(args) -> dict:
         train_batches, eval_batches = dm.train_dataloader, dm.val_dataloader
     else:  # kernel
         longest = int(max(train_set.lengths.max(), val_set.lengths.max()))
-        model, forward, train_step = kernel_gru(args, max(d.batch_size, d.eval_batch_size), longest)
+        model, forward, train_step = kernel_gru(args, max(data.batch_size, data.eval_batch_size), longest)
 
         def eval_step(ids, lengths):
             forward(ids)

@@ -23,7 +23,7 @@ from attnclf.presentation.html import page, shade_words
 
 
 def pick_reviews(data: str, n: int, lo: int, hi: int) -> list[str]:
-    from attnclf.data.datamodule import load_splits
+    from attnclf.data.loading import load_splits
 
     test = load_splits(data)["test"]["text"]
     chosen = [t for t in test if lo <= len(tokenize(t)) <= hi][:n]

@@ -77,11 +77,17 @@ def load_runs(root: Path) -> list[dict]:
             m["setting"] = sorted(w for w in words if is_setting(w) and not w.endswith("=null"))
         else:
             m["setting"] = [o for o in m["overrides"] if is_setting(o)]
-        words = flatten(yaml.safe_load(config.read_text()) or {}) if config.exists() else m["overrides"]
-        fold = next((w.split("=", 1)[1] for w in words if w.startswith("data.fold=")), "null")
-        m["fold"] = None if fold in ("null", "None") else int(fold)
-        data = [w.split("=", 1)[1] for w in m["setting"] if w.split("=", 1)[0] in DATA_KEYS]
-        m["data"] = " ".join(d for d in data if d not in ("null", "None")) or "(the default data)"
+        record = path.parent / "data.json"  # (the run's data, as train.py recorded it)
+        if record.exists():
+            r = json.loads(record.read_text())
+            m["fold"] = r["data"]["fold"]
+            data = [r["data"][key.split(".", 1)[1]] for key in DATA_KEYS]
+        else:  # (a run from before data.json: its config's words)
+            words = flatten(yaml.safe_load(config.read_text()) or {}) if config.exists() else m["overrides"]
+            fold = next((w.split("=", 1)[1] for w in words if w.startswith("data.fold=")), "null")
+            m["fold"] = None if fold in ("null", "None") else int(fold)
+            data = [w.split("=", 1)[1] for w in m["setting"] if w.split("=", 1)[0] in DATA_KEYS]
+        m["data"] = " ".join(str(d) for d in data if d not in (None, "null", "None")) or "(the default data)"
         runs.append(m)
     return runs
 

@@ -95,6 +95,14 @@ def tiny_overrides(data_path: Path, out: Path) -> list[str]:
     ]
 
 
+def make_datamodule(path: str | None = "stanfordnlp/imdb", seed: int = 42, vocab_path: str | None = None, **data):
+    """A TextDataModule of data.* settings given as keywords, checked as train.py checks them."""
+    from attnclf.data.datamodule import TextDataModule
+    from attnclf.settings.commands import data_config
+
+    return TextDataModule(data_config({"path": path, **data}), seed, vocab_path)
+
+
 def compose_cfg(overrides: list[str]):
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
         return compose(config_name="train", overrides=overrides)

@@ -1,4 +1,4 @@
-"""The classifier's typed settings (attnclf/config.py): types checked by OmegaConf, ranges in one place,
+"""The classifier's typed settings (attnclf/settings/classifier.py): types checked by OmegaConf, ranges in one place,
 handed down whole, saved nested in the checkpoint; checkpoints from before (flat) still load and resume."""
 
 import logging
@@ -7,8 +7,14 @@ import pytest
 import torch
 from conftest import compose_cfg, tiny_overrides
 
-from attnclf.config import ClassifierConfig, ModelConfig, classifier_config, classifier_hparams, setting_differences
 from attnclf.errors import AttnclfError
+from attnclf.settings.classifier import (
+    ClassifierConfig,
+    ModelConfig,
+    classifier_config,
+    classifier_hparams,
+    setting_differences,
+)
 from attnclf.training.module import AttnClassifierModule
 from attnclf.training.train import train
 

@@ -74,10 +74,14 @@ def test_every_dotted_key_the_readme_and_docs_name_exists():
         )
     }
     assert len(named) >= 25
+    from hydra import compose, initialize_config_dir
+
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):  # (data.split is eval.py's)
+        eval_cfg = compose(config_name="eval", overrides=["paths.output_dir=/tmp/x"])
+    in_a_config = (cfg, compose_cfg(["regularizer=virtual_adversarial", "paths.output_dir=/tmp/x"]), eval_cfg)
     for key, _ in named:
-        if key.endswith(".py"):  # (a file: data.py)
+        if key.endswith((".py", ".json")):  # (a file: data.py, data.json)
             continue
-        in_a_config = (cfg, compose_cfg(["regularizer=virtual_adversarial", "paths.output_dir=/tmp/x"]))
         assert any(OmegaConf.select(c, key, default="MISSING") != "MISSING" for c in in_a_config), key
     assert cfg.callbacks.step_checkpoint.every_n_train_steps == 200 and cfg.trainer.max_epochs == 3
     assert cfg.attention == "dot" and cfg.data.path == "stanfordnlp/imdb"
@@ -90,7 +94,7 @@ def test_eval_config_composes():
 
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
         cfg = compose(config_name="eval", overrides=["ckpt=x.ckpt", "paths.output_dir=/tmp/x"])
-    assert cfg.data.split == "test" and cfg.data.path == "stanfordnlp/imdb"
+    assert cfg.data.split == "test" and cfg.data.path is None  # (null: the run's own data, its data.json)
 
 
 def test_experiment_pretrained_is_the_measured_best_setting():

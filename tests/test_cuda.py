@@ -89,7 +89,7 @@ def test_no_host_sync_inside_a_training_step(attention):
     host = lengths.pin_memory()
 
     def step():
-        # as IMDBDataModule.transfer_batch_to_device moves it: (ids, host lengths, labels, lengths)
+        # as TextDataModule.transfer_batch_to_device moves it: (ids, host lengths, labels, lengths)
         batch = (ids.cuda(non_blocking=True), host, y.cuda(non_blocking=True), host.cuda(non_blocking=True))
         b_ids, b_lengths, b_y, b_host = unpack(batch)
         with torch.autocast("cuda", torch.bfloat16):

@@ -1,9 +1,12 @@
 import datasets
 import numpy as np
 import pytest
+from conftest import make_datamodule
 
 import attnclf.data.encoding as encoding
-from attnclf.data.datamodule import BucketBatchSampler, IMDBDataModule, Reviews, collate, split_train_val
+from attnclf.data.dataset import TextDataset, collate
+from attnclf.data.sampling import BucketBatchSampler
+from attnclf.data.splits import carve_splits
 from attnclf.data.text import PAD, UNK, UNK_ID, Vocab, tokenize
 from attnclf.errors import AttnclfError
 
@@ -34,6 +37,11 @@ def test_vocab_roundtrip(tmp_path):
         Vocab.load(tmp_path / "missing.json")
 
 
+def split_train_val(n: int, val_size: float, seed: int):
+    """(train rows, validation rows) of n rows without a test split to carve."""
+    return carve_splits(n, seed, None, val_size)[1:3]
+
+
 def test_validation_split_deterministic_and_disjoint():
     train, val = split_train_val(1000, 0.1, seed=3)
     assert len(val) == 100 and len(train) == 900
@@ -47,7 +55,7 @@ def test_validation_split_deterministic_and_disjoint():
 
 
 def setup_dm(path, tmp_path, **kw):
-    dm = IMDBDataModule(
+    dm = make_datamodule(
         path=str(path),
         cache_dir=str(tmp_path / "cache"),
         vocab_path=str(tmp_path / "vocab.json"),
@@ -112,7 +120,7 @@ def test_validation_and_test_read_longer_reviews_than_training(tiny_imdb, tmp_pa
 @pytest.mark.parametrize("mode,expected", [("head", [0, 1, 2, 3]), ("tail", [6, 7, 8, 9]), ("head_tail", [0, 1, 8, 9])])
 def test_truncation(mode, expected):
     ids = np.arange(10, dtype=np.int32)
-    r = Reviews(ids, np.array([0, 10]), np.array([1]), np.array([0]), max_length=4, truncation=mode)
+    r = TextDataset(ids, np.array([0, 10]), np.array([1]), np.array([0]), max_length=4, truncation=mode)
     assert r.tokens(0).tolist() == expected and r.lengths.tolist() == [4]
 
 
@@ -137,7 +145,7 @@ def test_auto_batch_size_counts_the_rows_left_for_training(tmp_path, caplog):
     rows = 4000
     path = tmp_path / "d.csv"
     path.write_text("text,label\n" + "".join(f"word{i % 50} film,{i % 2}\n" for i in range(rows)))
-    dm = IMDBDataModule(path=str(path), batch_size="auto", val_size=0.1, test_size=0.1, cache_dir=str(tmp_path / "c"))
+    dm = make_datamodule(path=str(path), batch_size="auto", val_size=0.1, test_size=0.1, cache_dir=str(tmp_path / "c"))
     dm.setup("fit")
     assert len(dm.train_set) == 3240 and len(dm.val_set) == 360 and len(dm.test_set) == 400
     with caplog.at_level(logging.INFO, logger="attnclf.data.datamodule"):
@@ -147,17 +155,17 @@ def test_auto_batch_size_counts_the_rows_left_for_training(tmp_path, caplog):
 
 def test_bad_settings_name_the_value():
     with pytest.raises(AttnclfError, match="data.truncation='middle'; allowed: head, tail, head_tail"):
-        IMDBDataModule(truncation="middle")
+        make_datamodule(truncation="middle")
     with pytest.raises(AttnclfError, match="data.batch_size=0"):
-        IMDBDataModule(batch_size=0)
+        make_datamodule(batch_size=0)
     with pytest.raises(AttnclfError, match="data.batch_size='big' must be a positive integer or auto"):
-        IMDBDataModule(batch_size="big")
+        make_datamodule(batch_size="big")
     with pytest.raises(AttnclfError, match=r"data.eval_max_length=0 must be a positive integer or null \(whole\)"):
-        IMDBDataModule(eval_max_length=0)
+        make_datamodule(eval_max_length=0)
     with pytest.raises(AttnclfError, match="data.val_size=1.5"):
-        IMDBDataModule(val_size=1.5)
+        make_datamodule(val_size=1.5)
     with pytest.raises(AttnclfError, match="does not exist"):
-        IMDBDataModule(path="./no/such/folder").setup()
+        make_datamodule(path="./no/such/folder").setup()
 
 
 def test_collate_pads_to_the_longest():

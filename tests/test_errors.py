@@ -259,7 +259,7 @@ def test_divergence_stops_and_keeps_the_last_good_checkpoint(lr, tiny_imdb, tmp_
         ("train.py", "logger=foo", "error: logger='foo'; allowed: none, tensorboard"),
         ("train.py", "model.foo=1", "error: model.foo is not a setting of model; allowed: embed_dim, hidden_dim,"),
         ("train.py", "foo=1", "error: foo is not a setting; allowed: seed, test, min_steps,"),
-        ("eval.py", "data.foo=1", "error: data.foo is not a setting of data; allowed: path, name, split,"),
+        ("eval.py", "data.foo=1", "error: data.foo is not a setting of data; allowed: split, path, name,"),
         ("train.py", "seed=[1", "error: no viable alternative at input '[1'"),
     ],
 )

@@ -25,9 +25,10 @@ from torch import nn
 
 from attnclf.analysis import measures as F
 from attnclf.errors import AttnclfError
-from attnclf.inference.faithfulness import check_ks, faithfulness, sample
+from attnclf.inference.faithfulness import faithfulness, sample
 from attnclf.models.attention import masked_softmax
 from attnclf.models.classifier import AttentionClassifier
+from attnclf.settings.commands import erasure_sizes
 from attnclf.utils.jsonfile import dumps
 
 SIGNAL = 3
@@ -227,10 +228,10 @@ def test_erasure_sizes_and_helpers():
     same = F.js_distance([np.array([0.2, 0.8])], [np.array([0.2, 0.8])])[0]
     apart = F.js_distance([np.array([1.0, 0.0])], [np.array([0.0, 1.0])])[0]
     assert same == pytest.approx(0.0, abs=1e-7) and apart == pytest.approx(1.0)
-    assert check_ks([1, 3, 0.1]) == [1.0, 3.0, 0.1]
+    assert erasure_sizes([1, 3, 0.1]) == [1.0, 3.0, 0.1]
     for bad in ([0], [1.5], [-1], [True], ["a"], []):
         with pytest.raises(AttnclfError, match="ks"):
-            check_ks(bad)
+            erasure_sizes(bad)
     lengths = np.array([5, 300, 10, 20])
     assert list(sample(lengths, 3, 256, 0, "test")) == [0, 2, 3]
     with pytest.raises(AttnclfError, match=r"reviews=4 is more than split 'test' has with at most 256 tokens \(3 of"):

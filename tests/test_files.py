@@ -5,8 +5,8 @@ import errno
 
 import numpy as np
 import pytest
+from conftest import make_datamodule
 
-from attnclf.data.datamodule import IMDBDataModule
 from attnclf.errors import AttnclfError
 from attnclf.utils.files import write_atomic
 from attnclf.utils.jsonfile import write_json
@@ -33,7 +33,7 @@ def test_a_full_disk_keeps_the_old_file_and_leaves_no_temporary_one(tmp_path):
 def test_a_full_disk_while_caching_tokens_leaves_no_cache_file(tiny_imdb, tmp_path, monkeypatch):
     """The token cache a later run would trust: not written at all, and the error is one line."""
     monkeypatch.setattr(np, "savez", no_space)
-    dm = IMDBDataModule(str(tiny_imdb), vocab_size=200, cache_dir=str(tmp_path / "cache"), max_length=64)
+    dm = make_datamodule(str(tiny_imdb), vocab_size=200, cache_dir=str(tmp_path / "cache"), max_length=64)
     with pytest.raises(AttnclfError, match=r"^could not write .*: No space left on device$"):
         dm.setup("fit")
     left = [p for p in (tmp_path / "cache").rglob("*") if p.is_file() and not p.name.endswith(".lock")]

@@ -9,7 +9,7 @@ import pytest
 from conftest import CONF, ROOT
 from test_own_data import examples, fit, write
 
-from attnclf.data.datamodule import carve_splits, fold_rows
+from attnclf.data.splits import carve_splits, fold_rows
 from attnclf.errors import AttnclfError
 
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 from conftest import compose_cfg, tiny_overrides
 
-from attnclf.data.datamodule import BucketBatchSampler
+from attnclf.data.sampling import BucketBatchSampler
 from attnclf.models.classifier import AttentionClassifier
 from attnclf.models.encoder import ExactBiGRU
 from attnclf.training.module import AttnClassifierModule, adamw
@@ -129,11 +129,11 @@ def test_ddp_ranks_get_batches_of_similar_lengths_at_each_step():
 def test_a_moved_batch_keeps_its_lengths_on_the_host():
     """(ids, lengths, labels) -> (ids, host lengths, labels, device lengths): the packed GRU and the
     throughput count read the host copy, never the device one."""
-    from attnclf.data.datamodule import IMDBDataModule
+    from attnclf.data.datamodule import TextDataModule
     from attnclf.training.module import unpack
 
     ids, lengths, y = torch.zeros(2, 3, dtype=torch.long), torch.tensor([3, 1]), torch.tensor([0, 1])
-    moved = IMDBDataModule().transfer_batch_to_device((ids, lengths, y), torch.device("cpu"), 0)
+    moved = TextDataModule().transfer_batch_to_device((ids, lengths, y), torch.device("cpu"), 0)
     assert len(moved) == 4 and moved[1] is lengths
     b_ids, b_lengths, b_y, host = unpack(moved)
     assert torch.equal(b_lengths, lengths) and host is lengths and torch.equal(b_y, y)

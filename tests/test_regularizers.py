@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import UNLABELED_ONLY, compose_cfg, tiny_overrides
+from conftest import UNLABELED_ONLY, compose_cfg, make_datamodule, tiny_overrides
 
-from attnclf.data.datamodule import IMDBDataModule
 from attnclf.errors import AttnclfError
 from attnclf.inference.classifier import Classifier
 from attnclf.models.classifier import AttentionClassifier
@@ -157,7 +156,7 @@ def test_virtual_adversarial_gradient_flows_through_the_moved_prediction_only(at
 
 def test_unlabeled_batches_come_from_the_unlabeled_split_fixed_by_their_number(with_unlabeled, tmp_path):
     def fresh():
-        dm = IMDBDataModule(str(with_unlabeled), vocab_size=200, cache_dir=str(tmp_path), max_length=64, seed=3)
+        dm = make_datamodule(str(with_unlabeled), vocab_size=200, cache_dir=str(tmp_path), max_length=64, seed=3)
         dm.setup("fit")
         assert dm.setup_unlabeled("unsupervised", 16) == 80
         return dm
@@ -201,7 +200,7 @@ def test_training_with_a_regularizer(name, precision, with_unlabeled, tmp_path):
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["hparams"]["regularizer.name"] == name and metrics["steps"] > 0
     clf = Classifier.from_checkpoint(metrics["best_checkpoint"])  # loads with nothing else
-    saved = clf.module.hparams.regularizer  # (the checkpoint holds the settings nested: attnclf/config.py)
+    saved = clf.module.hparams.regularizer  # (the checkpoint holds the settings nested: attnclf/settings/classifier.py)
     assert saved["name"] == name and saved["epsilon"] == 0.05
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 

@@ -198,12 +198,12 @@ def test_ddp_two_processes_on_cpu(tiny_imdb, tmp_path):
     assert len(list(run.glob("metrics.json"))) == 1 and (run / "vocab.json").exists()
 
     import pytorch_lightning as L
+    from conftest import make_datamodule
 
-    from attnclf.data.datamodule import IMDBDataModule
     from attnclf.training.module import AttnClassifierModule
 
     cfg = compose_cfg([*common, f"paths.output_dir={tmp_path / 'single'}"])
-    datamodule = IMDBDataModule(**cfg.data, seed=cfg.seed)
+    datamodule = make_datamodule(**cfg.data, seed=cfg.seed)
     model = AttnClassifierModule.load_from_checkpoint(logged["best_checkpoint"], map_location="cpu", weights_only=True)
     trainer = L.Trainer(accelerator="cpu", devices=1, logger=False, enable_progress_bar=False, precision="bf16-mixed")
     single = trainer.validate(model, datamodule=datamodule, verbose=False)[0]

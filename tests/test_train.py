@@ -8,10 +8,9 @@ import time
 import pytest
 import pytorch_lightning as L
 import torch
-from conftest import ROOT, compose_cfg, strict_json, tiny_overrides
+from conftest import ROOT, compose_cfg, make_datamodule, strict_json, tiny_overrides
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
-from attnclf.data.datamodule import IMDBDataModule
 from attnclf.errors import AttnclfError
 from attnclf.training.module import AttnClassifierModule
 from attnclf.training.train import train
@@ -89,7 +88,7 @@ class FirstBatches(L.Callback):
 def test_each_epoch_reshuffles_through_lightning(tiny_imdb, tmp_path):
     """Lightning's set_epoch must reach the bucketing sampler, or every epoch repeats the same batches."""
     cfg = compose_cfg(["trainer.max_epochs=3", "logger=none", "callbacks=none", *tiny_overrides(tiny_imdb, tmp_path)])
-    datamodule = IMDBDataModule(**cfg.data, seed=cfg.seed)
+    datamodule = make_datamodule(**cfg.data, seed=cfg.seed)
     datamodule.setup()
     model = AttnClassifierModule(vocab_size=len(datamodule.vocab), **cfg.model, **cfg.optimizer)
     record = FirstBatches()
@@ -191,7 +190,7 @@ def test_the_best_checkpoint_is_tested_and_the_run_counts_useful_tokens(tiny_imd
     # tokens/s over the training time alone (validation excluded): every throughput figure in the docs is this
     assert m["train_tokens_per_sec"] == pytest.approx(m["train_tokens"] / m["train_seconds"], rel=1e-9)
     assert m["train_tokens_per_sec"] > m["train_tokens"] / m["fit_seconds"]
-    datamodule = IMDBDataModule(**cfg.data, seed=cfg.seed)
+    datamodule = make_datamodule(**cfg.data, seed=cfg.seed)
     model = AttnClassifierModule.load_from_checkpoint(m["best_checkpoint"], map_location="cpu", weights_only=True)
     trainer = L.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False, enable_model_summary=False)
     again = trainer.test(model, datamodule=datamodule, verbose=False)[0]

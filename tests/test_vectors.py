@@ -8,9 +8,8 @@ import datasets
 import numpy as np
 import pytest
 import torch
-from conftest import TEST_ONLY, UNLABELED_ONLY, compose_cfg, make_reviews, tiny_overrides
+from conftest import TEST_ONLY, UNLABELED_ONLY, compose_cfg, make_datamodule, make_reviews, tiny_overrides
 
-from attnclf.data.datamodule import IMDBDataModule
 from attnclf.data.vectors import cached_word2vec, embedding_matrix, read_vectors
 from attnclf.errors import AttnclfError
 from attnclf.inference.classifier import Classifier
@@ -21,7 +20,7 @@ SETTINGS = {"algorithm": "cbow", "window": 3, "min_count": 1, "negative": 3, "ep
 
 
 def test_word_vectors_learn_from_training_and_unlabeled_text_never_test(with_unlabeled, tmp_path, caplog):
-    dm = IMDBDataModule(str(with_unlabeled), vocab_size=200, cache_dir=str(tmp_path), max_length=64)
+    dm = make_datamodule(str(with_unlabeled), vocab_size=200, cache_dir=str(tmp_path), max_length=64)
     dm.setup("fit")
     texts, key = dm.word_vector_texts()
     assert [len(rows) for _, rows in texts] == [160, 80]  # every training row (validation's too), all unlabeled
@@ -49,7 +48,7 @@ def test_runs_started_together_train_the_vectors_once(with_unlabeled, tmp_path, 
 
     import attnclf.data.vectors as vectors
 
-    dm = IMDBDataModule(str(with_unlabeled), vocab_size=200, cache_dir=str(tmp_path), max_length=64)
+    dm = make_datamodule(str(with_unlabeled), vocab_size=200, cache_dir=str(tmp_path), max_length=64)
     dm.setup("fit")
     texts, key = dm.word_vector_texts()
     trained, real = [], vectors.train_word2vec
@@ -78,7 +77,7 @@ def test_runs_started_together_train_the_vectors_once(with_unlabeled, tmp_path, 
 
 def test_one_worker_gives_the_same_vectors_every_time(with_unlabeled, tmp_path):
     """word2vec.workers=1 (the default): a fresh cache trains the very same vectors, so a run can be repeated."""
-    dm = IMDBDataModule(str(with_unlabeled), vocab_size=200, cache_dir=str(tmp_path), max_length=64)
+    dm = make_datamodule(str(with_unlabeled), vocab_size=200, cache_dir=str(tmp_path), max_length=64)
     dm.setup("fit")
     texts, key = dm.word_vector_texts()
     settings = {**SETTINGS, "workers": 1}
@@ -111,7 +110,7 @@ def test_a_test_split_carved_from_training_text_stays_out(tmp_path):
     reviews = make_reviews(100, 3)
     path = tmp_path / "reviews.csv"
     datasets.Dataset.from_dict(reviews).to_csv(str(path))
-    dm = IMDBDataModule(str(path), vocab_size=200, cache_dir=str(tmp_path), test_size=0.2, seed=1)
+    dm = make_datamodule(str(path), vocab_size=200, cache_dir=str(tmp_path), test_size=0.2, seed=1)
     dm.setup("fit")
     texts, _ = dm.word_vector_texts()
     ((enc, rows),) = texts
@@ -211,7 +210,7 @@ def test_embedding_matrix_scales_missing_words_like_the_vectors():
 def test_a_cut_short_vectors_cache_is_trained_again(with_unlabeled, tmp_path, caplog):
     """A cache file cut short (a full disk, a killed copy): the next run warns, trains the vectors again and
     writes the file anew, as the token cache does, instead of failing in gensim for every later run."""
-    dm = IMDBDataModule(str(with_unlabeled), vocab_size=200, cache_dir=str(tmp_path), max_length=64)
+    dm = make_datamodule(str(with_unlabeled), vocab_size=200, cache_dir=str(tmp_path), max_length=64)
     dm.setup("fit")
     texts, key = dm.word_vector_texts()
     settings = {**SETTINGS, "workers": 1}
@@ -237,24 +236,25 @@ def test_auto_epochs_make_more_passes_over_fewer_words():
 def test_auto_epochs_are_chosen_for_the_run_s_texts_and_cached_as_that_number(tiny_imdb, tmp_path, caplog):
     """word2vec.epochs=auto resolves to a number before the cache key: the same file as that number given."""
     from attnclf.data.vectors import auto_epochs, initial_embeddings
+    from attnclf.settings.data import Word2VecConfig
 
     caplog.set_level(logging.INFO)
-    dm = IMDBDataModule(str(tiny_imdb), vocab_size=200, cache_dir=str(tmp_path), max_length=64)
+    dm = make_datamodule(str(tiny_imdb), vocab_size=200, cache_dir=str(tmp_path), max_length=64)
     dm.setup("fit")
     settings = {k: v for k, v in SETTINGS.items() if k != "epochs"}
-    _, auto = initial_embeddings("word2vec", dm, 8, {**settings, "epochs": "auto"}, str(tmp_path))
+    _, auto = initial_embeddings("word2vec", dm, 8, Word2VecConfig(**settings, epochs="auto"), str(tmp_path))
     texts, _ = dm.word_vector_texts(None)
     words = sum(int((enc.offsets[r + 1] - enc.offsets[r]).sum()) for enc, r in texts)
     assert auto["words"] == words and auto["epochs"] == auto_epochs(words)
     assert f"word2vec.epochs=auto: {auto['epochs']} ({words} words a pass" in caplog.text
-    _, given = initial_embeddings("word2vec", dm, 8, {**settings, "epochs": auto["epochs"]}, str(tmp_path))
+    _, given = initial_embeddings("word2vec", dm, 8, Word2VecConfig(**settings, epochs=auto["epochs"]), str(tmp_path))
     assert given["vectors_file"] == auto["vectors_file"] and given["epochs"] == auto["epochs"]
-    _, other = initial_embeddings("word2vec", dm, 8, {**settings, "epochs": 1}, str(tmp_path))
+    _, other = initial_embeddings("word2vec", dm, 8, Word2VecConfig(**settings, epochs=1), str(tmp_path))
     assert other["vectors_file"] != auto["vectors_file"]
 
 
 def vector_texts(data, tmp_path, unlabeled="unsupervised", max_texts=None, **data_settings):
-    dm = IMDBDataModule(str(data), vocab_size=200, cache_dir=str(tmp_path), max_length=64, **data_settings)
+    dm = make_datamodule(str(data), vocab_size=200, cache_dir=str(tmp_path), max_length=64, **data_settings)
     dm.setup("fit")
     return dm.word_vector_texts(unlabeled, max_texts)
 

@@ -27,7 +27,7 @@ import torch
 from scipy.spatial.distance import jensenshannon
 from scipy.stats import kendalltau, spearmanr
 
-from attnclf.data.datamodule import collate
+from attnclf.data.dataset import collate
 from attnclf.models.classifier import AttentionClassifier
 
 RANKINGS = ("attention", "gradient", "loo", "random")

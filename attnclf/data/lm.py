@@ -4,26 +4,28 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnclf.data.datamodule import IMDBDataModule, Reviews
+from attnclf.data.datamodule import TextDataModule
+from attnclf.data.dataset import TextDataset
 from attnclf.errors import AttnclfError
+from attnclf.settings.commands import LMConfig
+from attnclf.settings.data import DataConfig
 
 
-class LMDataModule(IMDBDataModule):
-    """The texts a language model may learn from (IMDBDataModule.word_vector_texts: the training split,
-    less a test split carved from it, and the unlabeled split; never test), `val_texts` of them held
-    out (seeded) for validation. Batches, bucketing and mid-epoch resume as for the classifier."""
+class LMDataModule(TextDataModule):
+    """The texts a language model may learn from (TextDataModule.word_vector_texts: the training split,
+    less a test split carved from it, and the unlabeled split `lm.unlabeled_split`; never test),
+    `lm.val_texts` of them held out (seeded) for validation. Batches, bucketing and mid-epoch resume as for
+    the classifier."""
 
-    def __init__(self, *args, unlabeled_split: str | None = "unsupervised", val_texts: int = 1000, **kwargs):
-        super().__init__(*args, **kwargs)
-        if isinstance(val_texts, bool) or not isinstance(val_texts, int) or val_texts < 1:
-            raise AttnclfError(f"lm.val_texts={val_texts!r} must be a positive integer")
-        self.unlabeled_split, self.val_texts = unlabeled_split, val_texts
+    def __init__(self, config: DataConfig, lm: LMConfig, seed: int = 42, vocab_path: str | None = None):
+        super().__init__(config, seed, vocab_path)
+        self.lm = lm
 
     def setup(self, stage: str | None = None) -> None:
         if self.vocab is not None:
             return
         super().setup(stage)
-        texts, _ = self.word_vector_texts(self.unlabeled_split)
+        texts, _ = self.word_vector_texts(self.lm.unlabeled_split)
         pieces, lengths = [], []
         for enc, rows in texts:
             ids = enc.remap(self.vocab)
@@ -31,13 +33,13 @@ class LMDataModule(IMDBDataModule):
             lengths.append(enc.lengths[rows])
         offsets = np.concatenate([[0], np.cumsum(np.concatenate(lengths))])
         n = len(offsets) - 1
-        if self.val_texts >= n:
-            raise AttnclfError(f"lm.val_texts={self.val_texts} leaves nothing to train on: the data has {n} texts")
+        if self.lm.val_texts >= n:
+            raise AttnclfError(f"lm.val_texts={self.lm.val_texts} leaves nothing to train on: the data has {n} texts")
         order = np.random.default_rng([self.seed, 3]).permutation(n)
-        val_rows, train_rows = np.sort(order[: self.val_texts]), np.sort(order[self.val_texts :])
+        val_rows, train_rows = np.sort(order[: self.lm.val_texts]), np.sort(order[self.lm.val_texts :])
         flat, zeros = np.concatenate(pieces), np.zeros(n, dtype=np.int64)
-        args = dict(max_length=self.max_length, truncation=self.truncation)
-        self.train_set = Reviews(flat, offsets, zeros, train_rows, **args)
-        self.val_set = Reviews(flat, offsets, zeros, val_rows, **args)
+        args = dict(max_length=self.config.max_length, truncation=self.config.truncation)
+        self.train_set = TextDataset(flat, offsets, zeros, train_rows, **args)
+        self.val_set = TextDataset(flat, offsets, zeros, val_rows, **args)
         self.test_set = None
         self.splits = {"train": f"{len(train_rows)} texts", "val": f"{len(val_rows)} texts held out"}

@@ -20,12 +20,12 @@ from filelock import FileLock
 from attnclf.data.encoding import Encoded
 from attnclf.data.text import PAD_ID, TOKENIZER_VERSION, Vocab
 from attnclf.errors import AttnclfError
+from attnclf.settings.classifier import ModelConfig
+from attnclf.settings.data import Word2VecConfig
 from attnclf.utils.files import write_atomic
 
 log = logging.getLogger(__name__)
 
-EMBEDDINGS = ("random", "word2vec")  # or a path to a vectors file
-ALGORITHMS = ("skipgram", "cbow")
 
 # word2vec.epochs=auto: as many passes as reading AUTO_WORDS words takes, AUTO_EPOCHS[0] at the least (IMDb's
 # 25,000 reviews, 5.9 million words: 5) and AUTO_EPOCHS[1] at the most. Vectors from a few thousand short texts
@@ -70,9 +70,7 @@ def train_word2vec(texts: Texts, dim: int, settings: dict):
     the same texts and seed every time; more are faster but vary with thread timing."""
     from gensim.models import Word2Vec
 
-    algorithm = settings.get("algorithm", "skipgram")
-    if algorithm not in ALGORITHMS:
-        raise AttnclfError(f"word2vec.algorithm={algorithm!r}; allowed: {', '.join(ALGORITHMS)}")
+    algorithm = settings.get("algorithm", "skipgram")  # (checked with the settings: Word2VecConfig)
     t = time.perf_counter()
     model = Word2Vec(
         Sentences(texts),
@@ -135,29 +133,11 @@ def _train_logged(texts: Texts, dim: int, settings: dict):
     return train_word2vec(texts, dim, settings)
 
 
-def check_vectors_file(path: str, dim: int) -> None:
-    """A word2vec file (text or binary) starts with the line `<words> <dims>`: read that line only, so a
-    large file is checked at once and read in full once, when it is used."""
-    p = Path(path)
-    if not p.is_file():
-        allowed = ", ".join(EMBEDDINGS)
-        raise AttnclfError(f"model.embeddings={path!r}: no such file; allowed: {allowed} or a vectors file")
-    with open(p, "rb") as f:
-        header = f.readline(200).split()
-    if len(header) != 2 or not all(x.isdigit() for x in header):
-        raise AttnclfError(f"model.embeddings={path!r} is not a word2vec vectors file: no '<words> <dims>' first line")
-    found = int(header[1])
-    if found != dim:
-        raise AttnclfError(
-            f"model.embeddings={path!r} has {found}-dim vectors, model.embed_dim={dim}; set model.embed_dim={found}"
-        )
-
-
 def read_vectors(path: str, dim: int):
     """KeyedVectors from a word2vec file (.bin binary; otherwise text: .txt, .vec, GloVe with a header)."""
     from gensim.models import KeyedVectors
 
-    check_vectors_file(path, dim)
+    ModelConfig(embed_dim=dim, embeddings=str(path)).check_embeddings_file()
     try:
         wv = KeyedVectors.load_word2vec_format(str(path), binary=Path(path).suffix == ".bin")
     except (ValueError, UnicodeDecodeError, EOFError) as e:
@@ -182,18 +162,14 @@ def embedding_matrix(wv, vocab: Vocab, seed: int = 0) -> tuple[np.ndarray, float
     return out, found / max(1, len(vocab) - 2)
 
 
-def check_embeddings(source: str, dim: int) -> None:
-    """Before any data work: `model.embeddings` is random, word2vec, or a vectors file of `dim` dims."""
-    if source not in EMBEDDINGS:
-        check_vectors_file(source, dim)
-
-
-def initial_embeddings(source: str, datamodule, dim: int, settings: dict, cache_dir: str | None) -> tuple:
+def initial_embeddings(
+    source: str, datamodule, dim: int, settings: Word2VecConfig, cache_dir: str | None
+) -> tuple[np.ndarray, dict]:
     """(the embedding matrix for the datamodule's vocabulary, its summary for metrics.json)."""
     if source == "word2vec":
-        texts, key = datamodule.word_vector_texts(settings.get("unlabeled_split"), settings.get("max_texts"))
+        texts, key = datamodule.word_vector_texts(settings.unlabeled_split, settings.max_texts)
         # (which texts they learn from is in the key, by fingerprint and rows)
-        train_settings = {k: v for k, v in settings.items() if k not in ("unlabeled_split", "max_texts")}
+        train_settings = settings.training()
         words = sum(int((enc.offsets[rows + 1] - enc.offsets[rows]).sum()) for enc, rows in texts)
         if train_settings.get("epochs", "auto") == "auto":
             train_settings["epochs"] = epochs = auto_epochs(words)

@@ -10,24 +10,14 @@ import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
-from attnclf.data.datamodule import BucketBatchSampler, Reviews, collate, truncate
+from attnclf.data.dataset import TextDataset, collate, truncate
+from attnclf.data.sampling import BucketBatchSampler
 from attnclf.data.text import UNK, Vocab, tokenize
 from attnclf.errors import AttnclfError
 from attnclf.models.language_model import KIND as LANGUAGE_MODEL
+from attnclf.settings.commands import check_device
 from attnclf.training.checkpoint import best_checkpoint, checkpoint_kind, load_checkpoint, run_dir_of
 from attnclf.training.module import AttnClassifierModule
-
-
-def check_device(device: str) -> None:
-    """A device torch knows and this machine has, refused in one line before any checkpoint is read."""
-    try:
-        kind = torch.device(device).type
-    except (RuntimeError, TypeError) as e:
-        raise AttnclfError(f"device={device!r} is not a device; allowed: cpu, cuda, cuda:N") from e
-    if kind == "cuda" and not torch.cuda.is_available():
-        raise AttnclfError(f"device={device!r}: no GPU found (CUDA is not available here); use device=cpu")
-    if kind not in ("cpu", "cuda", "mps"):
-        raise AttnclfError(f"device={device!r}; allowed: cpu, cuda, cuda:N")
 
 
 @dataclass
@@ -61,6 +51,7 @@ class Classifier:
     max_length: int | None = 1000  # tokens read per review (None: whole), as the run's validation and test read
     truncation: str = "head_tail"
     labels: list[str] = field(default_factory=lambda: ["neg", "pos"])
+    run: Path | None = None  # the run folder it came from (its data record: data.json)
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, device: str = "cpu") -> Classifier:
@@ -93,13 +84,14 @@ class Classifier:
         labels = meta.get("labels") or [str(i) for i in range(n)]
         # as the run's validation and test read (runs before data.eval_max_length read as in training)
         max_length = meta["eval_max_length"] if "eval_max_length" in meta else meta.get("max_length", 400)
-        return cls(module.to(device).eval(), vocab, max_length, meta.get("truncation", "head_tail"), labels)
+        return cls(module.to(device).eval(), vocab, max_length, meta.get("truncation", "head_tail"), labels,
+                   run_dir_of(path))  # fmt: skip
 
     @property
     def device(self) -> torch.device:
         return self.module.device
 
-    def batches(self, dataset: Reviews, batch_size: int) -> Iterator[tuple[list[int], torch.Tensor, torch.Tensor]]:
+    def batches(self, dataset: TextDataset, batch_size: int) -> Iterator[tuple[list[int], torch.Tensor, torch.Tensor]]:
         """(row positions, logits (B, C), weights (B, T)) over a dataset, in batches of similar length."""
         sampler = BucketBatchSampler(dataset.lengths, batch_size, shuffle=False)
         loader = DataLoader(dataset, batch_sampler=sampler, collate_fn=collate)
@@ -127,7 +119,7 @@ class Classifier:
         for w in words:
             ids.extend(self.vocab.encode_tokens(w))
             offsets.append(len(ids))
-        dataset = Reviews(
+        dataset = TextDataset(
             np.asarray(ids, dtype=np.int64),
             np.asarray(offsets),
             np.zeros(len(texts), dtype=np.int64),

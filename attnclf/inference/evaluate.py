@@ -11,10 +11,14 @@ import torch.nn.functional as F
 from omegaconf import DictConfig
 from torchmetrics.classification import MulticlassAccuracy, MulticlassConfusionMatrix, MulticlassF1Score
 
-from attnclf.data.datamodule import Reviews, carve_splits, encode_split
-from attnclf.data.loading import VALIDATION_SPLITS, label_ids, load_splits, prepare_labels, resolve_columns
+from attnclf.data.dataset import TextDataset
+from attnclf.data.encoding import encode_split
+from attnclf.data.loading import VALIDATION_SPLITS, label_ids
+from attnclf.data.splits import carving, open_data, run_data, split_rows
 from attnclf.errors import AttnclfError
-from attnclf.inference.classifier import Classifier, check_device
+from attnclf.inference.classifier import Classifier
+from attnclf.settings.commands import eval_settings
+from attnclf.settings.data import DataConfig
 from attnclf.training.checkpoint import best_checkpoint, run_dir_of
 from attnclf.utils.files import check_writable_file
 from attnclf.utils.jsonfile import write_json
@@ -24,49 +28,49 @@ log = logging.getLogger(__name__)
 
 def evaluate(cfg: DictConfig) -> dict:
     """One checkpoint, or an ensemble of several (`ckpt=[a,b,...]`: their class probabilities averaged,
-    each model reading the reviews with its own vocabulary)."""
-    given = cfg.get("ckpt")
-    if not given:
-        raise AttnclfError("give the checkpoint to evaluate: ckpt=<path to .ckpt or a run folder> (or a list)")
-    given = [given] if isinstance(given, (str, Path)) else list(given)
-    batch_size = cfg.get("batch_size")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size <= 0:
-        raise AttnclfError(f"batch_size={batch_size!r} must be a positive integer")
-    check_device(cfg.get("device", "cpu"))
-    ckpts = [best_checkpoint(c) for c in given]
-    for c, ckpt in zip(given, ckpts, strict=True):
+    each model reading the reviews with its own vocabulary). Each reads the data its run was trained on
+    (its data.json), with the data.* keys given over it."""
+    s = eval_settings(cfg)  # every value typed and checked, before any checkpoint or data is read
+    ckpts = [best_checkpoint(c) for c in s.ckpt]
+    for c, ckpt in zip(s.ckpt, ckpts, strict=True):
         if ckpt != Path(c):
             log.info("evaluating %s, the best checkpoint of %s", ckpt, c)
-    data = cfg.data
-    if cfg.get("output"):
-        out = Path(cfg.output)
+    if s.output:
+        out = Path(s.output)
     elif len(ckpts) == 1:
-        out = run_dir_of(ckpts[0]) / f"eval_{data.split}.json"
+        out = run_dir_of(ckpts[0]) / f"eval_{s.split}.json"
     else:
-        out = Path(cfg.paths.output_dir) / f"ensemble_{data.split}.json"
+        out = Path(cfg.paths.output_dir) / f"ensemble_{s.split}.json"
     check_writable_file("output", out)  # (before any data work: a read-only run folder is one line)
     probs, labels, members = None, None, []
     for ckpt in ckpts:
-        clf = Classifier.from_checkpoint(ckpt, cfg.get("device", "cpu"))
+        clf = Classifier.from_checkpoint(ckpt, s.device)
         if members and clf.labels != members[0]["labels"]:
             raise AttnclfError(
                 f"ckpt: {ckpt} was trained on classes {clf.labels}, {members[0]['checkpoint']} on "
                 f"{members[0]['labels']}; an ensemble needs the same classes"
             )
-        dataset = split_as_trained(data, clf)
+        data, dataset = split_as_trained(clf, s.split, s.data)
+        if members and not same_rows(members[0], data, dataset):
+            first = members[0]
+            raise AttnclfError(
+                f"ckpt: {ckpt} was trained on other data than {first['checkpoint']} ({data.path or data.train_file}, "
+                f"{len(dataset)} {s.split} rows; {first['data'].path or first['data'].train_file}, "
+                f"{len(first['dataset'])}); an ensemble needs runs of the same data and the same {s.split} rows"
+            )
         own = np.zeros((len(dataset), clf.module.hparams.num_classes))  # (N, C) this model's probabilities
-        for positions, logits, _ in clf.batches(dataset, cfg.batch_size):
+        for positions, logits, _ in clf.batches(dataset, s.batch_size):
             own[positions] = F.softmax(logits.double(), -1).numpy()
         labels = dataset.labels[dataset.rows]
-        members.append(
-            {"checkpoint": str(ckpt), "labels": clf.labels, "accuracy": float((own.argmax(1) == labels).mean())}
-        )
+        members.append({"checkpoint": str(ckpt), "labels": clf.labels, "data": data, "dataset": dataset,
+                        "accuracy": float((own.argmax(1) == labels).mean())})  # fmt: skip
         probs = own if probs is None else probs + own
     probs /= len(ckpts)
+    data = members[0]["data"]
     result = {
         "checkpoint": str(ckpts[0]) if len(ckpts) == 1 else [str(c) for c in ckpts],
-        "data": str(data.path),
-        "split": data.split,
+        "data": str(data.path or data.train_file),
+        "split": s.split,
         "reviews": len(labels),
         **metrics_of(probs, labels, members[0]["labels"]),
     }
@@ -76,6 +80,17 @@ def evaluate(cfg: DictConfig) -> dict:
     print_result(result)
     print(f"written to {out}")
     return result
+
+
+def same_rows(member: dict, data: DataConfig, dataset: TextDataset) -> bool:
+    """Whether an ensemble's member reads the same data and rows as the first (`member`)."""
+    first, rows = member["data"], member["dataset"].rows
+    return (first.path, first.name, first.train_file, first.test_file) == (
+        data.path,
+        data.name,
+        data.train_file,
+        data.test_file,
+    ) and np.array_equal(rows, dataset.rows)
 
 
 def metrics_of(probs: np.ndarray, labels: np.ndarray, names: list[str]) -> dict:
@@ -95,23 +110,36 @@ def metrics_of(probs: np.ndarray, labels: np.ndarray, names: list[str]) -> dict:
     }
 
 
-def split_as_trained(data: DictConfig, clf: Classifier) -> Reviews:
-    """The split `data.split` of `data.path`, encoded with the checkpoint's vocabulary, read as in its
-    training (max_length, truncation), with labels as the checkpoint's class ids."""
-    ds = load_splits(data.path, data.get("name"))
-    carved = None if data.split in ds else carved_from(data.split, clf.vocab.meta.get("carved"), ds, data.path)
-    text_col, label_col = resolve_columns(ds, data.text_column, data.label_column, data.path)
-    ds, names, remap = prepare_labels(ds, label_col, data.path)
-    split = data.split if carved is None else carved["from"]
-    enc = encode_split(ds[split], text_col, label_col, data.cache_dir)
-    labels = labels_as_trained(enc.labels, names, remap, clf.labels, data.split)
-    rows = np.arange(len(labels)) if carved is None else carved_rows(data.split, carved, label_ids(enc.labels, remap))
-    return Reviews(enc.remap(clf.vocab), enc.offsets, labels, rows, clf.max_length, clf.truncation)
+def split_as_trained(clf: Classifier, split: str, given: dict) -> tuple[DataConfig, TextDataset]:
+    """The data the checkpoint's run was trained on (its record, with the data.* keys `given` over it) and
+    its split `split`, encoded with the checkpoint's vocabulary, read as in its training (max_length,
+    truncation), with labels as the checkpoint's class ids: the dataset's own split whole, or exactly the
+    rows the run carved or folded from its training split."""
+    data, carved, line = run_data(clf.run, clf.vocab.meta, given)
+    log.info(line)
+    opened = open_data(data, need_train=False)
+    ds = opened.ds
+    from_train = split not in ds
+    if from_train:
+        check_carved(split, carved, ds, data)
+    source = data.train_split if from_train else split
+    enc = encode_split(ds[source], opened.text_column, opened.label_column, data.cache_dir)
+    labels = labels_as_trained(enc.labels, opened.names, opened.remap, clf.labels, split)
+    rows = np.arange(len(labels))
+    if from_train:
+        _, _, val_rows, test_rows = split_rows(carving(data, carved["seed"], opened, len(labels)),
+                                               label_ids(enc.labels, opened.remap))  # fmt: skip
+        rows = test_rows if split == data.test_split else val_rows
+        fold = data.folds is not None and rows is test_rows
+        how = f"tested on, fold {data.fold} of {data.folds}" if fold else "carved off"
+        log.info("data.split=%r: the %d rows of %r that the run %s", split, len(rows), source, how)
+    return data, TextDataset(enc.remap(clf.vocab), enc.offsets, labels, rows, clf.max_length, clf.truncation)
 
 
-def carved_from(split: str, carved: dict | None, ds, path: str) -> dict:
-    """How the checkpoint's run carved the split `split` from its training split (the data has no such
-    split of its own): its saved record, checked against this data."""
+def check_carved(split: str, carved: dict | None, ds, data: DataConfig) -> None:
+    """The data has no split `split` of its own: the run carved it from its training split (its record
+    says so), and this data's training split has the rows it carved from."""
+    path = data.path or data.train_file
     test = carved and split == carved["test_split"] and (carved["test_size"] is not None or carved.get("folds"))
     if not (test or (carved and split in VALIDATION_SPLITS and carved["val_size"] is not None)):
         raise AttnclfError(f"data.split={split!r}; splits in {path!r}: {', '.join(ds)}")
@@ -119,19 +147,9 @@ def carved_from(split: str, carved: dict | None, ds, path: str) -> dict:
     if n != carved["rows"]:
         raise AttnclfError(
             f"data.split={split!r}: the run carved it from a {carved['from']!r} split of {carved['rows']} rows, "
-            f"{path!r} has " + (f"{n}" if n is not None else "no such split") + "; give the data it was trained on"
+            f"{path!r} has " + (f"{n}" if n is not None else "no such split") + "; give the data it was trained on "
+            f"(or data.split={carved['from']} for every row of {path!r})"
         )
-    return carved
-
-
-def carved_rows(split: str, carved: dict, labels: np.ndarray) -> np.ndarray:
-    """The rows of the training split (of class ids `labels`) that the run carved off as `split`, rebuilt
-    from the seed, sizes and folds it saved."""
-    which = 3 if split == carved["test_split"] else 2
-    rows = carve_splits(len(labels), carved["seed"], carved["test_size"], carved["val_size"], carved.get("folds"),
-                        carved.get("fold"), labels)[which]  # fmt: skip
-    log.info("data.split=%r: the %d rows of %r that the run carved off", split, len(rows), carved["from"])
-    return rows
 
 
 def labels_as_trained(values: np.ndarray, names: list[str], remap, trained: list[str], split: str) -> np.ndarray:

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from omegaconf import DictConfig, ListConfig
+from omegaconf import DictConfig
 
 from attnclf.analysis import measures
 from attnclf.errors import AttnclfError
@@ -21,30 +21,15 @@ from attnclf.inference.evaluate import split_as_trained
 from attnclf.presentation.figures import faithfulness_figure
 from attnclf.presentation.markdown import faithfulness_markdown
 from attnclf.presentation.tensorboard import write_faithfulness
+from attnclf.settings.commands import FaithfulnessConfig, faithfulness_settings
 from attnclf.training.checkpoint import best_checkpoint, run_dir_of
 from attnclf.utils.jsonfile import write_json
 
 log = logging.getLogger(__name__)
 
 
-def check_ks(ks) -> list[float]:
-    """Erasure sizes: whole numbers >= 1 (tokens) or fractions in (0, 1) of the review's length."""
-    if not isinstance(ks, (list, tuple, ListConfig)) or not ks:
-        raise AttnclfError(f"ks={ks!r}; give a list of token counts (>= 1) or fractions in (0, 1), e.g. [1,3,5,0.1]")
-    out = []
-    for k in ks:
-        if isinstance(k, bool) or not isinstance(k, (int, float)) or not (0 < k < 1 or (k >= 1 and k == int(k))):
-            raise AttnclfError(f"ks: {k!r} is out of range; allowed: whole numbers >= 1 or fractions in (0, 1)")
-        out.append(float(k))
-    return out
-
-
 def sample(lengths: np.ndarray, reviews: int, max_tokens: int, seed: int, split: str) -> np.ndarray:
     """`reviews` positions drawn without replacement (seeded) among those of at most `max_tokens` tokens."""
-    if not isinstance(reviews, int) or isinstance(reviews, bool) or reviews < 1:
-        raise AttnclfError(f"reviews={reviews!r}; allowed: a whole number >= 1")
-    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 2:
-        raise AttnclfError(f"max_tokens={max_tokens!r}; allowed: a whole number >= 2")
     eligible = np.flatnonzero(lengths <= max_tokens)
     if reviews > len(eligible):
         raise AttnclfError(
@@ -68,7 +53,7 @@ def summarize(x: np.ndarray) -> dict:
 
 
 def measure(
-    clf: Classifier, seqs: list[np.ndarray], labels: np.ndarray, ks: list[float], cfg: DictConfig
+    clf: Classifier, seqs: list[np.ndarray], labels: np.ndarray, ks: list[float], cfg: FaithfulnessConfig
 ) -> tuple[dict, dict]:
     """All the measures on the reviews: (the JSON result, per-review arrays for figures)."""
     model = clf.module.model
@@ -180,21 +165,20 @@ def flip_summary(count: np.ndarray, fraction: np.ndarray) -> dict:
 
 
 def faithfulness(cfg: DictConfig) -> dict:
-    if not cfg.get("ckpt"):
-        raise AttnclfError("give the checkpoint to examine: ckpt=<path to .ckpt or a run folder>")
+    """The measures on `reviews` reviews of the run's own split (data.split of the data it was trained on,
+    data.json; data.* keys given go over it)."""
+    cfg = faithfulness_settings(cfg)  # every value typed and checked, before any checkpoint or data is read
     ckpt = best_checkpoint(cfg.ckpt)
-    clf = Classifier.from_checkpoint(ckpt, cfg.get("device", "cpu"))
-    ks = check_ks(cfg.ks)
-    if not isinstance(cfg.permutations, int) or cfg.permutations < 1:
-        raise AttnclfError(f"permutations={cfg.permutations!r}; allowed: a whole number >= 1")
-    dataset = split_as_trained(cfg.data, clf)
-    picked = sample(dataset.lengths, cfg.reviews, cfg.max_tokens, cfg.seed, cfg.data.split)
+    clf = Classifier.from_checkpoint(ckpt, cfg.device)
+    ks = cfg.ks
+    data, dataset = split_as_trained(clf, cfg.split, cfg.data)
+    picked = sample(dataset.lengths, cfg.reviews, cfg.max_tokens, cfg.seed, cfg.split)
     seqs = [dataset.tokens(i).astype(np.int64) for i in picked]
     labels = dataset.labels[dataset.rows[picked]]
     log.info(
         "%d reviews of %s (at most %d tokens), %s attention",
         len(seqs),
-        cfg.data.split,
+        cfg.split,
         cfg.max_tokens,
         clf.module.hparams.attention,
     )
@@ -204,8 +188,8 @@ def faithfulness(cfg: DictConfig) -> dict:
     result = {
         "checkpoint": str(ckpt),
         "attention": clf.module.hparams.attention,
-        "data": str(cfg.data.path),
-        "split": cfg.data.split,
+        "data": str(data.path or data.train_file),
+        "split": cfg.split,
         "reviews": len(seqs),
         "max_tokens": int(cfg.max_tokens),
         "eligible_share": float(np.mean(dataset.lengths <= cfg.max_tokens)),
@@ -215,7 +199,7 @@ def faithfulness(cfg: DictConfig) -> dict:
         **result,
         "total_seconds": round(time.perf_counter() - t0, 1),
     }
-    out = Path(cfg.output) if cfg.get("output") else run_dir_of(ckpt) / f"faithfulness_{cfg.data.split}"
+    out = Path(cfg.output) if cfg.output else run_dir_of(ckpt) / f"faithfulness_{cfg.split}"
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "faithfulness.json", result)
     fig = faithfulness_figure(result, arrays)
@@ -237,12 +221,18 @@ def faithfulness(cfg: DictConfig) -> dict:
     return result
 
 
-def load_all(runs: list[str], data: DictConfig, reviews: int, max_tokens: int, seed: int):
-    """Each run's Classifier, and the same sampled reviews as each of them reads them."""
+def load_all(runs: list[str], split: str, given: dict, reviews: int, max_tokens: int, seed: int,
+             cache_dir: str | None = None):  # fmt: skip
+    """Each run's Classifier, and the same sampled reviews as each of them reads them (the split `split` of
+    the data each was trained on, the data.* keys `given` over it: the runs must read the same rows)."""
     clfs = [Classifier.from_checkpoint(best_checkpoint(r)) for r in runs]
     reading = {(c.max_length, c.truncation) for c in clfs}
     if len(reading) > 1:
         raise AttnclfError(f"the checkpoints read reviews differently (max_length, truncation): {sorted(reading)}")
-    sets = [split_as_trained(data, c) for c in clfs]
-    picked = sample(sets[0].lengths, reviews, max_tokens, seed, data.split)
+    given = {**given, "cache_dir": cache_dir} if cache_dir else given
+    sets = [split_as_trained(c, split, given)[1] for c in clfs]
+    if any(len(s.rows) != len(sets[0].rows) or (s.rows != sets[0].rows).any() for s in sets):
+        raise AttnclfError(f"the runs read different {split} rows (trained on other data, or carved with another "
+                           "seed); compare runs of the same data and test rows")  # fmt: skip
+    picked = sample(sets[0].lengths, reviews, max_tokens, seed, split)
     return clfs, [[s.tokens(i).astype(np.int64) for i in picked] for s in sets]

@@ -19,14 +19,10 @@ from attnclf.data.loading import decode_utf8
 from attnclf.errors import AttnclfError
 from attnclf.inference.classifier import Classifier, Prediction, check_not_empty
 from attnclf.presentation.html import predictions_page
+from attnclf.settings.commands import PREDICT_INPUTS, predict_settings
 from attnclf.training.checkpoint import best_checkpoint
-from attnclf.utils.files import check_writable_file, write_atomic, write_text_atomic
+from attnclf.utils.files import write_atomic, write_text_atomic
 from attnclf.utils.jsonfile import dumps
-
-KEYS = {"ckpt", "text", "input", "output", "html", "batch_size", "top_k", "device", "column"}
-INPUTS = (".txt", ".csv", ".jsonl", ".parquet")
-OUTPUTS = (".csv", ".jsonl")
-
 
 HELP = """usage: python predict.py ckpt=<.ckpt or run folder> (text="a review" | input=<file>) [key=value ...]
 
@@ -41,35 +37,14 @@ HELP = """usage: python predict.py ckpt=<.ckpt or run folder> (text="a review" |
   device=DEVICE    cpu (default) or cuda"""
 
 
-def parse_args(argv: list[str]) -> dict:
-    if any(a in ("-h", "--help") for a in argv):
-        print(HELP)
-        raise SystemExit(0)
-    args: dict = {"batch_size": "64", "top_k": "5", "device": "cpu", "column": "text"}
-    for a in argv:
-        key, eq, value = a.partition("=")
-        if not eq or key not in KEYS:
-            raise AttnclfError(f"unknown argument {a!r}; give key=value with key one of: {', '.join(sorted(KEYS))}")
-        args[key] = value
-    for key in ("batch_size", "top_k"):
-        if not args[key].isdigit() or int(args[key]) <= 0:
-            raise AttnclfError(f"{key}={args[key]!r} must be a positive integer")
-        args[key] = int(args[key])
-    if "ckpt" not in args:
-        raise AttnclfError("give the checkpoint: ckpt=<path to .ckpt>")
-    if ("text" in args) == ("input" in args):
-        raise AttnclfError('give exactly one of text="a review" or input=<file>')
-    return args
-
-
 def read_rows(path: Path, column: str = "text") -> tuple[list[str], list[dict]]:
     """(reviews, rows) from a file: .txt one review per line; .csv / .jsonl / .parquet the `column` of each
     row, and each row's own columns (an id, say), which the output keeps so that it joins back."""
     if not path.is_file():
         raise AttnclfError(f"input file not found: {path}")
     suffix = path.suffix.lower()
-    if suffix not in INPUTS:
-        raise AttnclfError(f"input={path}: unknown file type {suffix!r}; allowed: {', '.join(INPUTS)}")
+    if suffix not in PREDICT_INPUTS:
+        raise AttnclfError(f"input={path}: unknown file type {suffix!r}; allowed: {', '.join(PREDICT_INPUTS)}")
     if suffix == ".parquet":
         import pyarrow.parquet as pq
 
@@ -117,7 +92,7 @@ PREDICTED = ("label", "prob", "top_words")  # the columns predict.py adds to eac
 def write_output(path: Path, rows: list[dict], preds: list[Prediction], top_k: int) -> None:
     """Each input row with its prediction added: label, prob, top_words (predicted_label, predicted_prob,
     predicted_top_words where the input already has a column of one of those names, such as a gold label)."""
-    suffix = path.suffix.lower()  # (checked by check_output before the work)
+    suffix = path.suffix.lower()  # (checked with the settings, before the work: PredictConfig)
     taken = set().union(*(r.keys() for r in rows))
     prefix = "predicted_" if taken & set(PREDICTED) else ""  # (all three, so that they read as one group)
     names = {k: prefix + k for k in PREDICTED}
@@ -143,36 +118,24 @@ def write_output(path: Path, rows: list[dict], preds: list[Prediction], top_k: i
     write_atomic(path, write)
 
 
-def check_output(path: Path) -> str:
-    """output=: a .csv or .jsonl file that can be written (its folder made where missing); its suffix."""
-    suffix = path.suffix.lower()
-    if suffix not in OUTPUTS:
-        raise AttnclfError(f"output={path}: unknown file type {suffix!r}; allowed: {', '.join(OUTPUTS)}")
-    check_writable_file("output", path)
-    return suffix
-
-
 def predict(argv: list[str]) -> list[Prediction]:
-    args = parse_args(argv)
-    if "output" in args:  # the files to write are checked before any work, not after it
-        check_output(Path(args["output"]))
-    if "html" in args:
-        check_writable_file("html", args["html"])
-    if "text" in args:
-        if not args["text"].strip():
-            raise AttnclfError('text= is empty; give a review: text="a wonderful film"')
-        texts, rows = [args["text"]], [{"text": args["text"]}]
+    if any(a in ("-h", "--help") for a in argv):
+        print(HELP)
+        raise SystemExit(0)
+    args = predict_settings(argv)  # (the files to write too are checked before any work, not after it)
+    if args.text is not None:
+        texts, rows = [args.text], [{"text": args.text}]
     else:
-        texts, rows = read_rows(Path(args["input"]), args["column"])
-        check_not_empty(texts, f"input={args['input']}: the {args['column']!r} of rows", first=1)
-    clf = Classifier.from_checkpoint(best_checkpoint(args["ckpt"]), args["device"])
-    preds = clf.predict(texts, batch_size=args["batch_size"])
+        texts, rows = read_rows(Path(args.input), args.column)
+        check_not_empty(texts, f"input={args.input}: the {args.column!r} of rows", first=1)
+    clf = Classifier.from_checkpoint(best_checkpoint(args.ckpt), args.device)
+    preds = clf.predict(texts, batch_size=args.batch_size)
     for t, p in zip(texts, preds, strict=True):
-        top = ", ".join(f"{w} {v:.2f}" for w, v in p.top_words(args["top_k"]))
+        top = ", ".join(f"{w} {v:.2f}" for w, v in p.top_words(args.top_k))
         preview = " ".join(t.split())[:70]
         print(f"{p.label_name}\t{p.prob:.3f}\t{preview!r}\ttop: {top}")
-    if "output" in args:
-        write_output(Path(args["output"]), rows, preds, args["top_k"])
-    if "html" in args:
-        write_text_atomic(args["html"], predictions_page(preds))  # (its folder made where missing)
+    if args.output is not None:
+        write_output(Path(args.output), rows, preds, args.top_k)
+    if args.html is not None:
+        write_text_atomic(args.html, predictions_page(preds))  # (its folder made where missing)
     return preds

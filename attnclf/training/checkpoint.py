@@ -10,8 +10,8 @@ from pathlib import Path
 import torch
 from pytorch_lightning.plugins.io import TorchCheckpointIO
 
-from attnclf.config import CLASSIFIER
 from attnclf.errors import AttnclfError
+from attnclf.settings.classifier import CLASSIFIER
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):

@@ -11,7 +11,9 @@ import torch.nn.functional as F
 from torchmetrics import MaxMetric
 from torchmetrics.classification import MulticlassAccuracy, MulticlassConfusionMatrix, MulticlassF1Score
 
-from attnclf.config import (
+from attnclf.errors import AttnclfError
+from attnclf.models.classifier import AttentionClassifier
+from attnclf.settings.classifier import (
     CLASSIFIER,
     ClassifierConfig,
     ModelConfig,
@@ -19,8 +21,6 @@ from attnclf.config import (
     RegularizerConfig,
     classifier_hparams,
 )
-from attnclf.errors import AttnclfError
-from attnclf.models.classifier import AttentionClassifier
 from attnclf.training.regularizers import adversarial_losses, virtual_adversarial_loss
 
 log = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ def adamw(model: torch.nn.Module, lr: float, weight_decay: float, fused: bool = 
 
 def unpack(batch) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """(ids, lengths, labels, host lengths) of a batch from the loader (ids, lengths, labels), or of one
-    moved to the device (ids, host lengths, labels, lengths: IMDBDataModule.transfer_batch_to_device)."""
+    moved to the device (ids, host lengths, labels, lengths: TextDataModule.transfer_batch_to_device)."""
     if len(batch) == 4:
         ids, host, y, lengths = batch
         return ids, lengths, y, host
@@ -184,8 +184,8 @@ class TrainingModule(L.LightningModule):
 
 
 class AttnClassifierModule(TrainingModule):
-    """The classifier's LightningModule, built from a ClassifierConfig's parts (attnclf/config.py), which it
-    saves in its checkpoint, nested, beside the data's vocabulary size and classes and its kind."""
+    """The classifier's LightningModule, built from a ClassifierConfig (attnclf/settings/classifier.py), which
+    it saves in its checkpoint, nested, beside the data's vocabulary size and classes and its kind."""
 
     def __init__(
         self,
@@ -196,26 +196,30 @@ class AttnClassifierModule(TrainingModule):
         optimizer: dict | None = None,
         regularizer: dict | str | None = None,
         kind: str = CLASSIFIER,
+        config: ClassifierConfig | None = None,
         **flat,
     ):
-        """`model`, `optimizer`, `regularizer`: dicts of ModelConfig, OptimizerConfig, RegularizerConfig (as
-        the checkpoint holds them). Flat arguments (hidden_dim=..., lr=..., regularizer="adversarial",
-        regularizer_epsilon=...), as checkpoints before ClassifierConfig held them, are read the same way."""
+        """`config`: the settings as train() built and checked them. Or, as a checkpoint holds them,
+        `model`, `optimizer`, `regularizer`: dicts of ModelConfig, OptimizerConfig, RegularizerConfig (checked
+        here). Flat arguments (hidden_dim=..., lr=..., regularizer="adversarial", regularizer_epsilon=...), as
+        checkpoints before ClassifierConfig held them, are read the same way."""
         super().__init__()
-        if model is None or optimizer is None or not isinstance(regularizer, dict) or flat:
-            given = {"regularizer": regularizer} if isinstance(regularizer, str) else {}
-            hp = classifier_hparams({"vocab_size": vocab_size, "num_classes": num_classes, "attention": attention,
-                                     **given, **(model or {}), **(optimizer or {}), **flat})  # fmt: skip
-            model, optimizer, regularizer = hp["model"], hp["optimizer"], hp["regularizer"]
-        self.config = ClassifierConfig(
-            attention, ModelConfig(**model), OptimizerConfig(**optimizer), RegularizerConfig(**regularizer)
-        )
-        self.config.check()
+        if config is None:
+            if model is None or optimizer is None or not isinstance(regularizer, dict) or flat:
+                given = {"regularizer": regularizer} if isinstance(regularizer, str) else {}
+                hp = classifier_hparams({"vocab_size": vocab_size, "num_classes": num_classes, "attention": attention,
+                                         **given, **(model or {}), **(optimizer or {}), **flat})  # fmt: skip
+                model, optimizer, regularizer = hp["model"], hp["optimizer"], hp["regularizer"]
+            config = ClassifierConfig(
+                attention, ModelConfig(**model), OptimizerConfig(**optimizer), RegularizerConfig(**regularizer)
+            )
+            config.check()
+        self.config = config
         # logger=False: train(cfg) writes the hparams once, at the end, with the final metrics
         saved = {"kind": CLASSIFIER, "vocab_size": vocab_size, "num_classes": num_classes, **self.config.as_dict()}
         self.save_hyperparameters(saved, logger=False)
         m = self.config.model
-        self.model = AttentionClassifier(vocab_size, num_classes, attention=attention, **m.network())
+        self.model = AttentionClassifier(vocab_size, num_classes, attention=config.attention, **m.network())
         # `embeddings` (random, word2vec or a vectors file) and `init_from` (a pretrain.py checkpoint) are where
         # train() took the initial weights from: a record only, as the weights themselves are in the state dict
         self.model.embed.weight.requires_grad_(not m.freeze_embeddings)

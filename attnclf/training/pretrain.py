@@ -8,20 +8,13 @@ import math
 from pathlib import Path
 
 import pytorch_lightning as L
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from attnclf.data.lm import LMDataModule
-from attnclf.errors import AttnclfError
 from attnclf.models.language_model import KIND
+from attnclf.settings.classifier import ModelConfig
+from attnclf.settings.commands import pretrain_settings
 from attnclf.training.checkpoint import checkpoint_kind
-from attnclf.training.checks import (
-    check_fraction,
-    check_paths,
-    check_positive_int,
-    check_positive_number,
-    check_process,
-    check_trainer,
-)
 from attnclf.training.lm_module import LanguageModelModule
 from attnclf.training.resume import check_resumed_vocab, resume_point, resumed_step_of
 from attnclf.training.trainer import make_trainer, peak_rss_mb, prepare_process, timed_fit
@@ -30,69 +23,46 @@ from attnclf.utils.jsonfile import write_json
 log = logging.getLogger(__name__)
 
 
-def validate(cfg: DictConfig) -> None:
-    check_process(cfg)
-    check_paths(cfg)
-    check_trainer(cfg)
-    for key in ("model.embed_dim", "model.hidden_dim"):
-        check_positive_int(cfg, key)
-    if cfg.model.num_layers != 1:
-        raise AttnclfError(f"model.num_layers={cfg.model.num_layers!r}; pretraining has one layer per direction: 1")
-    check_positive_number(cfg, "lm.lr")
-    cutoffs = cfg.lm.cutoffs
-    if not OmegaConf.is_list(cutoffs) or not all(isinstance(c, int) and not isinstance(c, bool) and c > 0
-                                                 for c in cutoffs):  # fmt: skip
-        raise AttnclfError(f"lm.cutoffs={cutoffs!r}; allowed: a list of positive integers, e.g. [2000,10000]")
-    vocab_size = OmegaConf.select(cfg, "data.vocab_size")
-    if isinstance(vocab_size, int) and any(c >= vocab_size - 1 for c in cutoffs):
-        raise AttnclfError(
-            f"lm.cutoffs={list(cutoffs)}: each must be below data.vocab_size={vocab_size} less 1 (the words before "
-            f"the first cutoff are the adaptive softmax's head, the rest its tail clusters)"
-        )
-    check_fraction(cfg, "lm.dropout")
-
-
-def matches(hp: dict, cfg: DictConfig) -> bool:
+def matches(hp: dict, model: ModelConfig) -> bool:
     """Whether a checkpoint is a language model of this command's sizes (for ckpt_path=last)."""
     return (
         checkpoint_kind(hp) == KIND
-        and hp.get("embed_dim") == cfg.model.embed_dim
-        and hp.get("hidden_dim") == cfg.model.hidden_dim
+        and hp.get("embed_dim") == model.embed_dim
+        and hp.get("hidden_dim") == model.hidden_dim
     )
 
 
-def mismatch(hp: dict, run: Path, cfg: DictConfig) -> str | None:
+def mismatch(hp: dict, run: Path, model: ModelConfig) -> str | None:
     """Why a checkpoint given by name cannot continue as this command's pretraining (None: it can)."""
     if checkpoint_kind(hp) != KIND:
         return f"{run} is not a pretrain.py run (its checkpoint is a classifier's); give a pretraining run"
-    if not matches(hp, cfg):
+    if not matches(hp, model):
         return (
             f"that run has model.embed_dim={hp.get('embed_dim')}, model.hidden_dim={hp.get('hidden_dim')}, this "
-            f"command {cfg.model.embed_dim}, {cfg.model.hidden_dim}; resume with the run's own settings"
+            f"command {model.embed_dim}, {model.hidden_dim}; resume with the run's own settings"
         )
     return None
 
 
 def pretrain(cfg: DictConfig) -> float:
     """Fit both language models, write metrics.json; return the best val/loss (mean NLL per token)."""
-    validate(cfg)
-    prepare_process(cfg)
-    resume = resume_point(cfg, lambda hp: matches(hp, cfg), lambda hp, run: mismatch(hp, run, cfg))
-    L.seed_everything(cfg.seed, workers=True, verbose=False)  # (the seed is in the run's config and metrics)
-    out = Path(cfg.paths.output_dir)
+    s = pretrain_settings(cfg)  # every value typed and checked, before any data work (attnclf/settings/)
+    prepare_process(s.run)
+    resume = resume_point(s.run.ckpt_path, s.paths, lambda hp: matches(hp, s.model),
+                          lambda hp, run: mismatch(hp, run, s.model))  # fmt: skip
+    cfg.paths.output_dir = s.paths.output_dir  # (a resumed run's own: the loggers and checkpoints built from cfg)
+    L.seed_everything(s.run.seed, workers=True, verbose=False)  # (the seed is in the run's config and metrics)
+    out = Path(s.paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     trainer, throughput = make_trainer(cfg, resumed_step_of(resume))  # (before any data work)
 
-    lm = cfg.lm
-    datamodule = LMDataModule(
-        **cfg.data, seed=cfg.seed, vocab_path=str(out / "vocab.json"),
-        unlabeled_split=lm.unlabeled_split, val_texts=lm.val_texts,
-    )  # fmt: skip
+    lm = s.lm
+    datamodule = LMDataModule(s.data, lm, s.run.seed, vocab_path=str(out / "vocab.json"))
     datamodule.setup("fit")
     module = LanguageModelModule(
         vocab_size=len(datamodule.vocab),
-        embed_dim=cfg.model.embed_dim,
-        hidden_dim=cfg.model.hidden_dim,
+        embed_dim=s.model.embed_dim,
+        hidden_dim=s.model.hidden_dim,
         dropout=lm.dropout,
         cutoffs=list(lm.cutoffs),
         div_value=lm.div_value,

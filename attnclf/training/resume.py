@@ -8,10 +8,10 @@ import shutil
 import warnings
 from pathlib import Path
 
-from omegaconf import DictConfig
-
-from attnclf.config import CLASSIFIER, ClassifierConfig, setting_differences
+from attnclf.data.splits import RECORD
 from attnclf.errors import AttnclfError
+from attnclf.settings.classifier import CLASSIFIER, ClassifierConfig, setting_differences
+from attnclf.settings.run import PathsConfig
 from attnclf.training.checkpoint import checkpoint_kind, find_resume, load_checkpoint, run_dir_of
 from attnclf.utils.jsonfile import read_json
 
@@ -31,22 +31,23 @@ def start_of(run: Path, unknown: dict) -> tuple[dict, dict | None]:
     return start["embeddings"], start["init_from"]
 
 
-def resume_point(cfg: DictConfig, matches, mismatch=None) -> Path | None:
-    """The checkpoint `cfg.ckpt_path` names (None: a fresh run); a resumed run continues in its own folder.
+def resume_point(ckpt_path: str | None, paths: PathsConfig, matches, mismatch=None) -> Path | None:
+    """The checkpoint `ckpt_path` names (None: a fresh run); a resumed run continues in its own folder
+    (paths.output_dir becomes it).
 
     `last` picks a run whose checkpoint's hyperparameters pass `matches`; a run given by name is refused
     where `mismatch(hyperparameters, run folder)` gives a reason (one line).
     """
-    if not cfg.get("ckpt_path"):
+    if not ckpt_path:
         return None
-    here = Path(cfg.paths.output_dir)
-    resume = find_resume(cfg.ckpt_path, Path(cfg.paths.runs_dir), here, matches)
-    if cfg.ckpt_path != "last" and mismatch is not None:
+    here = Path(paths.output_dir)
+    resume = find_resume(ckpt_path, Path(paths.runs_dir), here, matches)
+    if ckpt_path != "last" and mismatch is not None:
         why = mismatch(load_checkpoint(resume).get("hyper_parameters", {}), run_dir_of(resume))
         if why:
-            raise AttnclfError(f"ckpt_path={cfg.ckpt_path!r}: {why}")
+            raise AttnclfError(f"ckpt_path={ckpt_path!r}: {why}")
     if run_dir_of(resume).resolve() != here.resolve():  # continue in the interrupted run's folder
-        cfg.paths.output_dir = str(run_dir_of(resume))
+        paths.output_dir = str(run_dir_of(resume))
         move_log_to(run_dir_of(resume), here)
     log.info("resuming %s", resume)
     # the run's own checkpoints are in its checkpoints/: Lightning's warning that the folder is not empty is no news
@@ -119,5 +120,5 @@ def close_logs_in(folder: Path) -> list[logging.FileHandler]:
 def remove_if_unused(folder: Path) -> None:
     """Remove a run folder that holds nothing but Hydra's config, an empty or only-started log, the
     vocabulary and the start record (a start that failed or was stopped before training)."""
-    if folder.is_dir() and {p.name for p in folder.iterdir()} <= {".hydra", "train.log", "vocab.json", START}:
+    if folder.is_dir() and {p.name for p in folder.iterdir()} <= {".hydra", "train.log", "vocab.json", START, RECORD}:
         shutil.rmtree(folder, ignore_errors=True)

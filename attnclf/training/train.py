@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytorch_lightning as L
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
-from attnclf.data.datamodule import IMDBDataModule
+from attnclf.data.datamodule import TextDataModule
+from attnclf.data.splits import RECORD, record_of
 from attnclf.data.vectors import initial_embeddings
-from attnclf.training.checks import validate
+from attnclf.settings.commands import train_settings
 from attnclf.training.init_from import check_init_from, load_pretrained
 from attnclf.training.module import AttnClassifierModule
 from attnclf.training.resume import (
@@ -41,23 +42,26 @@ log = logging.getLogger(__name__)
 
 def train(cfg: DictConfig) -> float:
     """Fit, test the best checkpoint, write metrics.json; return the metric `cfg.optimized_metric`."""
-    config = validate(cfg)  # the classifier's settings, typed: attention, model, optimizer, regularizer
-    m = config.model
+    s = train_settings(cfg)  # every value typed and checked, before any data work (attnclf/settings/)
+    config, m, run = s.classifier, s.classifier.model, s.run
     init_from = None
     if m.init_from:  # (checked before any data work; read once)
-        init_from = check_init_from(str(m.init_from), m.embed_dim, m.hidden_dim, m.num_layers, cfg.paths.pretrain_dir)
-    prepare_process(cfg)
-    resume = resume_point(cfg, lambda hp: same_settings(hp, config), lambda hp, run: settings_mismatch(hp, run, config))
-    if resume is not None and cfg.ckpt_path == "last":
-        log.info("ckpt_path=last: the newest unfinished run with attention=%s and these model settings", cfg.attention)
-    L.seed_everything(cfg.seed, workers=True, verbose=False)  # (the seed is in the run's config and metrics)
-    out = Path(cfg.paths.output_dir)
+        init_from = check_init_from(str(m.init_from), m.embed_dim, m.hidden_dim, m.num_layers, s.paths.pretrain_dir)
+    prepare_process(run)
+    resume = resume_point(run.ckpt_path, s.paths, lambda hp: same_settings(hp, config),
+                          lambda hp, folder: settings_mismatch(hp, folder, config))  # fmt: skip
+    if resume is not None and run.ckpt_path == "last":
+        log.info("ckpt_path=last: the newest unfinished run with attention=%s and these model settings",
+                 config.attention)  # fmt: skip
+    cfg.paths.output_dir = s.paths.output_dir  # (a resumed run's own: the loggers and checkpoints built from cfg)
+    L.seed_everything(run.seed, workers=True, verbose=False)  # (the seed is in the run's config and metrics)
+    out = Path(s.paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     trainer, throughput = make_trainer(cfg, resumed_step_of(resume))  # (it draws no random numbers)
 
-    datamodule = IMDBDataModule(**cfg.data, seed=cfg.seed, vocab_path=str(out / "vocab.json"))
+    datamodule = TextDataModule(s.data, run.seed, vocab_path=str(out / "vocab.json"))
     datamodule.setup("fit")
-    model = AttnClassifierModule(len(datamodule.vocab), datamodule.num_classes, **config.as_dict())
+    model = AttnClassifierModule(len(datamodule.vocab), datamodule.num_classes, config=config)
     reg = config.regularizer
     if reg.name == "virtual_adversarial":
         n = datamodule.setup_unlabeled(reg.unlabeled_split, reg.unlabeled_batch_size)
@@ -67,9 +71,7 @@ def train(cfg: DictConfig) -> float:
     if m.init_from:  # the embedding comes from the language models, with the encoder
         embeddings, source = {"source": "init_from"}, "random"
     if resume is None and source != "random":  # (a resumed run has its embedding in the checkpoint)
-        matrix, embeddings = initial_embeddings(
-            source, datamodule, m.embed_dim, OmegaConf.to_container(cfg.get("word2vec") or {}), cfg.paths.cache_dir
-        )
+        matrix, embeddings = initial_embeddings(source, datamodule, m.embed_dim, s.word2vec, s.paths.cache_dir)
         model.model.embed.weight.data.copy_(torch.from_numpy(matrix))
     pretrained = None
     if resume is None and init_from is not None:
@@ -80,15 +82,17 @@ def train(cfg: DictConfig) -> float:
     # reports the start of the run it continues
     if resume is None:
         write_json(out / START, {"embeddings": embeddings, "init_from": pretrained})
+        # which data, read how, and the rows it carved: eval.py and faithfulness.py read the same test rows
+        write_json(out / RECORD, record_of(s.data, run.seed, datamodule.carved))
     else:
         embeddings, pretrained = start_of(out, {"source": "init_from" if m.init_from else str(m.embeddings)})
-    at_least_steps(trainer, cfg.get("min_steps"), datamodule)
+    at_least_steps(trainer, run.min_steps, datamodule)
 
     fit_seconds = timed_fit(trainer, model, datamodule, resume, "training", out / "checkpoints")
 
     best = trainer.checkpoint_callback.best_model_path if trainer.checkpoint_callback else ""
     tested = {}
-    if cfg.get("test", True):  # the best checkpoint by val/acc (the first ModelCheckpoint's)
+    if run.test:  # the best checkpoint by val/acc (the first ModelCheckpoint's)
         tested = trainer.test(
             model, datamodule=datamodule, ckpt_path="best" if best else None, verbose=False, weights_only=True
         )[0]
@@ -98,8 +102,8 @@ def train(cfg: DictConfig) -> float:
     val_best = float(model.val_acc_best.max_value)
 
     metrics = {
-        "attention": cfg.attention,
-        "seed": cfg.seed,
+        "attention": config.attention,
+        "seed": run.seed,
         "val/acc": val_best if math.isfinite(val_best) else nan,
         "test/acc": tested.get("test/acc", nan),
         "test/loss": tested.get("test/loss", nan),
@@ -127,7 +131,7 @@ def train(cfg: DictConfig) -> float:
         "text_lengths": datamodule.length_stats,  # tokens per training text: percentiles, share kept whole
         "best_checkpoint": best,
         "vocab": str(out / "vocab.json"),
-        "hparams": hparams_of(cfg, config, datamodule.train_batch_size()),
+        "hparams": hparams_of(s, datamodule.train_batch_size()),
     }
     if trainer.is_global_zero:
         write_hparams(
@@ -148,4 +152,4 @@ def train(cfg: DictConfig) -> float:
             metrics["train_tokens_per_sec"],
             out / "metrics.json",
         )
-    return metrics[cfg.get("optimized_metric") or "val/acc"]
+    return metrics[run.optimized_metric]

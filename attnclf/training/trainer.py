@@ -16,20 +16,16 @@ import pytorch_lightning as L
 import torch
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 from pytorch_lightning.utilities.exceptions import SIGTERMException
 
-from attnclf.config import ClassifierConfig
 from attnclf.errors import AttnclfError, Interrupted
+from attnclf.settings.run import RunConfig
 from attnclf.training.callbacks import Throughput
 from attnclf.training.checkpoint import AtomicCheckpointIO
 from attnclf.utils.memory import keep_freed_memory
 
 log = logging.getLogger(__name__)
-
-# besides the classifier's own settings (attnclf/config.py), what the HParams dashboard shows of a run
-RUN_HPARAMS = ("seed", "data.max_length", "data.batch_size", "data.vocab_size", "trainer.max_epochs")
-
 
 # Lightning's warnings that a user of this tool cannot act on (its own internals, or settings that
 # train() makes on purpose); the ones that matter stay.
@@ -49,14 +45,18 @@ def quiet_known_warnings() -> None:
         warnings.filterwarnings("ignore", message=pattern)
 
 
-def hparams_of(cfg: DictConfig, config: ClassifierConfig, batch_size: int) -> dict:
+def hparams_of(settings, batch_size: int) -> dict:
     """The run's hyperparameters by their config keys (TensorBoard's HParams dashboard and metrics.json):
-    every setting of the classifier, and RUN_HPARAMS, data.batch_size as trained (`batch_size`: auto's choice)."""
+    every setting of the classifier (settings.classifier), and the run's seed, data sizes and epochs,
+    data.batch_size as trained (`batch_size`: auto's choice)."""
+    config = settings.classifier
     flat = {"attention": config.attention}
     for section in ("model", "optimizer", "regularizer"):
         for key, value in asdict(getattr(config, section)).items():
             flat[f"{section}.{key}"] = value
-    return {**flat, **{key: OmegaConf.select(cfg, key) for key in RUN_HPARAMS}, "data.batch_size": batch_size}
+    run = {"seed": settings.run.seed, "data.max_length": settings.data.max_length,
+           "data.vocab_size": settings.data.vocab_size, "trainer.max_epochs": settings.trainer.max_epochs}  # fmt: skip
+    return {**flat, **run, "data.batch_size": batch_size}
 
 
 def instantiate_group(group: DictConfig | None) -> list:
@@ -154,12 +154,12 @@ def peak_gpu_mb(trainer: L.Trainer) -> float:
     return torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else float("nan")
 
 
-def prepare_process(cfg: DictConfig) -> None:
+def prepare_process(run: RunConfig) -> None:
     """Process-wide settings of an entry point: warnings, threads, the allocator."""
     quiet_known_warnings()
-    if cfg.get("num_threads"):
-        torch.set_num_threads(cfg.num_threads)
-    if cfg.get("keep_freed_memory"):
+    if run.num_threads:
+        torch.set_num_threads(run.num_threads)
+    if run.keep_freed_memory:
         keep_freed_memory()
 
 

@@ -8,17 +8,33 @@ from collections.abc import Sequence
 from attnclf.errors import AttnclfError
 
 
+def whole(value) -> bool:
+    """`value` is a whole number (an int, not a bool: YAML's true is not 1 here)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def number(value) -> bool:
+    """`value` is an int or a float (not a bool)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
 def positive_int(key: str, value, null: str | None = None) -> None:
     """`value` is a whole number > 0 (or None, where `null` says what None means)."""
     if value is None and null:
         return
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+    if not whole(value) or value <= 0:
         raise AttnclfError(f"{key}={value!r} must be a positive integer" + (f" or null ({null})" if null else ""))
+
+
+def at_least(key: str, value, low: int, means: str = "") -> None:
+    """`value` is a whole number >= low, or None (the setting left to its library)."""
+    if value is not None and (not whole(value) or value < low):
+        raise AttnclfError(f"{key}={value!r} must be a whole number >= {low}{means}")
 
 
 def positive_int_or_auto(key: str, value) -> None:
     """`value` is a whole number > 0, or "auto" (chosen from the data)."""
-    if value != "auto" and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+    if value != "auto" and (not whole(value) or value < 1):
         raise AttnclfError(f"{key}={value!r} must be a positive integer or auto")
 
 
@@ -29,13 +45,13 @@ def shown(value) -> str:
 
 def positive_number(key: str, value) -> None:
     """`value` is a number > 0 (and finite)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+    if not number(value) or not 0 < value < math.inf:
         raise AttnclfError(f"{key}={shown(value)} must be a number > 0")
 
 
 def fraction(key: str, value) -> None:
     """`value` is a number in [0, 1)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+    if not number(value) or not 0 <= value < 1:
         raise AttnclfError(f"{key}={shown(value)} must be in [0, 1)")
 
 

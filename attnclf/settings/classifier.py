@@ -14,12 +14,13 @@ Checkpoints written before these objects held the same settings flat (`lr`, `reg
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
-from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf import DictConfig
 
 from attnclf.errors import AttnclfError
+from attnclf.settings.typed import register, typed
 from attnclf.utils.checks import fraction, one_of, positive_int, positive_number, shown
 
 ATTENTIONS = ("dot", "additive")
@@ -27,6 +28,7 @@ ATTENTION_INITS = ("xavier", "default")  # additive attention's initialisation
 GRU_KERNELS = ("auto", "concurrent", "padded", "packed")
 SCHEDULES = ("cosine", "constant")
 REGULARIZERS = ("none", "adversarial", "virtual_adversarial")
+EMBEDDINGS = ("random", "word2vec")  # or a path to a vectors file
 CLASSIFIER = "classifier"  # a classifier checkpoint's hyper_parameters["kind"] (language models: theirs)
 
 
@@ -56,6 +58,30 @@ class ModelConfig:
         fraction("model.embed_dropout", self.embed_dropout)
         one_of("model.attention_init", self.attention_init, ATTENTION_INITS)
         one_of("model.gru_kernel", self.gru_kernel, GRU_KERNELS)
+
+    def check_embeddings_file(self) -> None:
+        """model.embeddings is random, word2vec, or a word2vec vectors file (text or binary) of embed_dim dims.
+        Such a file starts with the line `<words> <dims>`: that line only is read, so a large file is checked
+        at once and read in full once, when it is used. (Not part of check(): a checkpoint records the file
+        it started from, which need not be there where the checkpoint is used.)"""
+        path = self.embeddings
+        if path in EMBEDDINGS:
+            return
+        p = Path(path)
+        if not p.is_file():
+            raise AttnclfError(
+                f"model.embeddings={path!r}: no such file; allowed: {', '.join(EMBEDDINGS)} or a vectors file"
+            )
+        with open(p, "rb") as f:
+            header = f.readline(200).split()
+        if len(header) != 2 or not all(x.isdigit() for x in header):
+            raise AttnclfError(
+                f"model.embeddings={path!r} is not a word2vec vectors file: no '<words> <dims>' first line"
+            )
+        found = int(header[1])
+        if found != self.embed_dim:
+            raise AttnclfError(f"model.embeddings={path!r} has {found}-dim vectors, model.embed_dim={self.embed_dim}; "
+                               f"set model.embed_dim={found}")  # fmt: skip
 
     def network(self) -> dict:
         """The network's own arguments (AttentionClassifier), without where its weights start from."""
@@ -122,32 +148,14 @@ class ClassifierConfig:
 RUNTIME_ONLY = ("model.gru_kernel", "regularizer.unlabeled_split", "regularizer.unlabeled_batch_size")
 
 
-TYPE_WORDS = {"int": "a whole number", "float": "a number", "bool": "true or false", "str": "a string"}
-
-
-def _typed(cls, node, key: str):
-    """`node` (a config group) as a `cls` instance, types checked by OmegaConf; one line where one is wrong."""
-    try:
-        merged = OmegaConf.merge(OmegaConf.structured(cls), node if node is not None else {})
-        return OmegaConf.to_object(merged)
-    except OmegaConfBaseException as e:
-        names = [f.name for f in fields(cls)]
-        if e.key not in names:
-            raise AttnclfError(f"{key}.{e.key} is not a setting of {key}; allowed: {', '.join(names)}") from None
-        annotation = next(str(f.type) for f in fields(cls) if f.name == e.key)  # e.g. "int | None"
-        wanted = " or ".join(TYPE_WORDS.get(t.strip(), "null" if t.strip() == "None" else t.strip())
-                             for t in annotation.split("|"))  # fmt: skip
-        raise AttnclfError(f"{key}.{e.key}={e.value!r} must be {wanted}") from None
-
-
 def classifier_config(cfg: DictConfig) -> ClassifierConfig:
     """The classifier's settings from a composed train.yaml config, typed and checked (one line where not)."""
     one_of("attention", cfg.get("attention"), ATTENTIONS)
     config = ClassifierConfig(
         attention=cfg.attention,
-        model=_typed(ModelConfig, cfg.get("model"), "model"),
-        optimizer=_typed(OptimizerConfig, cfg.get("optimizer"), "optimizer"),
-        regularizer=_typed(RegularizerConfig, cfg.get("regularizer"), "regularizer"),
+        model=typed(ModelConfig, cfg.get("model"), "model"),
+        optimizer=typed(OptimizerConfig, cfg.get("optimizer"), "optimizer"),
+        regularizer=typed(RegularizerConfig, cfg.get("regularizer"), "regularizer"),
     )
     config.check()
     return config
@@ -199,12 +207,4 @@ def setting_differences(saved: dict, now: ClassifierConfig) -> dict[str, tuple]:
     return differ
 
 
-def _store() -> None:
-    from hydra.core.config_store import ConfigStore
-
-    cs = ConfigStore.instance()
-    for name, node in (("model", ModelConfig), ("optimizer", OptimizerConfig), ("regularizer", RegularizerConfig)):
-        cs.store(group="attnclf_schema", name=name, node=node)
-
-
-_store()
+register(model=ModelConfig, optimizer=OptimizerConfig, regularizer=RegularizerConfig)

@@ -1,0 +1,277 @@
+"""Each command's settings whole, typed and checked once, at its entry point, before any data work:
+`train_settings(cfg)` (train.py), `pretrain_settings(cfg)` (pretrain.py), `eval_settings(cfg)`,
+`faithfulness_settings(cfg)` and `predict_settings(argv)`. Each check fails in one line naming the value
+and what is allowed (AttnclfError)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from attnclf.errors import AttnclfError
+from attnclf.settings.classifier import ClassifierConfig, ModelConfig, classifier_config
+from attnclf.settings.data import DataConfig, Word2VecConfig
+from attnclf.settings.run import PathsConfig, RunConfig, TrainerConfig, TrainRunConfig
+from attnclf.settings.typed import register, typed
+from attnclf.utils.checks import fraction, number, positive_int, positive_number
+from attnclf.utils.files import check_writable_file
+
+
+def data_config(node) -> DataConfig:
+    """A data group as a DataConfig, checked."""
+    config = typed(DataConfig, node, "data")
+    config.check()
+    return config
+
+
+@dataclass
+class TrainSettings:
+    """train.py's settings: built by train_settings(cfg), handed down whole."""
+
+    run: TrainRunConfig
+    paths: PathsConfig
+    trainer: TrainerConfig
+    data: DataConfig
+    classifier: ClassifierConfig
+    word2vec: Word2VecConfig
+
+
+def train_settings(cfg: DictConfig) -> TrainSettings:
+    """A composed train.yaml config as typed settings, each checked: one line for the first bad value."""
+    run = TrainRunConfig.of(cfg)
+    run.check()
+    paths = typed(PathsConfig, cfg.get("paths"), "paths")
+    paths.check()
+    trainer = TrainerConfig.of(cfg.get("trainer"))
+    trainer.check()
+    data = data_config(cfg.get("data"))
+    # attention, model.*, optimizer.*, regularizer.*: typed and their ranges checked (settings/classifier.py)
+    classifier = classifier_config(cfg)
+    classifier.model.check_embeddings_file()
+    word2vec = typed(Word2VecConfig, cfg.get("word2vec"), "word2vec")
+    if classifier.model.embeddings == "word2vec":
+        word2vec.check()
+    return TrainSettings(run, paths, trainer, data, classifier, word2vec)
+
+
+@dataclass
+class LMConfig:
+    """The language models pretrain.py trains (conf/pretrain.yaml says each value)."""
+
+    dropout: float = 0.2
+    cutoffs: list[int] = field(default_factory=lambda: [2000, 10000])
+    div_value: float = 4.0
+    lr: float = 2e-3
+    weight_decay: float = 0.0
+    warmup_ratio: float = 0.02
+    val_texts: int = 1000
+    unlabeled_split: str | None = "unsupervised"
+
+    def check(self, vocab_size: int) -> None:
+        positive_number("lm.lr", self.lr)
+        if not self.cutoffs or not all(c > 0 for c in self.cutoffs):
+            raise AttnclfError(f"lm.cutoffs={self.cutoffs!r}; allowed: a list of positive integers, e.g. [2000,10000]")
+        if any(c >= vocab_size - 1 for c in self.cutoffs):
+            raise AttnclfError(
+                f"lm.cutoffs={list(self.cutoffs)}: each must be below data.vocab_size={vocab_size} less 1 (the words "
+                "before the first cutoff are the adaptive softmax's head, the rest its tail clusters)"
+            )
+        fraction("lm.dropout", self.dropout)
+        positive_number("lm.div_value", self.div_value)
+        fraction("lm.warmup_ratio", self.warmup_ratio)
+        if not 0 <= self.weight_decay:
+            raise AttnclfError(f"lm.weight_decay={self.weight_decay!r} must be a number >= 0")
+        positive_int("lm.val_texts", self.val_texts)
+
+
+@dataclass
+class PretrainSettings:
+    run: RunConfig
+    paths: PathsConfig
+    trainer: TrainerConfig
+    data: DataConfig
+    model: ModelConfig  # its embed_dim and hidden_dim: the classifier's to be
+    lm: LMConfig
+
+
+def pretrain_settings(cfg: DictConfig) -> PretrainSettings:
+    run = RunConfig.of(cfg)
+    run.check()
+    paths = typed(PathsConfig, cfg.get("paths"), "paths")
+    paths.check()
+    trainer = TrainerConfig.of(cfg.get("trainer"))
+    trainer.check()
+    model = typed(ModelConfig, cfg.get("model"), "model")
+    for key in ("embed_dim", "hidden_dim"):
+        positive_int(f"model.{key}", getattr(model, key))
+    if model.num_layers != 1:
+        raise AttnclfError(f"model.num_layers={model.num_layers!r}; pretraining has one layer per direction: 1")
+    lm = typed(LMConfig, cfg.get("lm"), "lm")
+    data = typed(DataConfig, cfg.get("data"), "data")
+    lm.check(data.vocab_size)
+    data.check()
+    return PretrainSettings(run, paths, trainer, data, model, lm)
+
+
+def check_device(device: str) -> None:
+    """A device torch knows and this machine has, refused in one line before any checkpoint is read."""
+    try:
+        kind = torch.device(device).type
+    except (RuntimeError, TypeError) as e:
+        raise AttnclfError(f"device={device!r} is not a device; allowed: cpu, cuda, cuda:N") from e
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise AttnclfError(f"device={device!r}: no GPU found (CUDA is not available here); use device=cpu")
+    if kind not in ("cpu", "cuda", "mps"):
+        raise AttnclfError(f"device={device!r}; allowed: cpu, cuda, cuda:N")
+
+
+def checkpoints_given(ckpt, what: str) -> list[str]:
+    """ckpt= as a list of checkpoints or run folders (one, or an ensemble's)."""
+    if not ckpt:
+        raise AttnclfError(f"give the checkpoint to {what}: ckpt=<path to .ckpt or a run folder>")
+    return [str(ckpt)] if isinstance(ckpt, (str, Path)) else [str(c) for c in ckpt]
+
+
+@dataclass
+class EvalConfig:
+    """eval.py's settings (conf/eval.yaml). `data`: the data.* keys given, each over the run's own (data.json)."""
+
+    ckpt: Any = None  # a checkpoint or run folder, or a list of them (an ensemble)
+    output: str | None = None
+    batch_size: int = 256
+    device: str = "cpu"
+    split: str = "test"  # (data.split on the command line)
+    data: dict = field(default_factory=dict)
+
+    def check(self) -> None:
+        self.ckpt = checkpoints_given(self.ckpt, "evaluate")
+        positive_int("batch_size", self.batch_size)
+        check_device(self.device)
+
+
+def given_data(cfg: DictConfig) -> tuple[str, dict]:
+    """(data.split, the other data.* keys given) of an eval or faithfulness config; their types checked."""
+    node = OmegaConf.to_container(cfg.get("data") or {}, resolve=True)
+    node = {k: v for k, v in node.items() if v is not None}  # (null: the run's own)
+    split = node.pop("split", "test")
+    if not isinstance(split, str):
+        raise AttnclfError(f"data.split={split!r} must be a split's name, e.g. data.split=test")
+    typed(DataConfig, node, "data")  # (each value's type and name; checked whole once merged with the run's)
+    return split, node
+
+
+def eval_settings(cfg: DictConfig) -> EvalConfig:
+    split, data = given_data(cfg)
+    values = {f.name: cfg.get(f.name) for f in fields(EvalConfig) if f.name not in ("split", "data") and f.name in cfg}
+    config = typed(EvalConfig, {**values, "split": split, "data": data}, "eval")
+    config.check()
+    return config
+
+
+@dataclass
+class FaithfulnessConfig:
+    """faithfulness.py's settings (conf/faithfulness.yaml says each)."""
+
+    ckpt: Any = None
+    reviews: int = 1000
+    max_tokens: int = 256
+    seed: int = 0
+    ks: Any = field(default_factory=lambda: [1, 3, 5, 0.1])
+    permutations: int = 100
+    batch_tokens: int = 8192
+    device: str = "cpu"
+    output: str | None = None
+    split: str = "test"
+    data: dict = field(default_factory=dict)
+
+    def check(self) -> None:
+        self.ckpt = checkpoints_given(self.ckpt, "examine")[0]
+        positive_int("reviews", self.reviews)
+        if self.max_tokens < 2:
+            raise AttnclfError(f"max_tokens={self.max_tokens!r}; allowed: a whole number >= 2")
+        positive_int("permutations", self.permutations)
+        positive_int("batch_tokens", self.batch_tokens)
+        self.ks = erasure_sizes(self.ks)
+        check_device(self.device)
+
+
+def erasure_sizes(ks) -> list[float]:
+    """Erasure sizes: whole numbers >= 1 (tokens) or fractions in (0, 1) of the review's length."""
+    if not isinstance(ks, (list, tuple)) or not ks:
+        raise AttnclfError(f"ks={ks!r}; give a list of token counts (>= 1) or fractions in (0, 1), e.g. [1,3,5,0.1]")
+    for k in ks:
+        if not number(k) or not (0 < k < 1 or (k >= 1 and k == int(k))):
+            raise AttnclfError(f"ks: {k!r} is out of range; allowed: whole numbers >= 1 or fractions in (0, 1)")
+    return [float(k) for k in ks]
+
+
+def faithfulness_settings(cfg: DictConfig) -> FaithfulnessConfig:
+    split, data = given_data(cfg)
+    names = [f.name for f in fields(FaithfulnessConfig) if f.name not in ("split", "data")]
+    values = {k: cfg.get(k) for k in names if k in cfg}
+    config = typed(FaithfulnessConfig, {**values, "split": split, "data": data}, "faithfulness")
+    config.check()
+    return config
+
+
+PREDICT_INPUTS = (".txt", ".csv", ".jsonl", ".parquet")
+PREDICT_OUTPUTS = (".csv", ".jsonl")
+
+
+@dataclass
+class PredictConfig:
+    """predict.py's key=value arguments (taken literally: a review may hold any character)."""
+
+    ckpt: str | None = None
+    text: str | None = None
+    input: str | None = None
+    output: str | None = None
+    html: str | None = None
+    batch_size: int = 64
+    top_k: int = 5
+    device: str = "cpu"
+    column: str = "text"
+
+    def check(self) -> None:
+        if self.ckpt is None:
+            raise AttnclfError("give the checkpoint: ckpt=<path to .ckpt>")
+        if (self.text is None) == (self.input is None):
+            raise AttnclfError('give exactly one of text="a review" or input=<file>')
+        if self.text is not None and not self.text.strip():
+            raise AttnclfError('text= is empty; give a review: text="a wonderful film"')
+        if self.output is not None:  # the files to write are checked before any work, not after it
+            suffix = Path(self.output).suffix.lower()
+            if suffix not in PREDICT_OUTPUTS:
+                raise AttnclfError(
+                    f"output={self.output}: unknown file type {suffix!r}; allowed: {', '.join(PREDICT_OUTPUTS)}"
+                )
+            check_writable_file("output", self.output)
+        if self.html is not None:
+            check_writable_file("html", self.html)
+        check_device(self.device)
+
+
+def predict_settings(argv: list[str]) -> PredictConfig:
+    """predict.py's arguments, key=value each, as a checked PredictConfig."""
+    keys = [f.name for f in fields(PredictConfig)]
+    args: dict = {}
+    for a in argv:
+        key, eq, value = a.partition("=")
+        if not eq or key not in keys:
+            raise AttnclfError(f"unknown argument {a!r}; give key=value with key one of: {', '.join(sorted(keys))}")
+        args[key] = value
+    for key in ("batch_size", "top_k"):
+        if key in args:
+            if not args[key].isdigit() or int(args[key]) <= 0:
+                raise AttnclfError(f"{key}={args[key]!r} must be a positive integer")
+            args[key] = int(args[key])
+    config = PredictConfig(**args)
+    config.check()
+    return config
+
+
+register(eval=EvalConfig, faithfulness=FaithfulnessConfig, lm=LMConfig)

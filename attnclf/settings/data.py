@@ -1,0 +1,130 @@
+"""Which data a run reads and how (`data`, conf/data/), and the word vectors learnt from it (`word2vec`).
+
+`DataConfig` is what the DataModule is built from, and what a run folder records of its data (data.json:
+`RECORDED`), so that eval.py and faithfulness.py read the run's own test rows without being told again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+
+from attnclf.errors import AttnclfError
+from attnclf.settings.typed import register
+from attnclf.utils.checks import at_least, one_of, positive_int, positive_int_or_auto
+
+TRUNCATIONS = ("head", "tail", "head_tail")
+
+
+@dataclass
+class DataConfig:
+    """Any text-classification dataset: a Hub id, a local folder or one file (conf/data/imdb.yaml says each)."""
+
+    path: str | None = "stanfordnlp/imdb"
+    name: str | None = None  # a Hub dataset's configuration
+    train_file: str | None = None  # or the splits as files (then path is not read)
+    validation_file: str | None = None
+    test_file: str | None = None
+    train_split: str = "train"
+    test_split: str = "test"
+    text_column: str = "text"
+    label_column: str = "label"
+    max_length: int = 400
+    eval_max_length: int | None = 1000
+    truncation: str = "head_tail"
+    batch_size: int | str = "auto"
+    eval_batch_size: int = 256
+    vocab_size: int = 30000
+    min_freq: int = 2
+    val_size: int | float = 0.1
+    test_size: int | float = 0.1
+    folds: int | None = None
+    fold: int | None = None
+    train_size: int | float | None = None
+    bucket_pool: int = 50
+    num_workers: int = 0
+    cache_dir: str | None = None
+
+    def check(self) -> None:
+        if not self.path and not self.train_file:
+            raise AttnclfError(
+                "data.path is required here: give the data's file, folder or Hub id, e.g. data.path=my.csv"
+            )
+        positive_int_or_auto("data.batch_size", self.batch_size)
+        for key in ("max_length", "eval_batch_size", "vocab_size", "min_freq", "bucket_pool"):
+            positive_int(f"data.{key}", getattr(self, key))
+        positive_int("data.eval_max_length", self.eval_max_length, "whole")
+        at_least("data.num_workers", self.num_workers, 0)
+        if self.vocab_size < 3:
+            raise AttnclfError(f"data.vocab_size={self.vocab_size!r} must be at least 3 (<pad>, <unk> and a word)")
+        one_of("data.truncation", self.truncation, TRUNCATIONS)
+        self.check_folds()
+        if self.text_column == self.label_column:
+            raise AttnclfError(
+                f"data.label_column={self.label_column!r} is data.text_column too; the labels need a column of "
+                "their own"
+            )
+        for key in ("val_size", "test_size"):
+            size = getattr(self, key)
+            if not (0 < size < 1 or (size >= 1 and float(size).is_integer())):
+                raise AttnclfError(f"data.{key}={size!r} must be a fraction in (0, 1) or a row count >= 1")
+        if self.train_size is not None and not 0 < self.train_size:
+            raise AttnclfError(f"data.train_size={self.train_size!r} must be a fraction in (0, 1], a row count "
+                               "or null (all training rows)")  # fmt: skip
+
+    def check_folds(self) -> None:
+        """data.folds (k-fold cross-validation: null, or 2 or more) and data.fold (0..folds-1), in one line."""
+        folds, fold = self.folds, self.fold
+        if folds is None:
+            if fold is not None:
+                raise AttnclfError(f"data.fold={fold!r} needs data.folds (how many folds), e.g. data.folds=10")
+            return
+        if folds < 2:
+            raise AttnclfError(f"data.folds={folds!r} must be a whole number >= 2 (or null: no cross-validation)")
+        if fold is None or not 0 <= fold < folds:
+            raise AttnclfError(
+                f"data.fold={fold!r} must be one of 0..{folds - 1} with data.folds={folds} "
+                f"(all of them: python train.py -m data.folds={folds} 'data.fold=range({folds})')"
+            )
+
+    def recorded(self) -> dict:
+        """What a run folder records of its data (data.json): what decides which rows it read and how."""
+        return {k: v for k, v in asdict(self).items() if k in RECORDED}
+
+
+# how a run reads its data, not which data it reads: neither recorded nor taken from a run's record
+RUNTIME_ONLY = ("batch_size", "eval_batch_size", "bucket_pool", "num_workers", "cache_dir")
+RECORDED = tuple(f.name for f in fields(DataConfig) if f.name not in RUNTIME_ONLY)
+
+ALGORITHMS = ("skipgram", "cbow")
+
+
+@dataclass
+class Word2VecConfig:
+    """gensim word2vec vectors for model.embeddings=word2vec, trained once per data and settings and cached."""
+
+    algorithm: str = "cbow"
+    window: int = 5
+    min_count: int = 2
+    negative: int = 5
+    # or a whole number; auto: passes enough to read 25 million words, 5 to 30
+    epochs: int | str = field(default="auto", metadata={"wanted": "a positive integer or auto"})
+    seed: int = 0
+    # gensim threads: 1 gives the same vectors every time; null: up to 4
+    workers: int | None = field(default=1, metadata={"wanted": "a positive integer or null (up to 4 threads)"})
+    unlabeled_split: str | None = None  # also read this split where the data has it (never test)
+    max_texts: int | None = None  # at most this many texts (a seeded subset, training rows first); null: all
+
+    def check(self) -> None:
+        one_of("word2vec.algorithm", self.algorithm, ALGORITHMS)
+        for key in ("window", "min_count", "negative"):
+            positive_int(f"word2vec.{key}", getattr(self, key))
+        positive_int_or_auto("word2vec.epochs", self.epochs)
+        positive_int("word2vec.workers", self.workers, "up to 4 threads")
+        positive_int("word2vec.max_texts", self.max_texts, "all of them")
+
+    def training(self) -> dict:
+        """The settings gensim trains with (the cache key's part for them): which texts it reads is the data's."""
+        return {k: v for k, v in asdict(self).items() if k not in ("unlabeled_split", "max_texts")}
+
+
+register(data=DataConfig, word2vec=Word2VecConfig)

@@ -1,0 +1,165 @@
+"""The values of the process and the run that every command which trains shares: the seed, threads and
+resuming (`RunConfig`, the top-level keys of train.yaml and pretrain.yaml), the Trainer's values that
+Lightning would take silently or refuse only after the data work (`TrainerConfig`), and the run and
+cache folders (`PathsConfig`)."""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import torch
+
+from attnclf.errors import AttnclfError
+from attnclf.settings.typed import register, typed
+from attnclf.utils.checks import at_least, number, one_of, positive_int, whole
+from attnclf.utils.files import check_writable_folder
+
+# what train(cfg) can return for a sweep to optimise (keys of metrics.json)
+OBJECTIVES = ("val/acc", "test/acc", "test/loss", "train_tokens_per_sec")
+
+
+@dataclass
+class RunConfig:
+    """The top-level values of pretrain.yaml; train.yaml's are TrainRunConfig's."""
+
+    seed: int = field(default=42, metadata={"wanted": f"a whole number in 0..{2**32 - 1}"})
+    num_threads: int | None = None  # torch CPU threads; null = PyTorch's default
+    keep_freed_memory: bool = True  # glibc: reuse freed memory instead of returning it to the OS
+    ckpt_path: str | None = None  # resume: last, a run folder, or a .ckpt file
+
+    def check(self) -> None:
+        if not 0 <= self.seed < 2**32:
+            raise AttnclfError(f"seed={self.seed!r} must be a whole number in 0..{2**32 - 1}")
+        positive_int("num_threads", self.num_threads, "PyTorch's default")
+
+    @classmethod
+    def of(cls, cfg):
+        """The top-level values of a composed config (its groups are other objects')."""
+        return typed(cls, {f.name: cfg.get(f.name) for f in fields(cls) if f.name in cfg}, "")
+
+
+@dataclass
+class TrainRunConfig(RunConfig):
+    """The top-level values of train.yaml (conf/train.yaml says each)."""
+
+    test: bool = True  # test the best checkpoint on the test split at the end
+    min_steps: int | None = None  # at least this many optimizer steps (more epochs where needed)
+    optimized_metric: str = "val/acc"  # what train(cfg) returns, for sweeps
+
+    def check(self) -> None:
+        super().check()
+        positive_int("min_steps", self.min_steps, "trainer.max_epochs as it is")
+        one_of("optimized_metric", self.optimized_metric, OBJECTIVES)
+
+
+@dataclass
+class TrainerConfig:
+    """The Trainer's values checked before it is built (the Trainer itself is instantiated from the group,
+    `_target_` and all: its other keys are Lightning's to check, when it is built, before any data work).
+    Typed Any: each value's check says what it may be, as Lightning takes more than one kind for most."""
+
+    max_epochs: Any = None
+    min_epochs: Any = None
+    max_steps: Any = None
+    num_sanity_val_steps: Any = None
+    log_every_n_steps: Any = None
+    accumulate_grad_batches: Any = None
+    limit_train_batches: Any = None
+    limit_val_batches: Any = None
+    limit_test_batches: Any = None
+    val_check_interval: Any = None
+    gradient_clip_val: Any = None
+    accelerator: Any = None
+    strategy: Any = None
+    devices: Any = None
+
+    def check(self) -> None:
+        at_least("trainer.max_epochs", self.max_epochs, -1, " (-1: no limit)")
+        at_least("trainer.min_epochs", self.min_epochs, 0)
+        at_least("trainer.max_steps", self.max_steps, -1, " (-1: no limit)")
+        at_least("trainer.num_sanity_val_steps", self.num_sanity_val_steps, -1, " (-1: the whole validation set)")
+        positive_int("trainer.log_every_n_steps", self.log_every_n_steps, "Lightning's default")
+        positive_int("trainer.accumulate_grad_batches", self.accumulate_grad_batches, "1")
+        for key in ("limit_train_batches", "limit_val_batches", "limit_test_batches"):
+            share_or_count(f"trainer.{key}", getattr(self, key), "a fraction in [0.0, 1.0] or a batch count >= 0",
+                           zero=True)  # fmt: skip
+        share_or_count("trainer.val_check_interval", self.val_check_interval,
+                       "a fraction of an epoch in (0.0, 1.0] or a batch count >= 1")  # fmt: skip
+        clip = self.gradient_clip_val
+        if clip is not None and (not number(clip) or not 0 <= clip < math.inf):
+            raise AttnclfError(f"trainer.gradient_clip_val={clip!r} must be a number >= 0 or null (no clipping)")
+        self.check_devices()
+
+    def check_devices(self) -> None:
+        """A GPU asked for where there is none, and local DDP inside a multirun."""
+        accelerator = str(self.accelerator or "auto")
+        if accelerator in ("gpu", "cuda") and not torch.cuda.is_available():
+            raise AttnclfError(f"trainer.accelerator={accelerator}: no GPU found; use trainer=cpu")
+        if in_multirun() and self.launches_local_ranks():
+            raise AttnclfError(
+                f"trainer.strategy={self.strategy} with trainer.devices={self.devices} in a multirun (-m): "
+                "Lightning would start each extra rank as this whole sweep again; run each setting as its own "
+                "command, or sweep with hydra/launcher=slurm (one task per GPU)"
+            )
+
+    def launches_local_ranks(self) -> bool:
+        """Whether Lightning would start more ranks on this node by running the command line again."""
+        from lightning_fabric.plugins.environments import SLURMEnvironment, TorchElasticEnvironment
+
+        strategy = str(self.strategy or "auto")
+        if not strategy.startswith("ddp") or "spawn" in strategy or "fork" in strategy:
+            return False  # (no DDP, or ranks forked or spawned from this process)
+        devices = self.devices
+        if isinstance(devices, (list, tuple)):
+            many = len(devices) > 1
+        else:
+            many = str(devices) in ("-1", "auto") or (str(devices).isdigit() and int(devices) > 1)
+        launched_outside = SLURMEnvironment.detect() or TorchElasticEnvironment.detect() or "LOCAL_RANK" in os.environ
+        return many and not launched_outside
+
+    @classmethod
+    def of(cls, node):
+        """The checked values of a trainer group (Lightning's other keys left to it)."""
+        names = {f.name for f in fields(cls)}
+        return typed(cls, {k: v for k, v in (node or {}).items() if k in names}, "trainer")
+
+
+def share_or_count(key: str, value, allowed: str, zero: bool = False) -> None:
+    """A float in [0, 1] (0 only where `zero`) or a whole number >= 1 (>= 0 where `zero`); None passes."""
+    if value is None:
+        return
+    share = isinstance(value, float) and (0 <= value if zero else 0 < value) and value <= 1
+    count = whole(value) and value >= (0 if zero else 1)
+    if not (share or count) or not number(value):
+        raise AttnclfError(f"{key}={value!r} must be {allowed}")
+
+
+def in_multirun() -> bool:
+    from hydra.core.hydra_config import HydraConfig
+    from hydra.types import RunMode
+
+    return HydraConfig.initialized() and HydraConfig.get().mode == RunMode.MULTIRUN
+
+
+@dataclass
+class PathsConfig:
+    """Where a run writes (conf/paths/default.yaml)."""
+
+    output_dir: str = "."
+    runs_dir: str = "outputs/runs"  # where ckpt_path=last looks for the newest unfinished run
+    pretrain_dir: str = "outputs/pretrain"  # where pretrain.py writes, and model.init_from=latest looks
+    cache_dir: str | None = None  # tokenised data and word vectors, shared by runs
+
+    def check(self) -> None:
+        """The run folder and the cache folder can take files: a read-only or full disk, or a path under a
+        file, is one line now, not a traceback after the data work."""
+        check_writable_folder("paths.output_dir", self.output_dir)
+        if self.cache_dir:
+            by_env = os.environ.get("ATTNCLF_CACHE") == str(self.cache_dir)
+            check_writable_folder("ATTNCLF_CACHE" if by_env else "paths.cache_dir", self.cache_dir)
+
+
+register(run=TrainRunConfig, trainer=TrainerConfig, paths=PathsConfig)

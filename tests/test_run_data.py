@@ -1,0 +1,83 @@
+"""A run remembers its data (data.json in its folder): eval.py and faithfulness.py with no data.* read the
+run's own test rows (its own columns, the rows it carved, its fold), a data.* key given wins and the log
+says which data was used, and an ensemble of runs that read other rows is refused."""
+
+import json
+import logging
+
+import pytest
+from conftest import CONF
+from hydra import compose, initialize_config_dir
+from test_own_data import examples, fit, write
+
+from attnclf.errors import AttnclfError
+from attnclf.inference.evaluate import evaluate
+
+
+def columns(rows: dict) -> dict:
+    """The same rows under other column names: the defaults (text, label) would not find them."""
+    return {"body": rows["text"], "y": rows["label"]}
+
+
+def evaluated(run, *over, out):
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        return evaluate(compose("eval", [f"ckpt={run}", f"output={out}", *over]))
+
+
+def test_eval_with_no_data_reads_the_runs_own_carved_test_rows(tmp_path, caplog):
+    data = write(tmp_path / "tickets.csv", columns(examples(200, 2, 0, names=["neg", "pos"])), "csv")
+    run = tmp_path / "run"
+    m = fit(data, run, "logger=none", "seed=7", "data.text_column=body", "data.label_column=y")
+    record = json.loads((run / "data.json").read_text())
+    assert record["data"]["path"] == str(data) and record["data"]["text_column"] == "body"
+    assert record["seed"] == 7 and record["carved"]["test_size"] == 0.1 and record["carved"]["rows"] == 200
+    assert "batch_size" not in record["data"] and "cache_dir" not in record["data"]  # (how it ran, not what it read)
+    caplog.set_level(logging.INFO, logger="attnclf")
+    result = evaluated(run, out=tmp_path / "e.json")
+    assert result["reviews"] == 20 and result["confusion_matrix"] == m["test/confusion_matrix"]
+    assert result["accuracy"] == pytest.approx(m["test/acc"], abs=1e-6) and result["data"] == str(data)
+    assert f"data: {data} (the run's own ({run / 'data.json'}))" in caplog.text
+    # a data.* key given wins, and the log says so: every row of another file
+    other = write(tmp_path / "other.csv", columns(examples(150, 2, 1, names=["neg", "pos"])), "csv")
+    caplog.clear()
+    result = evaluated(run, f"data.path={other}", "data.split=train", out=tmp_path / "o.json")
+    assert result["reviews"] == 150 and result["data"] == str(other)
+    assert f"data: {other} (data.path='{other}' given; the rest the run's own" in caplog.text
+
+
+def test_eval_and_faithfulness_with_no_data_read_the_runs_fold(tmp_path):
+    data = write(tmp_path / "reviews.jsonl", examples(150, 2, 0, names=["neg", "pos"]), "jsonl")
+    run = tmp_path / "run"
+    m = fit(data, run, "logger=none", "seed=5", "data.folds=3", "data.fold=1")
+    result = evaluated(run, out=tmp_path / "e.json")
+    assert result["reviews"] == 50 and result["confusion_matrix"] == m["test/confusion_matrix"]
+    assert result["accuracy"] == pytest.approx(m["test/acc"], abs=1e-6)
+    from attnclf.inference.faithfulness import faithfulness
+
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        over = [f"ckpt={run}", "reviews=50", "max_tokens=64", "permutations=2", f"output={tmp_path / 'f'}"]
+        faith = faithfulness(compose("faithfulness", over))
+    assert faith["data"] == str(data) and faith["reviews"] == 50  # every row of the fold: the same accuracy
+    assert faith["accuracy"] == pytest.approx(m["test/acc"], abs=1e-6)
+
+
+def test_an_ensemble_of_runs_that_read_other_rows_is_refused(tmp_path):
+    rows = examples(200, 2, 0, names=["neg", "pos"])
+    a = write(tmp_path / "a.csv", rows, "csv")
+    fit(a, tmp_path / "a1", "logger=none", "seed=1")
+    fit(a, tmp_path / "a1b", "logger=none", "seed=1", "model.hidden_dim=8")
+    fit(a, tmp_path / "a2", "logger=none", "seed=2")  # (another seed: other rows carved off as its test split)
+    both = evaluated(f"[{tmp_path / 'a1'},{tmp_path / 'a1b'}]", out=tmp_path / "ens.json")
+    assert both["reviews"] == 20 and len(both["members"]) == 2
+    with pytest.raises(AttnclfError, match=r"^ckpt: .*a2.* was trained on other data than .*a1.*; an ensemble needs"):
+        evaluated(f"[{tmp_path / 'a1'},{tmp_path / 'a2'}]", out=tmp_path / "e.json")
+
+
+def test_a_run_from_before_data_json_still_evaluates_from_its_vocabulary_record(tmp_path):
+    """Run folders written before data.json: the carving its vocab.json saved, the data given."""
+    data = write(tmp_path / "reviews.csv", examples(200, 2, 0, names=["neg", "pos"]), "csv")
+    run = tmp_path / "run"
+    m = fit(data, run, "logger=none", "seed=3")
+    (run / "data.json").unlink()
+    result = evaluated(run, f"data.path={data}", out=tmp_path / "e.json")
+    assert result["reviews"] == 20 and result["accuracy"] == pytest.approx(m["test/acc"], abs=1e-6)
