@@ -17,7 +17,7 @@ import argparse
 import torch
 from bench_step import medians_ms, random_reviews  # (scripts/, this script's own folder)
 
-from attnclf.settings.classifier import REGULARIZERS
+from attnclf.settings.model import REGULARIZERS
 from attnclf.training.module import AttnClassifierModule, adamw
 
 

@@ -152,7 +152,7 @@ def bare_model(cfg, vocab_size: int, **model_overrides):
     import torch.nn.functional as F
 
     from attnclf.models.classifier import AttentionClassifier
-    from attnclf.settings.classifier import classifier_config
+    from attnclf.settings.model import classifier_config
     from attnclf.training.module import adamw
 
     shape = classifier_config(cfg).model.network()  # (the network alone: a random start, as the tutorial's)

@@ -1,4 +1,4 @@
-"""The classifier's typed settings (attnclf/settings/classifier.py): types checked by OmegaConf, ranges in one place,
+"""The classifier's typed settings (attnclf/settings/model.py): types checked by OmegaConf, ranges in one place,
 handed down whole, saved nested in the checkpoint; checkpoints from before (flat) still load and resume."""
 
 import logging
@@ -8,7 +8,7 @@ import torch
 from conftest import compose_cfg, tiny_overrides
 
 from attnclf.errors import AttnclfError
-from attnclf.settings.classifier import (
+from attnclf.settings.model import (
     ClassifierConfig,
     ModelConfig,
     classifier_config,

@@ -11,8 +11,8 @@ import torch
 from conftest import CONF, ROOT, strict_json
 
 from attnclf.errors import AttnclfError
-from attnclf.inference.classifier import Classifier
 from attnclf.inference.predict import predict, read_rows
+from attnclf.inference.trained import Classifier
 
 
 def best(run):

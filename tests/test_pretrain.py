@@ -13,7 +13,7 @@ from hydra import compose, initialize_config_dir
 
 from attnclf.data.text import Vocab
 from attnclf.errors import AttnclfError
-from attnclf.inference.classifier import Classifier
+from attnclf.inference.trained import Classifier
 from attnclf.models.classifier import AttentionClassifier
 from attnclf.models.language_model import BiGRULanguageModel, adaptive_cutoffs
 from attnclf.training.checkpoint import load_checkpoint

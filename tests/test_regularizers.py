@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from conftest import UNLABELED_ONLY, compose_cfg, make_datamodule, tiny_overrides
 
 from attnclf.errors import AttnclfError
-from attnclf.inference.classifier import Classifier
+from attnclf.inference.trained import Classifier
 from attnclf.models.classifier import AttentionClassifier
 from attnclf.training.module import AttnClassifierModule
 from attnclf.training.regularizers import adversarial_losses, embedding_norm, kl, real_tokens, virtual_adversarial_loss
@@ -200,7 +200,7 @@ def test_training_with_a_regularizer(name, precision, with_unlabeled, tmp_path):
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["hparams"]["regularizer.name"] == name and metrics["steps"] > 0
     clf = Classifier.from_checkpoint(metrics["best_checkpoint"])  # loads with nothing else
-    saved = clf.module.hparams.regularizer  # (the checkpoint holds the settings nested: attnclf/settings/classifier.py)
+    saved = clf.module.hparams.regularizer  # (the checkpoint holds the settings nested: attnclf/settings/model.py)
     assert saved["name"] == name and saved["epsilon"] == 0.05
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 

@@ -173,7 +173,7 @@ def fake_run(root, name, ckpt, mtime, finished=False, **hparams):
 
 def test_last_picks_the_newest_unfinished_run_with_this_commands_settings(tiny_run, tmp_path):
     from attnclf.errors import AttnclfError
-    from attnclf.settings.classifier import classifier_config
+    from attnclf.settings.model import classifier_config
     from attnclf.training.checkpoint import find_resume
     from attnclf.training.resume import same_settings
 

@@ -12,7 +12,7 @@ from conftest import TEST_ONLY, UNLABELED_ONLY, compose_cfg, make_datamodule, ma
 
 from attnclf.data.vectors import cached_word2vec, embedding_matrix, read_vectors
 from attnclf.errors import AttnclfError
-from attnclf.inference.classifier import Classifier
+from attnclf.inference.trained import Classifier
 from attnclf.training.train import train
 
 CARVED_ONLY = "zzqcarvedword"

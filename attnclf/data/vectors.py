@@ -20,8 +20,8 @@ from filelock import FileLock
 from attnclf.data.encoding import Encoded
 from attnclf.data.text import PAD_ID, TOKENIZER_VERSION, Vocab
 from attnclf.errors import AttnclfError
-from attnclf.settings.classifier import ModelConfig
 from attnclf.settings.data import Word2VecConfig
+from attnclf.settings.model import ModelConfig
 from attnclf.utils.files import write_atomic
 
 log = logging.getLogger(__name__)

@@ -2,6 +2,6 @@
 (eval.py), prediction from the command line (predict.py) and the faithfulness measures on a checkpoint
 (faithfulness.py)."""
 
-from attnclf.inference.classifier import Classifier, Prediction
+from attnclf.inference.trained import Classifier, Prediction
 
 __all__ = ["Classifier", "Prediction"]

@@ -16,7 +16,7 @@ from attnclf.data.encoding import encode_split
 from attnclf.data.loading import VALIDATION_SPLITS, label_ids
 from attnclf.data.splits import carving, open_data, run_data, split_rows
 from attnclf.errors import AttnclfError
-from attnclf.inference.classifier import Classifier
+from attnclf.inference.trained import Classifier
 from attnclf.settings.commands import eval_settings
 from attnclf.settings.data import DataConfig
 from attnclf.training.checkpoint import best_checkpoint, run_dir_of

@@ -16,8 +16,8 @@ from omegaconf import DictConfig
 
 from attnclf.analysis import measures
 from attnclf.errors import AttnclfError
-from attnclf.inference.classifier import Classifier
 from attnclf.inference.evaluate import split_as_trained
+from attnclf.inference.trained import Classifier
 from attnclf.presentation.figures import faithfulness_figure
 from attnclf.presentation.markdown import faithfulness_markdown
 from attnclf.presentation.tensorboard import write_faithfulness

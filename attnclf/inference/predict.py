@@ -17,7 +17,7 @@ from pathlib import Path
 
 from attnclf.data.loading import decode_utf8
 from attnclf.errors import AttnclfError
-from attnclf.inference.classifier import Classifier, Prediction, check_not_empty
+from attnclf.inference.trained import Classifier, Prediction, check_not_empty
 from attnclf.presentation.html import predictions_page
 from attnclf.settings.commands import PREDICT_INPUTS, predict_settings
 from attnclf.training.checkpoint import best_checkpoint

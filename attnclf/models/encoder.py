@@ -46,10 +46,10 @@ from torch.func import functional_call
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnclf.models.dropout import Dropout
-from attnclf.settings.classifier import GRU_KERNELS
+from attnclf.settings.model import GRU_KERNELS
 from attnclf.utils.checks import one_of
 
-KERNELS = GRU_KERNELS  # (the names live with the settings: attnclf/settings/classifier.py)
+KERNELS = GRU_KERNELS  # (the names live with the settings: attnclf/settings/model.py)
 
 # auto on a CPU with 2+ threads: the two directions at once for batches of at least this many steps. A short
 # batch does not pay for the hand-off between threads: with 2 threads a whole training step ran 1.2-1.4x faster

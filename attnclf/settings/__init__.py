@@ -1,7 +1,7 @@
 """The settings, one typed object per concern (dataclasses read from the config groups in conf/), each
 checked once where it is built, at the entry point, and handed down whole:
 
-- classifier.py: what the classifier's LightningModule is built from (attention, model, optimizer,
+- model.py: what the classifier's LightningModule is built from (attention, model, optimizer,
   regularizer), saved nested in its checkpoint;
 - data.py: which data a run reads and how (`data`), and the word vectors (`word2vec`);
 - run.py: the values of the process and the run (seed, threads, resume, the Trainer's checked values,

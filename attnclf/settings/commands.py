@@ -13,8 +13,8 @@ import torch
 from omegaconf import DictConfig, OmegaConf
 
 from attnclf.errors import AttnclfError
-from attnclf.settings.classifier import ClassifierConfig, ModelConfig, classifier_config
 from attnclf.settings.data import DataConfig, Word2VecConfig
+from attnclf.settings.model import ClassifierConfig, ModelConfig, classifier_config
 from attnclf.settings.run import PathsConfig, RunConfig, TrainerConfig, TrainRunConfig
 from attnclf.settings.typed import register, typed
 from attnclf.utils.checks import fraction, number, positive_int, positive_number
@@ -49,7 +49,7 @@ def train_settings(cfg: DictConfig) -> TrainSettings:
     trainer = TrainerConfig.of(cfg.get("trainer"))
     trainer.check()
     data = data_config(cfg.get("data"))
-    # attention, model.*, optimizer.*, regularizer.*: typed and their ranges checked (settings/classifier.py)
+    # attention, model.*, optimizer.*, regularizer.*: typed and their ranges checked (settings/model.py)
     classifier = classifier_config(cfg)
     classifier.model.check_embeddings_file()
     word2vec = typed(Word2VecConfig, cfg.get("word2vec"), "word2vec")

@@ -11,7 +11,7 @@ import torch
 from pytorch_lightning.plugins.io import TorchCheckpointIO
 
 from attnclf.errors import AttnclfError
-from attnclf.settings.classifier import CLASSIFIER
+from attnclf.settings.model import CLASSIFIER
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):

@@ -13,7 +13,7 @@ from attnclf.data.text import Vocab
 from attnclf.errors import AttnclfError
 from attnclf.models.classifier import AttentionClassifier
 from attnclf.models.language_model import KIND
-from attnclf.settings.classifier import CLASSIFIER
+from attnclf.settings.model import CLASSIFIER
 from attnclf.training.checkpoint import best_checkpoint, checkpoint_kind, load_checkpoint, run_dir_of
 
 log = logging.getLogger(__name__)

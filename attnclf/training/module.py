@@ -13,7 +13,7 @@ from torchmetrics.classification import MulticlassAccuracy, MulticlassConfusionM
 
 from attnclf.errors import AttnclfError
 from attnclf.models.classifier import AttentionClassifier
-from attnclf.settings.classifier import (
+from attnclf.settings.model import (
     CLASSIFIER,
     ClassifierConfig,
     ModelConfig,
@@ -184,7 +184,7 @@ class TrainingModule(L.LightningModule):
 
 
 class AttnClassifierModule(TrainingModule):
-    """The classifier's LightningModule, built from a ClassifierConfig (attnclf/settings/classifier.py), which
+    """The classifier's LightningModule, built from a ClassifierConfig (attnclf/settings/model.py), which
     it saves in its checkpoint, nested, beside the data's vocabulary size and classes and its kind."""
 
     def __init__(

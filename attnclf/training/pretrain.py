@@ -12,8 +12,8 @@ from omegaconf import DictConfig
 
 from attnclf.data.lm import LMDataModule
 from attnclf.models.language_model import KIND
-from attnclf.settings.classifier import ModelConfig
 from attnclf.settings.commands import pretrain_settings
+from attnclf.settings.model import ModelConfig
 from attnclf.training.checkpoint import checkpoint_kind
 from attnclf.training.lm_module import LanguageModelModule
 from attnclf.training.resume import check_resumed_vocab, resume_point, resumed_step_of

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from attnclf.data.splits import RECORD
 from attnclf.errors import AttnclfError
-from attnclf.settings.classifier import CLASSIFIER, ClassifierConfig, setting_differences
+from attnclf.settings.model import CLASSIFIER, ClassifierConfig, setting_differences
 from attnclf.settings.run import PathsConfig
 from attnclf.training.checkpoint import checkpoint_kind, find_resume, load_checkpoint, run_dir_of
 from attnclf.utils.jsonfile import read_json

@@ -80,10 +80,12 @@ def train(cfg: DictConfig) -> float:
     check_resumed_vocab(resume, len(datamodule.vocab))
     # where the weights started, kept in the run folder: a resumed run (its weights from the checkpoint)
     # reports the start of the run it continues
+    if resume is None or not (out / RECORD).exists():
+        # which data, read how, and the rows it carved: eval.py and faithfulness.py read the same test rows
+        # (a run from before the record gets it when resumed: its data settings gave its vocabulary)
+        write_json(out / RECORD, record_of(s.data, run.seed, datamodule.carved))
     if resume is None:
         write_json(out / START, {"embeddings": embeddings, "init_from": pretrained})
-        # which data, read how, and the rows it carved: eval.py and faithfulness.py read the same test rows
-        write_json(out / RECORD, record_of(s.data, run.seed, datamodule.carved))
     else:
         embeddings, pretrained = start_of(out, {"source": "init_from" if m.init_from else str(m.embeddings)})
     at_least_steps(trainer, run.min_steps, datamodule)
