@@ -32,6 +32,10 @@ from attnclf.training.train import train
         ("model.dropout=1", "model.dropout=1 must be in [0, 1)"),
         ("model.embed_dropout=1", "model.embed_dropout=1 must be in [0, 1)"),
         ("model.embed_dropout=-0.5", "model.embed_dropout=-0.5 must be in [0, 1)"),
+        ("optimizer.encoder_lr_scale=0", "optimizer.encoder_lr_scale=0 must be in (0, 1]"),
+        ("optimizer.encoder_lr_scale=2", "optimizer.encoder_lr_scale=2 must be in (0, 1]"),
+        ("optimizer.freeze_encoder_epochs=-1", "optimizer.freeze_encoder_epochs=-1 must be a whole number >= 0"),
+        ("optimizer.freeze_encoder_epochs=half", "optimizer.freeze_encoder_epochs='half' must be a whole number"),
         (
             "regularizer=virtual_adversarial regularizer.unlabeled_batch_size=0",
             "regularizer.unlabeled_batch_size=0 must be a positive integer",

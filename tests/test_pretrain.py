@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 import pytest
+import pytorch_lightning as L
 import torch
 from conftest import CONF, ROOT, compose_cfg, strict_json, tiny_overrides
 from hydra import compose, initialize_config_dir
@@ -195,3 +196,68 @@ def test_adaptive_softmax_cutoffs_fit_the_vocabulary():
     alone_f, _ = lm.eval()(ids[:1, :3], torch.tensor([3]))
     both_f, _ = lm(torch.tensor([[5, 6, 7, 0, 0, 0]]), torch.tensor([3]))
     assert np.isclose(alone_f.item(), both_f.item())
+
+
+def test_discriminative_rates_put_the_embedding_and_encoder_in_groups_of_their_own():
+    from attnclf.training.module import adamw
+
+    model = AttentionClassifier(50, embed_dim=8, hidden_dim=8)
+    names = {id(p): n for n, p in model.named_parameters()}
+    same = adamw(model, 1e-3, 0.01)  # the default (scale 1): the two groups of before, weight decay or none
+    assert [(g["lr"], g["weight_decay"]) for g in same.param_groups] == [(1e-3, 0.01), (1e-3, 0.0)]
+    opt = adamw(model, 1e-3, 0.01, encoder_lr_scale=0.25)
+    seen = [names[id(p)] for g in opt.param_groups for p in g["params"]]
+    assert sorted(seen) == sorted(names.values())  # every parameter once
+    for g in opt.param_groups:
+        encoder = {names[id(p)].startswith(("embed", "encoder")) for p in g["params"]}
+        assert len(encoder) == 1 and g["lr"] == (2.5e-4 if encoder == {True} else 1e-3)
+        assert all(not names[id(p)].startswith("embed") for p in g["params"]) or g["weight_decay"] == 0.0
+
+
+class EpochWeights(L.Callback):
+    """The encoder's, output layer's and embedding's weights and the encoder's requires_grad at each epoch's
+    start and end (in EpochWeights.seen; a callback's epoch start comes before the module's)."""
+
+    seen: list = []
+
+    def __init__(self):
+        EpochWeights.seen = []
+
+    def on_train_epoch_start(self, trainer, module):
+        self._keep(module, "start")
+
+    def on_train_epoch_end(self, trainer, module):
+        self._keep(module, "end")
+
+    def _keep(self, module, when):
+        m = module.model
+        encoder = torch.cat([p.detach().flatten() for p in m.encoder.parameters()]).clone()
+        grad = m.encoder.fwd[0].weight_hh_l0.requires_grad
+        kept = (module.current_epoch, when, encoder, m.fc.weight.detach().clone(), m.embed.weight.detach().clone())
+        EpochWeights.seen.append((*kept, grad))
+
+
+def test_a_frozen_encoder_learns_from_its_epoch_on_at_its_own_rate(lm_run, tiny_imdb, tmp_path):
+    cfg = compose_cfg(
+        [
+            "logger=none",
+            "callbacks.rich_progress_bar=null",
+            "callbacks.attention_maps=null",
+            "+callbacks.weights._target_=test_pretrain.EpochWeights",
+            f"model.init_from={lm_run}",
+            "trainer.max_epochs=2",
+            "optimizer.freeze_encoder_epochs=1",
+            "optimizer.encoder_lr_scale=0.5",
+            "test=false",
+            *tiny_overrides(tiny_imdb, tmp_path / "run"),
+        ]
+    )
+    train(cfg)
+    start0, end0, start1, end1 = EpochWeights.seen  # (epoch, when, encoder, output layer, embedding, grad)
+    assert (start0[:2], start1[:2]) == ((0, "start"), (1, "start")) and not end0[5] and end1[5]
+    assert torch.equal(start0[2], end0[2]) and torch.equal(start0[4], end0[4])  # epoch 0: the encoder frozen,
+    assert not torch.equal(start0[3], end0[3])  # the output layer learning
+    assert not torch.equal(start1[2], end1[2]) and not torch.equal(start1[4], end1[4])  # epoch 1: all of it
+    saved = load_checkpoint(tmp_path / "run" / "checkpoints" / "last.ckpt")
+    rates = sorted({g["initial_lr"] for g in saved["optimizer_states"][0]["param_groups"]})  # (the schedule's base)
+    assert rates == [pytest.approx(cfg.optimizer.lr / 2), pytest.approx(cfg.optimizer.lr)]

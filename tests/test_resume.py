@@ -54,16 +54,20 @@ def cli(args, tmp_path, env=None):
 
 
 @pytest.mark.parametrize(
-    "precision,how,regularizer",
+    "precision,how,regularizer,schedule",
     [
-        ("32-true", "run folder", "none"),
-        ("bf16-mixed", "last, in the same hydra.run.dir", "none"),
+        # killed in epoch 1 of 3 with the encoder frozen for 2 and learning at half the rate: a resume in the
+        # middle of a fine-tuning schedule freezes, unfreezes and steps as the uninterrupted run does
+        ("32-true", "run folder", "none", ["optimizer.freeze_encoder_epochs=2", "optimizer.encoder_lr_scale=0.5"]),
+        ("bf16-mixed", "last, in the same hydra.run.dir", "none", []),
         # its unlabeled batches and random probes continue as they would have
-        ("32-true", "last, in the same hydra.run.dir", "virtual_adversarial"),
+        ("32-true", "last, in the same hydra.run.dir", "virtual_adversarial", []),
     ],
 )
 @pytest.mark.slow  # (a process of its own, or more training than a tiny run)
-def test_killed_run_resumes_to_the_same_result(tiny_imdb, with_unlabeled, tmp_path, precision, how, regularizer):
+def test_killed_run_resumes_to_the_same_result(
+    tiny_imdb, with_unlabeled, tmp_path, precision, how, regularizer, schedule
+):
     data = tiny_imdb if regularizer == "none" else with_unlabeled
     steps, kill_at, saved_at = (36, 17, 15) if regularizer == "none" else (24, 14, 10)
     base = tiny_overrides(data, tmp_path / "x")[2:]  # all but output and cache dirs
@@ -76,6 +80,7 @@ def test_killed_run_resumes_to_the_same_result(tiny_imdb, with_unlabeled, tmp_pa
         f"trainer.precision={precision}",
         *base,
         *RUN,
+        *schedule,
     ]
 
     env = signaller_env(tmp_path)

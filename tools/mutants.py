@@ -268,6 +268,28 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "    pass",
         ["tests/test_resume.py::test_killed_run_resumes_to_the_same_result"],
     ),
+    # fine-tuning a pretrained start
+    (
+        "encoder-at-the-heads-rate",
+        "attnclf/training/module.py",
+        r"rate = lr \* encoder_lr_scale if encoder else lr",
+        "rate = lr",
+        ["tests/test_pretrain.py::test_discriminative_rates_put_the_embedding_and_encoder_in_groups_of_their_own"],
+    ),
+    (
+        "encoder-never-frozen",
+        "attnclf/training/module.py",
+        r"frozen = self\.current_epoch < self\.config\.optimizer\.freeze_encoder_epochs",
+        "frozen = False",
+        ["tests/test_pretrain.py::test_a_frozen_encoder_learns_from_its_epoch_on_at_its_own_rate"],
+    ),
+    (
+        "encoder-frozen-for-good",
+        "attnclf/training/module.py",
+        r"frozen = self\.current_epoch < self\.config\.optimizer\.freeze_encoder_epochs",
+        "frozen = self.config.optimizer.freeze_encoder_epochs > 0",
+        ["tests/test_pretrain.py::test_a_frozen_encoder_learns_from_its_epoch_on_at_its_own_rate"],
+    ),
 ]
 
 args = sys.argv[1:]

@@ -96,9 +96,18 @@ class OptimizerConfig:
     weight_decay: float = 0.01
     schedule: str = "cosine"  # or constant
     warmup_ratio: float = 0.05
+    # a pretrained start (model.init_from): the embedding's and encoder's rate as a share of lr
+    # (discriminative rates), and the epochs they stay frozen while the attention and the output layer learn
+    encoder_lr_scale: float = 1.0
+    freeze_encoder_epochs: int = 0
 
     def check(self) -> None:
         positive_number("optimizer.lr", self.lr)
+        if not 0 < self.encoder_lr_scale <= 1:
+            raise AttnclfError(f"optimizer.encoder_lr_scale={shown(self.encoder_lr_scale)} must be in (0, 1]")
+        if self.freeze_encoder_epochs < 0:
+            raise AttnclfError(f"optimizer.freeze_encoder_epochs={self.freeze_encoder_epochs!r} must be a whole "
+                               "number >= 0")  # fmt: skip
         if not 0 <= self.weight_decay < math.inf:
             raise AttnclfError(f"optimizer.weight_decay={shown(self.weight_decay)} must be a number >= 0")
         one_of("optimizer.schedule", self.schedule, SCHEDULES)

@@ -33,17 +33,27 @@ def attention_sharpness(weights: torch.Tensor, k: int = 5) -> tuple[torch.Tensor
     return entropy, top
 
 
-def adamw(model: torch.nn.Module, lr: float, weight_decay: float, fused: bool = True) -> torch.optim.AdamW:
+ENCODER = ("embed", "encoder")  # the parameters a pretrained start (model.init_from) gives: names' prefixes
+
+
+def adamw(
+    model: torch.nn.Module, lr: float, weight_decay: float, fused: bool = True, encoder_lr_scale: float = 1.0
+) -> torch.optim.AdamW:
     """AdamW with no weight decay on biases and the embedding (rare words would be pulled to 0).
 
-    `fused`: one kernel for all parameters (about 4x faster a step than the per-parameter loop on CPU);
-    off under a loss scaler (16-mixed), which must unscale the gradients before they are clipped.
+    `encoder_lr_scale`: the embedding's and encoder's rate as a share of `lr` (their groups' own "lr"; the
+    schedule scales every group alike). `fused`: one kernel for all parameters (about 4x faster a step than
+    the per-parameter loop on CPU); off under a loss scaler (16-mixed), which must unscale the gradients
+    before they are clipped.
     """
-    decays = {n: p.ndim >= 2 and not n.startswith("embed") for n, p in model.named_parameters()}
-    groups = [
-        {"params": [p for n, p in model.named_parameters() if decays[n]], "weight_decay": weight_decay},
-        {"params": [p for n, p in model.named_parameters() if not decays[n]], "weight_decay": 0.0},
-    ]
+    groups = []
+    for encoder in (False, True) if encoder_lr_scale != 1 else (None,):
+        named = [(n, p) for n, p in model.named_parameters() if encoder is None or n.startswith(ENCODER) == encoder]
+        rate = lr * encoder_lr_scale if encoder else lr
+        for decay in (True, False):
+            params = [p for n, p in named if (p.ndim >= 2 and not n.startswith("embed")) == decay]
+            if params or encoder is None:
+                groups.append({"params": params, "weight_decay": weight_decay if decay else 0.0, "lr": rate})
     return torch.optim.AdamW(groups, lr=lr, fused=fused, foreach=None if fused else True)
 
 
@@ -122,7 +132,8 @@ class TrainingModule(L.LightningModule):
 
     def configure_optimizers(self):
         hp = self.optimizer_settings()
-        opt = adamw(self.model, hp.lr, hp.weight_decay, fused=self._loss_scaler() is None)
+        scale = getattr(hp, "encoder_lr_scale", 1.0)  # (the language models': one rate)
+        opt = adamw(self.model, hp.lr, hp.weight_decay, fused=self._loss_scaler() is None, encoder_lr_scale=scale)
         if hp.schedule == "constant":
             return opt
         total = max(int(self.trainer.estimated_stepping_batches), 1)
@@ -250,6 +261,16 @@ class AttnClassifierModule(TrainingModule):
         # short texts (15-20 ms) feels
         self.log("train/acc", self.train_acc.compute())
         self.train_acc.reset()
+
+    def on_train_epoch_start(self) -> None:
+        """optimizer.freeze_encoder_epochs: the embedding and encoder frozen for the first epochs (the new
+        attention and output layer learn on a pretrained encoder first), then fine-tuned. Decided by the
+        epoch alone, so a resumed run freezes as the uninterrupted one did."""
+        frozen = self.current_epoch < self.config.optimizer.freeze_encoder_epochs
+        for name, p in self.model.named_parameters():
+            if name.startswith(ENCODER):
+                fixed = name.startswith("embed") and self.config.model.freeze_embeddings
+                p.requires_grad_(not (frozen or fixed))
 
     def training_step(self, batch, batch_idx):
         ids, lengths, y, host = unpack(batch)
