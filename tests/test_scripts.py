@@ -201,17 +201,23 @@ def test_compare_datasets_runs_each_protocol_and_reports_each_dataset_apart(tiny
     out = tmp_path / "out"
     tiny = ["experiment=smoke", "logger=none", "model.embed_dim=16", "model.hidden_dim=16", "data.batch_size=16",
             f"paths.cache_dir={tmp_path / 'cache'}"]  # fmt: skip
-    cmd = [sys.executable, "scripts/compare_datasets.py", "--cr", str(short), "--sst5", str(tiny_imdb),
+    cmd = [sys.executable, "scripts/compare_datasets.py", "--cr", str(short), "--data", f"reviews={tiny_imdb}",
            "--folds", "2", "--seeds", "1", "--out", str(out), "--", *tiny]  # fmt: skip
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
-    assert len(list((out / "cr").rglob("metrics.json"))) == 4 and len(list((out / "sst5").rglob("metrics.json"))) == 2
+    # (--data's protocol from its splits: tiny_imdb has a test split, so seeds)
+    assert (
+        len(list((out / "cr").rglob("metrics.json"))) == 4 and len(list((out / "reviews").rglob("metrics.json"))) == 2
+    )
     text = (out / "report.md").read_text()
     assert text.count("## Data: ") == 2 and "(2 pairs over 1 setting(s), paired t-test)" in text
     again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and "cr: 4 runs already in" in again.stdout
     bad = subprocess.run([sys.executable, "scripts/compare_datasets.py"], cwd=ROOT, capture_output=True, text=True)
     assert bad.returncode == 2 and "give at least one dataset" in bad.stderr
+    named = [sys.executable, "scripts/compare_datasets.py", "--data", "no-path", "--out", str(out)]
+    bad = subprocess.run(named, cwd=ROOT, capture_output=True, text=True)
+    assert bad.returncode == 2 and "--data 'no-path': give NAME=PATH" in bad.stderr
 
 
 @pytest.mark.slow  # (a process of its own, or more training than a tiny run)
