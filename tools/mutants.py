@@ -290,6 +290,13 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "frozen = self.config.optimizer.freeze_encoder_epochs > 0",
         ["tests/test_pretrain.py::test_a_frozen_encoder_learns_from_its_epoch_on_at_its_own_rate"],
     ),
+    (
+        "resumed-mid-epoch-unfrozen",
+        "attnclf/training/module.py",
+        r"(def on_train_start\(self\) -> None:\n.*\n)        self\.freeze_for_epoch\(\)",
+        "def on_train_start(self) -> None:\n        pass",
+        ["tests/test_resume.py::test_killed_run_resumes_to_the_same_result"],
+    ),
 ]
 
 args = sys.argv[1:]

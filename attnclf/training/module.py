@@ -262,7 +262,14 @@ class AttnClassifierModule(TrainingModule):
         self.log("train/acc", self.train_acc.compute())
         self.train_acc.reset()
 
+    def on_train_start(self) -> None:
+        # (Lightning skips on_train_epoch_start for the epoch a run resumes in the middle of)
+        self.freeze_for_epoch()
+
     def on_train_epoch_start(self) -> None:
+        self.freeze_for_epoch()
+
+    def freeze_for_epoch(self) -> None:
         """optimizer.freeze_encoder_epochs: the embedding and encoder frozen for the first epochs (the new
         attention and output layer learn on a pretrained encoder first), then fine-tuned. Decided by the
         epoch alone, so a resumed run freezes as the uninterrupted one did."""
