@@ -196,6 +196,47 @@ def test_measures_on_a_real_model_match_one_review_at_a_time(attention):
             assert loo[i][t] == pytest.approx(float(p[c] - q), abs=1e-5)
 
 
+@pytest.mark.parametrize("attention", ["dot", "additive"])
+def test_comprehensiveness_and_sufficiency_equal_eraser_s_definitions_computed_apart(attention):
+    """ERASER (DeYoung et al. 2020), computed here one review at a time by plain torch, with the tokens
+    deleted from the sequence: comprehensiveness = p(c | x) - p(c | x without its top k%), sufficiency =
+    p(c | x) - p(c | its top k% alone), c the predicted class, the mean over reviews of 2 tokens or more;
+    AOPC the mean over the bins. A one-token review is left out; a two-token review's every bin is 1 token."""
+    torch.manual_seed(1)
+    model = AttentionClassifier(V, 3, embed_dim=8, hidden_dim=6, attention=attention).eval()
+    rng = np.random.default_rng(5)
+    seqs = [rng.integers(1, V, size=n).astype(np.int64) for n in (7, 1, 2, 30, 11, 120)]
+    scores = [rng.normal(size=len(x)) for x in seqs]
+    orders = {"some": [np.argsort(-sc, kind="stable") for sc in scores]}
+    probs = F.probabilities(model, seqs, batch_tokens=25)
+    got = F.comprehensiveness_sufficiency(model, seqs, probs, orders, batch_tokens=25)["some"]
+
+    def p_of(tokens, c):
+        with torch.no_grad():
+            return float(torch.softmax(model(torch.as_tensor(tokens)[None], torch.tensor([len(tokens)]))[0], -1)[0, c])
+
+    comp, suff = {}, {}
+    for share in (0.01, 0.05, 0.10, 0.20, 0.50):
+        c_drop, s_drop = [], []
+        for x, sc in zip(seqs, scores, strict=True):
+            if len(x) < 2:
+                continue
+            k = min(max(1, round(share * len(x))), len(x) - 1)
+            top = set(sorted(range(len(x)), key=lambda t: (-sc[t], t))[:k])
+            c = int(np.argmax([p_of(x, j) for j in range(3)]))
+            c_drop.append(p_of(x, c) - p_of([v for t, v in enumerate(x) if t not in top], c))
+            s_drop.append(p_of(x, c) - p_of([v for t, v in enumerate(x) if t in top], c))
+        comp[share], suff[share] = np.mean(c_drop), np.mean(s_drop)
+    for share, name in zip(comp, ("1pct", "5pct", "10pct", "20pct", "50pct"), strict=True):
+        assert got["comprehensiveness"][name] == pytest.approx(comp[share], abs=1e-5)
+        assert got["sufficiency"][name] == pytest.approx(suff[share], abs=1e-5)
+    assert got["aopc_comprehensiveness"] == pytest.approx(np.mean(list(comp.values())), abs=1e-5)
+    assert got["aopc_sufficiency"] == pytest.approx(np.mean(list(suff.values())), abs=1e-5)
+    assert [F.bin_count(b, 2) for b in F.ERASER_BINS] == [1] * 5 and F.bin_count(0.5, 120) == 60
+    only_one = F.comprehensiveness_sufficiency(model, [seqs[1]], probs[1:2], {"some": [orders["some"][1]]})
+    assert np.isnan(only_one["some"]["aopc_comprehensiveness"])  # (no review to score: none of 2 tokens)
+
+
 def test_permuted_weights_stay_on_the_real_tokens():
     """The permutation measure shuffles each review's weights among its own tokens: padding keeps 0, and each
     shuffle holds the same weights (a review's TV distance must not depend on the batch's padding)."""
@@ -264,6 +305,14 @@ def test_faithfulness_command_writes_json_summary_and_tensorboard(tiny_run, tiny
     assert set(saved["erasure"]["attention"]) == {"k1", "k3", "k5", "k10pct"}
     assert -1 <= saved["agreement"]["kendall_tau"]["gradient"]["mean"] <= 1
     assert saved["permutation"]["permutations"] == 10 and len(saved["permutation"]["by_entropy_quartile"]) >= 1
+    eraser = saved["eraser"]
+    two_or_more = sum(n >= 2 for n in saved["per_review"]["tokens"])  # (the one-token reviews are left out)
+    assert eraser["bins"] == ["1pct", "5pct", "10pct", "20pct", "50pct"] and eraser["reviews"] == two_or_more
+    assert set(eraser["sources"]) == {"attention", "gradient", "loo", "random"}
+    for v in eraser["sources"].values():
+        assert set(v["comprehensiveness"]) == set(eraser["bins"]) and -1 <= v["aopc_sufficiency"] <= 1
+        assert v["aopc_comprehensiveness"] == pytest.approx(np.mean(list(v["comprehensiveness"].values())))
+    assert (out / "aopc.png").stat().st_size > 10_000
     assert saved == json.loads(dumps(result))  # (a value not measured, nan, is null in the file)
     md = (out / "summary.md").read_text()
     assert "Kendall tau" in md and "| attention |" in md and md in capsys.readouterr().out
@@ -274,6 +323,9 @@ def test_faithfulness_command_writes_json_summary_and_tensorboard(tiny_run, tiny
     tags = events.Tags()
     assert {"faithfulness/kendall_tau_gradient", "faithfulness/erasure_flipped/attention_k1"} <= set(tags["scalars"])
     assert {"faithfulness/summary", "faithfulness/review_0", "faithfulness/review_3"} <= set(tags["images"])
+    assert {"faithfulness_test/aopc_comprehensiveness/attention", "faithfulness_test/aopc_sufficiency/loo",
+            "faithfulness_test/comprehensiveness_10pct/random"} <= set(tags["scalars"])  # fmt: skip
+    assert "faithfulness_test/aopc" in tags["images"] and "## ERASER: comprehensiveness and sufficiency" in md
     # the same sample every time (seeded)
     again = faithfulness(compose_faith([*cfg_overrides(cfg), f"output={tmp_path / 'again'}"]))
     assert again["agreement"] == result["agreement"] and again["erasure"] == result["erasure"]

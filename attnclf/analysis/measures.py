@@ -8,6 +8,8 @@ with tokens removed) of similar length go together, up to `batch_tokens` tokens 
   gradient x input: d p(predicted) / d embedding . embedding, summed over the embedding dim.
 - `leave_one_out`: the drop in p(predicted) when each token is removed in turn.
 - `erasure`: remove the top-k tokens by a ranking, count decisions flipped.
+- `comprehensiveness_sufficiency`: ERASER's scores: p(predicted) lost when a ranking's top k% of tokens is
+  deleted, and when only they are kept, over ERASER's bins, and their AOPC.
 - `tokens_to_flip`: how many top-attention tokens must be removed, in order, before the decision flips.
 - `permutation`: shuffle the weights among a review's real tokens; how far the output moves.
 - `uniform`: every real token the same weight.
@@ -187,6 +189,63 @@ def erasure(
             drop = probs[rows, pred[rows]] - p[np.arange(len(rows)), pred[rows]]
             result[name][k_name(k)] = {"flipped": float(flipped.mean()), "prob_drop": float(drop.mean())}
     return result
+
+
+# ERASER's bins (DeYoung et al. 2020): the top 1, 5, 10, 20 and 50% of a review's tokens
+ERASER_BINS = (0.01, 0.05, 0.10, 0.20, 0.50)
+
+
+def bin_count(share: float, n: int) -> int:
+    """The tokens in the top `share` of a review of n >= 2 tokens: round(share * n), at least 1 (a short
+    review's top 1% is its top token) and at most n - 1 (something is always removed and something kept)."""
+    return int(min(max(1, round(share * n)), n - 1))
+
+
+def comprehensiveness_sufficiency(
+    model: AttentionClassifier,
+    seqs: Sequence[np.ndarray],
+    probs: np.ndarray,
+    orders: dict[str, list[np.ndarray]],
+    bins: Sequence[float] = ERASER_BINS,
+    batch_tokens: int = 32768,
+) -> dict[str, dict]:
+    """ERASER's faithfulness scores of each ranking (`orders`: token positions, most important first):
+    comprehensiveness, p(predicted | review) - p(predicted | review without its top tokens), and
+    sufficiency, p(predicted | review) - p(predicted | its top tokens alone, in reading order), at each
+    bin (a share of the review's tokens, bin_count), their means over the reviews, and each one's AOPC
+    (the mean over the bins). The tokens are deleted from the sequence, not masked in the attention.
+    Reviews of one token are left out (nothing can be removed and kept apart). High comprehensiveness and
+    low sufficiency: the ranking found what the decision rests on."""
+    pred = probs.argmax(-1)
+    rows = [i for i, s in enumerate(seqs) if len(s) >= 2]
+    full = probs[rows, pred[rows]]
+    result: dict = {}
+    for name, order in orders.items():
+        scores: dict = {"comprehensiveness": {}, "sufficiency": {}}
+        if not rows:  # (nothing to score)
+            nan = {bin_name(b): float("nan") for b in bins}
+            result[name] = {"comprehensiveness": nan, "sufficiency": dict(nan), "aopc_comprehensiveness": float("nan"),
+                            "aopc_sufficiency": float("nan")}  # fmt: skip
+            continue
+        for share in bins:
+            top = [order[i][: bin_count(share, len(seqs[i]))] for i in rows]
+            removed = [_without(seqs[i], t) for i, t in zip(rows, top, strict=True)]
+            kept = [seqs[i][np.sort(t)] for i, t in zip(rows, top, strict=True)]
+            at = np.arange(len(rows))
+            scores["comprehensiveness"][bin_name(share)] = float(
+                np.mean(full - probabilities(model, removed, batch_tokens)[at, pred[rows]])
+            )
+            scores["sufficiency"][bin_name(share)] = float(
+                np.mean(full - probabilities(model, kept, batch_tokens)[at, pred[rows]])
+            )
+        for score in ("comprehensiveness", "sufficiency"):
+            scores[f"aopc_{score}"] = float(np.mean(list(scores[score].values())))
+        result[name] = scores
+    return result
+
+
+def bin_name(share: float) -> str:
+    return f"{share * 100:g}pct"
 
 
 def k_name(k: float) -> str:

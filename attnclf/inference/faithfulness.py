@@ -18,7 +18,7 @@ from attnclf.analysis import measures
 from attnclf.errors import AttnclfError
 from attnclf.inference.evaluate import split_as_trained
 from attnclf.inference.trained import Classifier
-from attnclf.presentation.figures import faithfulness_figure
+from attnclf.presentation.figures import aopc_figure, faithfulness_figure
 from attnclf.presentation.markdown import faithfulness_markdown
 from attnclf.presentation.tensorboard import write_faithfulness
 from attnclf.settings.commands import FaithfulnessConfig, faithfulness_settings
@@ -77,6 +77,8 @@ def measure(
         "random": [rng.permutation(len(s)) for s in seqs],
     }
     erasure = timed("erasure", measures.erasure, model, seqs, attr.probs, orders, ks, bt)
+    eraser = timed("eraser", measures.comprehensiveness_sufficiency, model, seqs, attr.probs, orders,
+                   measures.ERASER_BINS, bt)  # fmt: skip
     flip = timed("tokens_to_flip", measures.tokens_to_flip, model, seqs, attr.probs, orders["attention"], bt)
     flip_random = timed("tokens_to_flip_random", measures.tokens_to_flip, model, seqs, attr.probs, orders["random"], bt)
     tv, entropy = timed("permutation", measures.permutation, model, seqs, int(cfg.permutations), int(cfg.seed), bt)
@@ -101,6 +103,12 @@ def measure(
             },
         },
         "erasure": erasure,
+        # ERASER's scores (comprehensiveness, sufficiency, their AOPC) over its bins
+        "eraser": {
+            "bins": [measures.bin_name(b) for b in measures.ERASER_BINS],
+            "reviews": int((lengths >= 2).sum()),
+            "sources": eraser,
+        },
         "tokens_to_flip": {
             "attention": flip_summary(flip, flip_frac),
             "random": flip_summary(flip_random, share_removed(flip_random, lengths)),
@@ -204,6 +212,8 @@ def faithfulness(cfg: DictConfig) -> dict:
     write_json(out / "faithfulness.json", result)
     fig = faithfulness_figure(result, arrays)
     fig.savefig(out / "summary.png", dpi=110)
+    aopc = aopc_figure(result)
+    aopc.savefig(out / "aopc.png", dpi=110)
     summary = faithfulness_markdown(result)
     (out / "summary.md").write_text(summary)
     attr, loo = arrays["attr"], arrays["loo"]
@@ -215,7 +225,7 @@ def faithfulness(cfg: DictConfig) -> dict:
         )
         for i in range(min(4, len(seqs)))
     ]
-    write_faithfulness(out, result, arrays, fig, shown)
+    write_faithfulness(out, result, arrays, fig, shown, aopc)
     print(summary)
     print(f"written to {out}")
     return result

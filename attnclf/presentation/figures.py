@@ -154,6 +154,28 @@ def faithfulness_figure(r: dict, arrays: dict):
     return fig
 
 
+def aopc_figure(r: dict):
+    """ERASER's AOPC of each importance source: comprehensiveness (higher: removing its top tokens costs the
+    decision more) and sufficiency (lower: its top tokens alone keep it)."""
+    plt = pyplot()
+    sources = list(r["eraser"]["sources"])
+    fig, ax = plt.subplots(figsize=(7, 3.6))
+    x = np.arange(len(sources))
+    for j, score in enumerate(("comprehensiveness", "sufficiency")):
+        values = [r["eraser"]["sources"][n][f"aopc_{score}"] for n in sources]
+        ax.bar(x + (j - 0.5) * 0.38, values, 0.38, label=f"{score} (AOPC)")
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set_xticks(x, sources)
+    bins = ", ".join(b.replace("pct", "%") for b in r["eraser"]["bins"])
+    ax.set(
+        title=f"{r['attention']} attention: ERASER AOPC over the top {bins} of tokens", ylabel="drop in p(predicted)"
+    )
+    ax.title.set_fontsize(9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
 def run_colours(runs: list[dict]) -> dict[str, tuple]:
     """A colour per run (by its folder, `dir`): a family per attention (dot blue, additive orange, others
     grey) and a shade of it per run, so that each seed's curve can be told apart."""

@@ -44,6 +44,28 @@ def faithfulness_markdown(r: dict) -> str:
     for name, by_k in e.items():
         cells = [f"{by_k[k]['flipped']:.1%} ({by_k[k]['prob_drop']:+.3f})" for k in r["ks"]]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    er = r.get("eraser")
+    if er:
+        bins = er["bins"]
+        shown = [b.replace("pct", "%") for b in bins]  # (1pct in the JSON, 1% to a reader)
+        lines += [
+            "",
+            f"## ERASER: comprehensiveness and sufficiency ({er['reviews']} reviews of 2 tokens or more)",
+            "",
+            "Comprehensiveness: p(predicted) lost when a source's top tokens are deleted (higher: the decision "
+            "rests on them); sufficiency: lost when only they are kept (lower: they are enough). Bins: the top "
+            + ", ".join(shown)
+            + " of a review's tokens (at least 1, at most all but 1); AOPC: the mean over them.",
+            "",
+            "| importance | AOPC comprehensiveness | AOPC sufficiency | "
+            + " | ".join(f"comp. / suff. {b}" for b in shown)
+            + " |",
+            "|---|---|---|" + "---|" * len(bins),
+        ]
+        for name, v in er["sources"].items():
+            cells = [f"{v['comprehensiveness'][b]:.3f} / {v['sufficiency'][b]:.3f}" for b in bins]
+            lines.append(f"| {name} | {v['aopc_comprehensiveness']:.3f} | {v['aopc_sufficiency']:.3f} | "
+                         + " | ".join(cells) + " |")  # fmt: skip
     lines += [
         "",
         "## Tokens removed, in order, until the decision flips",

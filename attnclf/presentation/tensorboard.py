@@ -28,9 +28,12 @@ def log_attention_review(
     experiment.add_figure(f"attention/importance_{i}", importance_figure(words, rows, about, columns), step, close=True)
 
 
-def write_faithfulness(out: Path, r: dict, arrays: dict, fig, reviews: list[tuple[list[str], str, dict]]) -> None:
+def write_faithfulness(
+    out: Path, r: dict, arrays: dict, fig, reviews: list[tuple[list[str], str, dict]], aopc=None
+) -> None:
     """faithfulness.py's TensorBoard events in `out`: its scalars and histograms, the summary figure, and
-    a few reviews (words, title, importance rows) shaded by each measure."""
+    a few reviews (words, title, importance rows) shaded by each measure. ERASER's scores go under
+    `faithfulness_<split>/` (comprehensiveness and sufficiency per bin, their AOPC, per importance source)."""
     from torch.utils.tensorboard import SummaryWriter
 
     with SummaryWriter(str(out)) as tb:
@@ -48,5 +51,13 @@ def write_faithfulness(out: Path, r: dict, arrays: dict, fig, reviews: list[tupl
         tb.add_histogram("faithfulness/permutation_tv", arrays["tv"], 0)
         tb.add_scalar("faithfulness/uniform_accuracy_change", r["uniform"]["accuracy_change"], 0)
         tb.add_figure("faithfulness/summary", fig, 0, close=False)
+        tag = f"faithfulness_{r['split']}"
+        for name, scores in r.get("eraser", {}).get("sources", {}).items():
+            for score in ("comprehensiveness", "sufficiency"):
+                tb.add_scalar(f"{tag}/aopc_{score}/{name}", scores[f"aopc_{score}"], 0)
+                for b, v in scores[score].items():
+                    tb.add_scalar(f"{tag}/{score}_{b}/{name}", v, 0)
+        if aopc is not None:
+            tb.add_figure(f"{tag}/aopc", aopc, 0, close=False)
         for i, (words, title, rows) in enumerate(reviews):
             tb.add_figure(f"faithfulness/review_{i}", importance_figure(words, rows, title), 0, close=True)
