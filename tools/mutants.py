@@ -297,6 +297,25 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "def on_train_start(self) -> None:\n        pass",
         ["tests/test_resume.py::test_killed_run_resumes_to_the_same_result"],
     ),
+    # ERASER's scores
+    (
+        "sufficiency-keeps-the-rest",
+        "attnclf/analysis/measures.py",
+        r"kept = \[seqs\[i\]\[np\.sort\(t\)\] for i, t in zip\(rows, top, strict=True\)\]",
+        "kept = removed",
+        [
+            "tests/test_faithfulness.py::test_comprehensiveness_and_sufficiency_equal_eraser_s_definitions_computed_apart"
+        ],
+    ),
+    (
+        "eraser-bins-round-down-to-nothing",
+        "attnclf/analysis/measures.py",
+        r"return int\(min\(max\(1, round\(share \* n\)\), n - 1\)\)",
+        "return int(min(round(share * n), n - 1))",
+        [
+            "tests/test_faithfulness.py::test_comprehensiveness_and_sufficiency_equal_eraser_s_definitions_computed_apart"
+        ],
+    ),
 ]
 
 args = sys.argv[1:]
