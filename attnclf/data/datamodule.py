@@ -96,35 +96,33 @@ class TextDataModule(L.LightningDataModule):
         classes = np.unique(train.labels[train_rows])
         if len(classes) < 2:  # (before any training: it would fit one answer, and the metrics fail on it)
             raise AttnclfError(
-                f"{self.config.path!r}: the {len(train_rows)} training rows all have label {names[int(classes[0])]!r}; "
+                f"{c.path!r}: the {len(train_rows)} training rows all have label {names[int(classes[0])]!r}; "
                 "a classifier needs rows of at least 2 classes"
             )
-        self.vocab = Vocab.from_counts(
-            train.table, train.token_counts(train_rows), self.config.vocab_size, self.config.min_freq
-        )
+        self.vocab = Vocab.from_counts(train.table, train.token_counts(train_rows), c.vocab_size, c.min_freq)
         if len(self.vocab) <= 2:
             raise AttnclfError(
-                f"the vocabulary has no word: no token occurs data.min_freq={self.config.min_freq} times in the "
+                f"the vocabulary has no word: no token occurs data.min_freq={c.min_freq} times in the "
                 f"{len(train_rows)} training rows; lower data.min_freq"
             )
         self.num_classes = len(names)
         # how this run reads a review (training; validation and test), saved with the vocabulary so that
         # eval and predict read it as validation and test did
-        self.vocab.meta.update(max_length=self.config.max_length, eval_max_length=self.eval_max_length,
-                               truncation=self.config.truncation, labels=names, carved=carved)  # fmt: skip
+        self.vocab.meta.update(max_length=c.max_length, eval_max_length=self.eval_max_length,
+                               truncation=c.truncation, labels=names, carved=carved)  # fmt: skip
         if remap is not None:
             self.vocab.meta["label_values"] = remap.tolist()
         if self.vocab_path and self.trainer_is_rank_zero():
             Path(self.vocab_path).parent.mkdir(parents=True, exist_ok=True)
             self.vocab.save(self.vocab_path)
-        args = dict(max_length=self.config.max_length, truncation=self.config.truncation)
+        args = dict(max_length=c.max_length, truncation=c.truncation)
         train_ids = train.remap(self.vocab)
         self.train_set = TextDataset(train_ids, train.offsets, train.labels, train_rows, **args)
 
         # validation and test read longer reviews than training: a longer max_length costs training time
         # (the GRU steps through every token), a longer read at evaluation costs little and gains accuracy
         # (docs/experiment-log.md, "Using IMDb's 50,000 unlabeled reviews")
-        eval_args = dict(max_length=self.eval_max_length, truncation=self.config.truncation)
+        eval_args = dict(max_length=self.eval_max_length, truncation=c.truncation)
 
         def own_or_carved(split: str | None, carved_rows) -> TextDataset:
             """The dataset's own split whole, or the rows carved from train."""
@@ -144,17 +142,16 @@ class TextDataModule(L.LightningDataModule):
             "p50": p50,
             "p90": p90,
             "p99": p99,
-            "kept_whole": float((lengths <= self.config.max_length).mean()),
+            "kept_whole": float((lengths <= c.max_length).mean()),
         }
         log.info(
             "training texts: median %d tokens, 90th percentile %d, 99th %d; max_length %d keeps %.1f%% whole "
             "(batches are padded to their longest text only, so a max_length above the texts costs nothing)",
-            p50, p90, p99, self.config.max_length, 100 * self.length_stats["kept_whole"],
+            p50, p90, p99, c.max_length, 100 * self.length_stats["kept_whole"],
         )  # fmt: skip
         self.splits = {
-            "train": self.config.train_split,
-            "val": val_split
-            or f"carved from {self.config.train_split} (data.val_size={self.config.val_size}, seed {self.seed})",
+            "train": c.train_split,
+            "val": val_split or f"carved from {c.train_split} (data.val_size={c.val_size}, seed {self.seed})",
             "test": test_split
             or (
                 f"fold {c.fold} of {c.folds} of {c.train_split} (stratified by label, seed {self.seed})"

@@ -241,7 +241,7 @@ def load_all(runs: list[str], split: str, given: dict, reviews: int, max_tokens:
         raise AttnclfError(f"the checkpoints read reviews differently (max_length, truncation): {sorted(reading)}")
     given = {**given, "cache_dir": cache_dir} if cache_dir else given
     sets = [split_as_trained(c, split, given)[1] for c in clfs]
-    if any(len(s.rows) != len(sets[0].rows) or (s.rows != sets[0].rows).any() for s in sets):
+    if any(not np.array_equal(s.rows, sets[0].rows) for s in sets):
         raise AttnclfError(f"the runs read different {split} rows (trained on other data, or carved with another "
                            "seed); compare runs of the same data and test rows")  # fmt: skip
     picked = sample(sets[0].lengths, reviews, max_tokens, seed, split)

@@ -40,14 +40,20 @@ class TrainSettings:
     word2vec: Word2VecConfig
 
 
-def train_settings(cfg: DictConfig) -> TrainSettings:
-    """A composed train.yaml config as typed settings, each checked: one line for the first bad value."""
-    run = TrainRunConfig.of(cfg)
+def run_paths_trainer(cfg: DictConfig, run_config: type[RunConfig]) -> tuple:
+    """(the top-level values as `run_config`, PathsConfig, TrainerConfig) of a command that trains, each checked."""
+    run = run_config.of(cfg)
     run.check()
     paths = typed(PathsConfig, cfg.get("paths"), "paths")
     paths.check()
     trainer = TrainerConfig.of(cfg.get("trainer"))
     trainer.check()
+    return run, paths, trainer
+
+
+def train_settings(cfg: DictConfig) -> TrainSettings:
+    """A composed train.yaml config as typed settings, each checked: one line for the first bad value."""
+    run, paths, trainer = run_paths_trainer(cfg, TrainRunConfig)
     data = data_config(cfg.get("data"))
     # attention, model.*, optimizer.*, regularizer.*: typed and their ranges checked (settings/model.py)
     classifier = classifier_config(cfg)
@@ -99,12 +105,7 @@ class PretrainSettings:
 
 
 def pretrain_settings(cfg: DictConfig) -> PretrainSettings:
-    run = RunConfig.of(cfg)
-    run.check()
-    paths = typed(PathsConfig, cfg.get("paths"), "paths")
-    paths.check()
-    trainer = TrainerConfig.of(cfg.get("trainer"))
-    trainer.check()
+    run, paths, trainer = run_paths_trainer(cfg, RunConfig)
     model = typed(ModelConfig, cfg.get("model"), "model")
     for key in ("embed_dim", "hidden_dim"):
         positive_int(f"model.{key}", getattr(model, key))
@@ -153,23 +154,24 @@ class EvalConfig:
         check_device(self.device)
 
 
-def given_data(cfg: DictConfig) -> tuple[str, dict]:
-    """(data.split, the other data.* keys given) of an eval or faithfulness config; their types checked."""
+def on_a_run(cls, cfg: DictConfig, key: str):
+    """An eval or faithfulness config as `cls`, checked: its top-level values, data.split as `split`, and
+    the other data.* keys given (null: the run's own) as `data`, their types checked (checked whole once
+    merged with the run's data.json)."""
     node = OmegaConf.to_container(cfg.get("data") or {}, resolve=True)
-    node = {k: v for k, v in node.items() if v is not None}  # (null: the run's own)
-    split = node.pop("split", "test")
+    data = {k: v for k, v in node.items() if v is not None}
+    split = data.pop("split", "test")
     if not isinstance(split, str):
         raise AttnclfError(f"data.split={split!r} must be a split's name, e.g. data.split=test")
-    typed(DataConfig, node, "data")  # (each value's type and name; checked whole once merged with the run's)
-    return split, node
+    typed(DataConfig, data, "data")
+    values = {f.name: cfg.get(f.name) for f in fields(cls) if f.name not in ("split", "data") and f.name in cfg}
+    config = typed(cls, {**values, "split": split, "data": data}, key)
+    config.check()
+    return config
 
 
 def eval_settings(cfg: DictConfig) -> EvalConfig:
-    split, data = given_data(cfg)
-    values = {f.name: cfg.get(f.name) for f in fields(EvalConfig) if f.name not in ("split", "data") and f.name in cfg}
-    config = typed(EvalConfig, {**values, "split": split, "data": data}, "eval")
-    config.check()
-    return config
+    return on_a_run(EvalConfig, cfg, "eval")
 
 
 @dataclass
@@ -210,12 +212,7 @@ def erasure_sizes(ks) -> list[float]:
 
 
 def faithfulness_settings(cfg: DictConfig) -> FaithfulnessConfig:
-    split, data = given_data(cfg)
-    names = [f.name for f in fields(FaithfulnessConfig) if f.name not in ("split", "data")]
-    values = {k: cfg.get(k) for k in names if k in cfg}
-    config = typed(FaithfulnessConfig, {**values, "split": split, "data": data}, "faithfulness")
-    config.check()
-    return config
+    return on_a_run(FaithfulnessConfig, cfg, "faithfulness")
 
 
 PREDICT_INPUTS = (".txt", ".csv", ".jsonl", ".parquet")

@@ -133,7 +133,7 @@ def share_or_count(key: str, value, allowed: str, zero: bool = False) -> None:
         return
     share = isinstance(value, float) and (0 <= value if zero else 0 < value) and value <= 1
     count = whole(value) and value >= (0 if zero else 1)
-    if not (share or count) or not number(value):
+    if not (share or count):
         raise AttnclfError(f"{key}={value!r} must be {allowed}")
 
 

@@ -13,14 +13,13 @@ from attnclf.errors import AttnclfError
 TYPE_WORDS = {"int": "a whole number", "float": "a number", "bool": "true or false", "str": "a string"}
 
 
-def typed(cls, node, key: str, ignore: tuple[str, ...] = ()):
+def typed(cls, node, key: str):
     """`node` (a config group, or a dict) as a `cls` instance, its values' types checked by OmegaConf; one
-    line where a value is of the wrong type or the key is not a setting of `cls`. Keys in `ignore` are
-    dropped first (a group's keys that another object reads, such as a Trainer's own). `key`: the group's
-    name in messages ("" for top-level values); a field's metadata "wanted" says what it may be."""
+    line where a value is of the wrong type or the key is not a setting of `cls`. `key`: the group's name
+    in messages ("" for top-level values); a field's metadata "wanted" says what it may be."""
     if isinstance(node, DictConfig):
         node = OmegaConf.to_container(node, resolve=True)
-    node = {k: v for k, v in (node or {}).items() if k not in ignore}
+    node = dict(node or {})
     try:
         return OmegaConf.to_object(OmegaConf.merge(OmegaConf.structured(cls), node))
     except OmegaConfBaseException as e:
