@@ -129,8 +129,8 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     (
         "trainer-values-unchecked",
         "attnclf/settings/commands.py",
-        r"    trainer\.check\(\)\n    data = data_config",
-        "    data = data_config",
+        r"    trainer\.check\(\)\n    return run, paths, trainer",
+        "    return run, paths, trainer",
         ["tests/test_errors.py::test_bad_values_are_refused_before_any_data_work"],
     ),
     (

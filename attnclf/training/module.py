@@ -46,13 +46,15 @@ def adamw(
     the per-parameter loop on CPU); off under a loss scaler (16-mixed), which must unscale the gradients
     before they are clipped.
     """
+    decays = {n: p.ndim >= 2 and not n.startswith("embed") for n, p in model.named_parameters()}
+    scaled = encoder_lr_scale != 1  # (one rate: the two groups of before, as older checkpoints hold them)
     groups = []
-    for encoder in (False, True) if encoder_lr_scale != 1 else (None,):
-        named = [(n, p) for n, p in model.named_parameters() if encoder is None or n.startswith(ENCODER) == encoder]
-        rate = lr * encoder_lr_scale if encoder else lr
+    for encoder in (False, True) if scaled else (False,):
+        named = [(n, p) for n, p in model.named_parameters() if not scaled or n.startswith(ENCODER) == encoder]
         for decay in (True, False):
-            params = [p for n, p in named if (p.ndim >= 2 and not n.startswith("embed")) == decay]
-            if params or encoder is None:
+            params = [p for n, p in named if decays[n] == decay]
+            if params or not scaled:
+                rate = lr * encoder_lr_scale if encoder else lr
                 groups.append({"params": params, "weight_decay": weight_decay if decay else 0.0, "lr": rate})
     return torch.optim.AdamW(groups, lr=lr, fused=fused, foreach=None if fused else True)
 
