@@ -15,6 +15,8 @@ import numpy as np
 from omegaconf import DictConfig
 
 from attnclf.analysis import measures
+from attnclf.analysis.plausibility import plausibility
+from attnclf.data.rationales import Aligned, LeftOut, align, read_rationales
 from attnclf.errors import AttnclfError
 from attnclf.inference.evaluate import split_as_trained
 from attnclf.inference.trained import Classifier
@@ -53,9 +55,15 @@ def summarize(x: np.ndarray) -> dict:
 
 
 def measure(
-    clf: Classifier, seqs: list[np.ndarray], labels: np.ndarray, ks: list[float], cfg: FaithfulnessConfig
+    clf: Classifier,
+    seqs: list[np.ndarray],
+    labels: np.ndarray,
+    ks: list[float],
+    cfg: FaithfulnessConfig,
+    marked: Aligned | None = None,
 ) -> tuple[dict, dict]:
-    """All the measures on the reviews: (the JSON result, per-review arrays for figures)."""
+    """All the measures on the reviews: (the JSON result, per-review arrays for figures); with `marked`
+    (the reviews' human rationales), each importance source's plausibility too."""
     model = clf.module.model
     bt = int(cfg.batch_tokens)
     seconds: dict[str, float] = {}
@@ -83,6 +91,10 @@ def measure(
     flip_random = timed("tokens_to_flip_random", measures.tokens_to_flip, model, seqs, attr.probs, orders["random"], bt)
     tv, entropy = timed("permutation", measures.permutation, model, seqs, int(cfg.permutations), int(cfg.seed), bt)
     uni = timed("uniform", measures.uniform, model, seqs, bt)
+    if marked is not None:
+        scores = {"attention": attr.weights, "gradient": attr.gradient, "loo": [np.nan_to_num(x, nan=0.0) for x in loo],
+                  "random": [by_order(o) for o in orders["random"]]}  # fmt: skip
+        plausible = {name: plausibility(v, marked.gold, marked.spans) for name, v in scores.items()}
 
     pred = attr.pred
     lengths = np.array([len(s) for s in seqs])
@@ -147,8 +159,18 @@ def measure(
             "entropy": _list(entropy),
         },
     }
+    if marked is not None:  # agreement with the tokens people marked
+        marked_share = float(np.mean(np.concatenate(marked.gold)))
+        result["plausibility"] = {"reviews": len(seqs), "marked_share": marked_share, "sources": plausible}
     arrays = {"attr": attr, "loo": loo, "tau": tau, "flip_frac": flip_frac, "tv": tv, "entropy": entropy}
     return result, arrays
+
+
+def by_order(order: np.ndarray) -> np.ndarray:
+    """A score a token from a ranking (first: the highest), for the measures that take scores."""
+    score = np.empty(len(order))
+    score[order] = np.arange(len(order), 0, -1)
+    return score
 
 
 def _list(x: np.ndarray) -> list:
@@ -179,35 +201,36 @@ def faithfulness(cfg: DictConfig) -> dict:
     ckpt = best_checkpoint(cfg.ckpt)
     clf = Classifier.from_checkpoint(ckpt, cfg.device)
     ks = cfg.ks
-    data, dataset = split_as_trained(clf, cfg.split, cfg.data)
-    picked = sample(dataset.lengths, cfg.reviews, cfg.max_tokens, cfg.seed, cfg.split)
-    seqs = [dataset.tokens(i).astype(np.int64) for i in picked]
-    labels = dataset.labels[dataset.rows[picked]]
-    log.info(
-        "%d reviews of %s (at most %d tokens), %s attention",
-        len(seqs),
-        cfg.split,
-        cfg.max_tokens,
-        clf.module.hparams.attention,
-    )
+    marked = None
+    if cfg.rationales.path:
+        marked, about = with_rationales(clf, cfg)
+        seqs, labels = marked.seqs, marked.labels
+        folder = f"faithfulness_rationales_{about['split']}"
+    else:
+        data, dataset = split_as_trained(clf, cfg.split, cfg.data)
+        picked = sample(dataset.lengths, cfg.reviews, cfg.max_tokens, cfg.seed, cfg.split)
+        seqs = [dataset.tokens(i).astype(np.int64) for i in picked]
+        labels = dataset.labels[dataset.rows[picked]]
+        about = {"data": str(data.path or data.train_file), "split": cfg.split, "max_tokens": int(cfg.max_tokens),
+                 "eligible_share": float(np.mean(dataset.lengths <= cfg.max_tokens))}  # fmt: skip
+        folder = f"faithfulness_{cfg.split}"
+        log.info("%d reviews of %s (at most %d tokens), %s attention", len(seqs), cfg.split, cfg.max_tokens,
+                 clf.module.hparams.attention)  # fmt: skip
 
     t0 = time.perf_counter()
-    result, arrays = measure(clf, seqs, labels, ks, cfg)
+    result, arrays = measure(clf, seqs, labels, ks, cfg, marked)
     result = {
         "checkpoint": str(ckpt),
         "attention": clf.module.hparams.attention,
-        "data": str(data.path or data.train_file),
-        "split": cfg.split,
+        **about,
         "reviews": len(seqs),
-        "max_tokens": int(cfg.max_tokens),
-        "eligible_share": float(np.mean(dataset.lengths <= cfg.max_tokens)),
         "mean_tokens": float(np.mean([len(s) for s in seqs])),
         "seed": int(cfg.seed),
         "ks": [measures.k_name(k) for k in ks],
         **result,
         "total_seconds": round(time.perf_counter() - t0, 1),
     }
-    out = Path(cfg.output) if cfg.output else run_dir_of(ckpt) / f"faithfulness_{cfg.split}"
+    out = Path(cfg.output) if cfg.output else run_dir_of(ckpt) / folder
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "faithfulness.json", result)
     fig = faithfulness_figure(result, arrays)
@@ -229,6 +252,30 @@ def faithfulness(cfg: DictConfig) -> dict:
     print(summary)
     print(f"written to {out}")
     return result
+
+
+def with_rationales(clf: Classifier, cfg: FaithfulnessConfig) -> tuple[Aligned, dict]:
+    """The rationale set's reviews as the classifier reads them, with their marked tokens (a seeded sample of
+    `reviews` where there are more), and what the result says of them."""
+    left = LeftOut()
+    texts = read_rationales(cfg.rationales, left)
+    marked = align(texts, clf.vocab, clf.max_length, clf.truncation, clf.labels, left, cfg.rationales.labels)
+    dropped = left.report()
+    if not marked.seqs:
+        raise AttnclfError(f"rationales.path={cfg.rationales.path!r}: no review with a marked token to score "
+                           f"({len(texts)} read; left out: {dropped})")  # fmt: skip
+    if len(marked.seqs) > cfg.reviews:
+        keep = np.sort(np.random.default_rng(cfg.seed).choice(len(marked.seqs), cfg.reviews, replace=False))
+        marked = Aligned([marked.seqs[i] for i in keep], marked.labels[keep], [marked.gold[i] for i in keep],
+                         [marked.spans[i] for i in keep], [marked.ids[i] for i in keep])  # fmt: skip
+    path = Path(cfg.rationales.path).expanduser()
+    split = cfg.rationales.split if path.is_dir() else path.stem
+    log.info("%d reviews with rationales of %s (%s; %d read), read as the classifier reads (at most %s tokens), "
+             "%s attention", len(marked.seqs), path, split, len(texts), clf.max_length,
+             clf.module.hparams.attention)  # fmt: skip
+    about = {"data": str(path), "split": split, "rationales": {"read": len(texts), "left_out": dropped},
+             "max_tokens": clf.max_length, "eligible_share": len(marked.seqs) / len(texts)}  # fmt: skip
+    return marked, about
 
 
 def load_all(runs: list[str], split: str, given: dict, reviews: int, max_tokens: int, seed: int,

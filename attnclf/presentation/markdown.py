@@ -17,12 +17,20 @@ def faithfulness_markdown(r: dict) -> str:
     """faithfulness.py's summary.md from its faithfulness.json result."""
     a, e, p, u = r["agreement"], r["erasure"], r["permutation"], r["uniform"]
     tau = a["kendall_tau"]
+    if "rationales" in r:
+        left = r["rationales"]["left_out"]
+        sample = (
+            f"the reviews with rationales, read as the classifier reads (at most {r['max_tokens']} tokens): "
+            f"{r['eligible_share']:.0%} of the {r['rationales']['read']} read"
+            + (" (left out: " + ", ".join(f"{n} {kind}" for kind, n in left.items()) + ")" if left else "")
+        )
+    else:
+        sample = f"reviews of at most {r['max_tokens']} tokens, {r['eligible_share']:.0%} of the split"
     lines = [
         f"# Faithfulness of {r['attention']} attention",
         "",
-        f"`{r['checkpoint']}` on {r['reviews']} reviews of `{r['data']}` {r['split']} (seed {r['seed']}; reviews of "
-        f"at most {r['max_tokens']} tokens, {r['eligible_share']:.0%} of the split; mean {r['mean_tokens']:.0f} "
-        f"tokens). Accuracy on them {r['accuracy']:.2%}. {r['total_seconds']:.0f} s.",
+        f"`{r['checkpoint']}` on {r['reviews']} reviews of `{r['data']}` {r['split']} (seed {r['seed']}; {sample}; "
+        f"mean {r['mean_tokens']:.0f} tokens). Accuracy on them {r['accuracy']:.2%}. {r['total_seconds']:.0f} s.",
         "",
         "## Agreement with other importance measures (Kendall tau per review)",
         "",
@@ -66,6 +74,24 @@ def faithfulness_markdown(r: dict) -> str:
             cells = [f"{v['comprehensiveness'][b]:.3f} / {v['sufficiency'][b]:.3f}" for b in bins]
             lines.append(f"| {name} | {v['aopc_comprehensiveness']:.3f} | {v['aopc_sufficiency']:.3f} | "
                          + " | ".join(cells) + " |")  # fmt: skip
+    pl = r.get("plausibility")
+    if pl:
+        lines += [
+            "",
+            f"## Plausibility: agreement with the tokens people marked ({pl['reviews']} reviews, "
+            f"{pl['marked_share']:.1%} of their tokens marked)",
+            "",
+            "Token F1: the top tokens by a source, as many as were marked, against the marked ones; AUPRC: the "
+            "area under its precision-recall curve against them; IOU-F1: its top tokens' runs as spans, matching "
+            "a marked span at intersection over union >= 0.5 (per review, averaged; micro: counts summed). "
+            "Higher: closer to what people marked.",
+            "",
+            "| importance | token F1 | AUPRC | IOU-F1 | IOU-F1 micro |",
+            "|---|---|---|---|---|",
+        ]
+        for name, v in pl["sources"].items():
+            lines.append(f"| {name} | {v['token_f1']:.3f} | {v['auprc']:.3f} | {v['iou_f1']:.3f} | "
+                         f"{v['iou_f1_micro']:.3f} |")  # fmt: skip
     lines += [
         "",
         "## Tokens removed, in order, until the decision flips",

@@ -33,7 +33,8 @@ def write_faithfulness(
 ) -> None:
     """faithfulness.py's TensorBoard events in `out`: its scalars and histograms, the summary figure, and
     a few reviews (words, title, importance rows) shaded by each measure. ERASER's scores go under
-    `faithfulness_<split>/` (comprehensiveness and sufficiency per bin, their AOPC, per importance source)."""
+    `faithfulness_<split>/` (comprehensiveness and sufficiency per bin, their AOPC, per importance source), and
+    with human rationales the plausibility scores (token F1, AUPRC, IOU-F1, per source)."""
     from torch.utils.tensorboard import SummaryWriter
 
     with SummaryWriter(str(out)) as tb:
@@ -59,5 +60,8 @@ def write_faithfulness(
                     tb.add_scalar(f"{tag}/{score}_{b}/{name}", v, 0)
         if aopc is not None:
             tb.add_figure(f"{tag}/aopc", aopc, 0, close=False)
+        for name, scores in r.get("plausibility", {}).get("sources", {}).items():
+            for score, v in scores.items():
+                tb.add_scalar(f"{tag}/plausibility_{score}/{name}", v, 0)
         for i, (words, title, rows) in enumerate(reviews):
             tb.add_figure(f"faithfulness/review_{i}", importance_figure(words, rows, title), 0, close=True)

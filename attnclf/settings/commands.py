@@ -154,24 +154,65 @@ class EvalConfig:
         check_device(self.device)
 
 
-def on_a_run(cls, cfg: DictConfig, key: str):
+def on_a_run(cls, cfg: DictConfig, key: str, **typed_apart):
     """An eval or faithfulness config as `cls`, checked: its top-level values, data.split as `split`, and
     the other data.* keys given (null: the run's own) as `data`, their types checked (checked whole once
-    merged with the run's data.json)."""
+    merged with the run's data.json); `typed_apart`: groups already read into their own dataclass."""
     node = OmegaConf.to_container(cfg.get("data") or {}, resolve=True)
     data = {k: v for k, v in node.items() if v is not None}
     split = data.pop("split", "test")
     if not isinstance(split, str):
         raise AttnclfError(f"data.split={split!r} must be a split's name, e.g. data.split=test")
     typed(DataConfig, data, "data")
-    values = {f.name: cfg.get(f.name) for f in fields(cls) if f.name not in ("split", "data") and f.name in cfg}
+    apart = ("split", "data", *typed_apart)
+    values = {f.name: cfg.get(f.name) for f in fields(cls) if f.name not in apart and f.name in cfg}
     config = typed(cls, {**values, "split": split, "data": data}, key)
+    for name, value in typed_apart.items():
+        setattr(config, name, value)
     config.check()
     return config
 
 
 def eval_settings(cfg: DictConfig) -> EvalConfig:
     return on_a_run(EvalConfig, cfg, "eval")
+
+
+RATIONALE_FILES = (".jsonl", ".json", ".csv", ".tsv", ".parquet")
+
+
+@dataclass
+class RationalesConfig:
+    """Human rationales to score the importance sources against (faithfulness.py's `rationales.*`): an
+    ERASER folder (docs/ and <split>.jsonl) or one file with a text, a label and a marked-spans column."""
+
+    path: str | None = None
+    split: str = "test"
+    text_column: str = "text"
+    label_column: str = "label"
+    spans_column: str = "rationale"
+    labels: dict | None = None  # the set's label -> the classifier's class name (None: by name)
+
+    def check(self) -> None:
+        """The folder or file is there and of a kind that is read, before any checkpoint or data is."""
+        self.labels = {str(k): str(v) for k, v in (self.labels or {}).items()}
+        if self.path is None:
+            return
+        p = Path(self.path).expanduser()
+        if not p.exists():
+            raise AttnclfError(f"rationales.path={self.path!r} does not exist (an ERASER folder, or a .jsonl/.csv)")
+        if p.is_dir():
+            if not (p / "docs").is_dir():
+                raise AttnclfError(
+                    f"rationales.path={self.path!r}: an ERASER folder holds docs/ (one text per file); not found"
+                )
+            if not (p / f"{self.split}.jsonl").is_file():
+                found = sorted(f.stem for f in p.glob("*.jsonl"))
+                raise AttnclfError(f"rationales.split={self.split!r}: no {self.split}.jsonl in {p}; allowed: {found}")
+        elif p.suffix.lower() not in RATIONALE_FILES:
+            raise AttnclfError(
+                f"rationales.path={self.path!r}: unknown file type {p.suffix!r}; allowed: an ERASER folder or a "
+                f"file {', '.join(RATIONALE_FILES)}"
+            )
 
 
 @dataclass
@@ -189,9 +230,11 @@ class FaithfulnessConfig:
     output: str | None = None
     split: str = "test"
     data: dict = field(default_factory=dict)
+    rationales: RationalesConfig = field(default_factory=RationalesConfig)
 
     def check(self) -> None:
         self.ckpt = checkpoints_given(self.ckpt, "examine")[0]
+        self.rationales.check()
         positive_int("reviews", self.reviews)
         if self.max_tokens < 2:
             raise AttnclfError(f"max_tokens={self.max_tokens!r}; allowed: a whole number >= 2")
@@ -212,7 +255,8 @@ def erasure_sizes(ks) -> list[float]:
 
 
 def faithfulness_settings(cfg: DictConfig) -> FaithfulnessConfig:
-    return on_a_run(FaithfulnessConfig, cfg, "faithfulness")
+    rationales = typed(RationalesConfig, cfg.get("rationales"), "rationales")
+    return on_a_run(FaithfulnessConfig, cfg, "faithfulness", rationales=rationales)
 
 
 PREDICT_INPUTS = (".txt", ".csv", ".jsonl", ".parquet")
