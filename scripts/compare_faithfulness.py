@@ -1,8 +1,11 @@
 """Put faithfulness.py's results for several checkpoints side by side: one Markdown table and one figure.
 
     python scripts/compare_faithfulness.py RESULT [RESULT ...] [--out faithfulness.png]
+    python scripts/compare_faithfulness.py RESULT [RESULT ...] --by-attention [--aopc-out aopc.png]
 
-RESULT: a faithfulness.json, or the folder that holds it (<run>/faithfulness_test).
+RESULT: a faithfulness.json, or the folder that holds it (<run>/faithfulness_test). --by-attention: one
+column per attention, each figure's mean ± sd over its runs (seeds), and ERASER's scores and (with human
+rationales) plausibility for every importance source; --aopc-out: their AOPC, per attention, as a figure.
 """
 
 from __future__ import annotations
@@ -77,6 +80,40 @@ def _to_flip(r, order):
     return f"{f['median_tokens']:g}, {f['median_fraction']:.1%}"
 
 
+def by_attention(results: list[dict]) -> str:
+    """One column per attention: mean ± sd over its runs of the headline figures, ERASER's AOPC and the
+    plausibility scores of each importance source."""
+    atts = sorted({r["attention"] for r in results}, key=lambda a: (a != "dot", a))
+    groups = {a: [r for r in results if r["attention"] == a] for a in atts}
+    sources = list(results[0]["eraser"]["sources"])
+    rows = [
+        ("accuracy on the sample", lambda r: r["accuracy"], "{:.2%}"),
+        ("tau vs leave-one-out (mean)", lambda r: r["agreement"]["kendall_tau"]["loo"]["mean"], "{:.3f}"),
+        ("tau vs gradient x input (mean)", lambda r: r["agreement"]["kendall_tau"]["gradient"]["mean"], "{:.3f}"),
+        ("flipped, top-1 by attention removed", lambda r: r["erasure"]["attention"][r["ks"][0]]["flipped"], "{:.1%}"),
+        ("uniform weights: decisions changed", lambda r: r["uniform"]["decisions_changed"], "{:.1%}"),
+    ]
+    for score, better in (("comprehensiveness", "higher"), ("sufficiency", "lower")):
+        for n in sources:
+            rows.append((f"AOPC {score}, {n} ({better}: more faithful)",
+                         lambda r, n=n, score=score: r["eraser"]["sources"][n][f"aopc_{score}"], "{:.3f}"))  # fmt: skip
+    if all("plausibility" in r for r in results):
+        for score, name in (("token_f1", "token F1"), ("auprc", "AUPRC"), ("iou_f1", "IOU-F1")):
+            for n in sources:
+                rows.append((f"plausibility: {name}, {n}",
+                             lambda r, n=n, score=score: r["plausibility"]["sources"][n][score], "{:.3f}"))  # fmt: skip
+    head = "| measure | " + " | ".join(f"{a} ({len(g)} runs)" for a, g in groups.items()) + " |"
+    lines = [head, "|---|" + "---|" * len(groups)]
+    for name, get, form in rows:
+        cells = []
+        for g in groups.values():
+            v = np.array([get(r) for r in g], dtype=float)
+            sd = form.format(v.std(ddof=1)) if len(v) > 1 else "-"
+            cells.append(f"{form.format(v.mean())} ± {sd}")
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def figure(results: list[dict], out: str) -> None:
     import matplotlib
 
@@ -115,9 +152,19 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python scripts/compare_faithfulness.py", description=__doc__.split("\n\n")[0])
     p.add_argument("results", nargs="+")
     p.add_argument("--out", help="write the figure (PNG) here")
+    p.add_argument("--by-attention", action="store_true", help="one column per attention: mean ± sd over its runs")
+    p.add_argument("--aopc-out", help="write ERASER's AOPC per attention and importance source (PNG) here")
     args = p.parse_args(argv)
     results = [load(x) for x in args.results]
-    print(table(results))
+    if (args.by_attention or args.aopc_out) and any("eraser" not in r for r in results):
+        old = next(x for x, r in zip(args.results, results, strict=True) if "eraser" not in r)
+        raise SystemExit(f"error: {old} has no ERASER scores (made before them): run faithfulness.py on it again")
+    print(by_attention(results) if args.by_attention else table(results))
+    if args.aopc_out:
+        from attnclf.presentation.figures import aopc_by_attention_figure
+
+        aopc_by_attention_figure(results).savefig(args.aopc_out, dpi=110)
+        print(f"figure written to {args.aopc_out}")
     if args.out:
         figure(results, args.out)
         print(f"figure written to {args.out}")

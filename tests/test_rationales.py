@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import logging
 import random
+import sys
+from pathlib import Path
 
 import datasets
 import numpy as np
@@ -278,8 +280,8 @@ def compose_faith(overrides):
         return compose(config_name="faithfulness", overrides=overrides)
 
 
-@pytest.mark.slow  # (two faithfulness runs)
-def test_faithfulness_with_eraser_rationales(tiny_run, movies_like, tmp_path, caplog, capsys):
+@pytest.mark.slow  # (three faithfulness runs)
+def test_faithfulness_with_eraser_rationales(tiny_run, tiny_run_additive, movies_like, tmp_path, caplog, capsys):
     out = tmp_path / "f"
     base = [f"ckpt={tiny_run}", f"rationales.path={movies_like}", "permutations=5", f"paths.cache_dir={tmp_path}",
             "rationales.labels={NEG:'0',POS:'1'}"]  # (the tiny run's classes are 0 and 1)  # fmt: skip
@@ -306,6 +308,22 @@ def test_faithfulness_with_eraser_rationales(tiny_run, movies_like, tmp_path, ca
     fewer = faithfulness(compose_faith([*base, "reviews=10"]))
     assert fewer["reviews"] == 10 and (tiny_run / "faithfulness_rationales_test" / "faithfulness.json").is_file()
     assert result["plausibility"]["sources"]["attention"] != fewer["plausibility"]["sources"]["attention"]
+
+    # side by side, per attention: mean ± sd over the runs (dot twice: sd 0), and the AOPC figure
+    additive = tmp_path / "a"
+    faithfulness(compose_faith([*base[1:], f"ckpt={tiny_run_additive}", f"output={additive}"]))
+    sys.path.insert(0, str(Path(CONF).parent / "scripts"))
+    from compare_faithfulness import main
+
+    capsys.readouterr()
+    png = tmp_path / "aopc.png"
+    assert main([str(out), str(out), str(additive), "--by-attention", "--aopc-out", str(png)]) == 0
+    table = capsys.readouterr().out
+    assert "| measure | dot (2 runs) | additive (1 runs) |" in table and png.stat().st_size > 10_000
+    auprc = pl["sources"]["attention"]["auprc"]
+    assert f"| plausibility: AUPRC, attention | {auprc:.3f} ± 0.000 | " in table
+    comp = saved["eraser"]["sources"]["loo"]["aopc_comprehensiveness"]
+    assert f"| AOPC comprehensiveness, loo (higher: more faithful) | {comp:.3f} ± 0.000 | " in table
 
 
 def test_faithfulness_rationales_bad_input(tiny_run, movies_like, tmp_path):

@@ -176,6 +176,32 @@ def aopc_figure(r: dict):
     return fig
 
 
+def aopc_by_attention_figure(results: list[dict]):
+    """ERASER's AOPC of each importance source, per attention over its runs (bars: the mean; dots: each
+    run): comprehensiveness (higher: more faithful) and sufficiency (lower: more faithful)."""
+    plt = pyplot()
+    atts = sorted({r["attention"] for r in results}, key=lambda a: (a != "dot", a))
+    sources = list(results[0]["eraser"]["sources"])
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
+    x = np.arange(len(sources))
+    width = 0.8 / len(atts)
+    for ax, score in zip(axes, ("comprehensiveness", "sufficiency"), strict=True):
+        for j, att in enumerate(atts):
+            runs = [r for r in results if r["attention"] == att]
+            values = np.array([[r["eraser"]["sources"][n][f"aopc_{score}"] for n in sources] for r in runs])
+            at = x + (j - (len(atts) - 1) / 2) * width
+            ax.bar(at, values.mean(0), width, color=f"C{j}", alpha=0.75, label=f"{att} ({len(runs)} runs)")
+            for row in values:
+                ax.plot(at, row, "o", color="black", ms=3)
+        ax.axhline(0, color="grey", lw=0.8)
+        ax.set_xticks(x, sources)
+        better = "higher" if score == "comprehensiveness" else "lower"
+        ax.set(title=f"AOPC {score} ({better}: more faithful)", ylabel="drop in p(predicted)")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
 def run_colours(runs: list[dict]) -> dict[str, tuple]:
     """A colour per run (by its folder, `dir`): a family per attention (dot blue, additive orange, others
     grey) and a shade of it per run, so that each seed's curve can be told apart."""
