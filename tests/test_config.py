@@ -34,6 +34,7 @@ from attnclf.training.train import train
         ("model.embed_dropout=-0.5", "model.embed_dropout=-0.5 must be in [0, 1)"),
         ("optimizer.encoder_lr_scale=0", "optimizer.encoder_lr_scale=0 must be in (0, 1]"),
         ("optimizer.encoder_lr_scale=2", "optimizer.encoder_lr_scale=2 must be in (0, 1]"),
+        ("optimizer.class_weights=inverse", "optimizer.class_weights='inverse'; allowed: none, balanced"),
         ("optimizer.freeze_encoder_epochs=-1", "optimizer.freeze_encoder_epochs=-1 must be a whole number >= 0"),
         ("optimizer.freeze_encoder_epochs=half", "optimizer.freeze_encoder_epochs='half' must be a whole number"),
         (

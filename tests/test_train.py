@@ -236,3 +236,41 @@ def test_min_steps_trains_small_data_for_more_epochs_and_says_so(tiny_imdb, tmp_
     assert "trainer.max_epochs 1 -> 3: 12 optimizer steps an epoch, and min_steps=30" in caplog.text
     with pytest.raises(AttnclfError, match=r"min_steps=0 must be a positive integer or null"):
         train(compose_cfg([*tiny_overrides(tiny_imdb, tmp_path / "x"), "min_steps=0"]))
+
+
+def test_balanced_class_weights_weigh_the_training_loss_by_the_training_rows(tiny_imdb, tmp_path, caplog):
+    """optimizer.class_weights=balanced: each class weighs n / (classes x its training rows) in the training
+    loss (plain and adversarial), a class without training rows 0; the run logs the weights, and its
+    checkpoint (the weights not in it) loads and evaluates as any other."""
+    import logging
+    import warnings
+
+    import numpy as np
+    import torch.nn.functional as F
+
+    from attnclf.inference import Classifier
+    from attnclf.training.regularizers import adversarial_losses
+
+    module = AttnClassifierModule(30, 3, optimizer={"class_weights": "balanced"}, model={}, regularizer={})
+    weight = module.weigh_classes(np.array([0, 0, 0, 1, 0, 0, 1, 0]))
+    assert weight.tolist() == pytest.approx([8 / (3 * 6), 8 / (3 * 2), 0.0])
+    ids, lengths, y = torch.randint(2, 30, (4, 7)), torch.tensor([7, 5, 3, 2]), torch.tensor([0, 1, 1, 0])
+    module.eval()  # (no dropout: the same logits twice)
+    logits, _ = module(ids, lengths, lengths)
+    expected = F.cross_entropy(logits, y, weight=weight)
+    assert not torch.isclose(expected, F.cross_entropy(logits, y))  # (the weights change the loss here)
+    with warnings.catch_warnings():  # (Lightning: self.log without a Trainer)
+        warnings.simplefilter("ignore")
+        assert torch.isclose(module.training_step((ids, lengths, y), 0), expected)
+    _, clean, _, _ = adversarial_losses(module.model, ids, lengths, lengths, y, 0.02, weight=module.class_weight)
+    assert torch.isclose(clean, expected)
+    assert AttnClassifierModule(30, 3, optimizer={}, model={}, regularizer={}).weigh_classes(np.array([0, 1])) is None
+
+    caplog.set_level(logging.INFO)
+    cfg = compose_cfg(["logger=none", "callbacks.rich_progress_bar=null", "callbacks.attention_maps=null",
+                       "trainer.max_epochs=1", "model.embeddings=random", "optimizer.class_weights=balanced",
+                       *tiny_overrides(tiny_imdb, tmp_path)])  # fmt: skip
+    train(cfg)
+    assert re.search(r"optimizer.class_weights=balanced: 0 [0-9.]+, 1 [0-9.]+ \(n / \(classes x", caplog.text)
+    clf = Classifier.from_checkpoint(next((tmp_path / "checkpoints").glob("epoch*.ckpt")))
+    assert clf.module.hparams.optimizer["class_weights"] == "balanced" and clf.module.class_weight is None

@@ -88,6 +88,9 @@ class ModelConfig:
         return {k: v for k, v in asdict(self).items() if k not in ("embeddings", "freeze_embeddings", "init_from")}
 
 
+CLASS_WEIGHTS = ("none", "balanced")
+
+
 @dataclass
 class OptimizerConfig:
     """AdamW with linear warm-up, then cosine decay (conf/optimizer/adamw.yaml)."""
@@ -100,9 +103,13 @@ class OptimizerConfig:
     # (discriminative rates), and the epochs they stay frozen while the attention and the output layer learn
     encoder_lr_scale: float = 1.0
     freeze_encoder_epochs: int = 0
+    # the cross-entropy's weight per class: none, or balanced (n / (classes x the class's training rows),
+    # so that a rare class weighs as much in the loss as a common one)
+    class_weights: str = "none"
 
     def check(self) -> None:
         positive_number("optimizer.lr", self.lr)
+        one_of("optimizer.class_weights", self.class_weights, CLASS_WEIGHTS)
         if not 0 < self.encoder_lr_scale <= 1:
             raise AttnclfError(f"optimizer.encoder_lr_scale={shown(self.encoder_lr_scale)} must be in (0, 1]")
         if self.freeze_encoder_epochs < 0:

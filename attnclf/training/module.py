@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import math
 
+import numpy as np
 import pytorch_lightning as L
 import torch
 import torch.nn.functional as F
@@ -236,6 +237,9 @@ class AttnClassifierModule(TrainingModule):
         # `embeddings` (random, word2vec or a vectors file) and `init_from` (a pretrain.py checkpoint) are where
         # train() took the initial weights from: a record only, as the weights themselves are in the state dict
         self.model.embed.weight.requires_grad_(not m.freeze_embeddings)
+        # optimizer.class_weights: the training loss's weight per class, from the training rows (train() sets
+        # it; not in the state dict: a resumed run computes it again from the same rows)
+        self.register_buffer("class_weight", None, persistent=False)
         # validate_args=False: the checks read the labels back from the device, a sync every step
         self.train_acc = MulticlassAccuracy(num_classes, average="micro", validate_args=False)
         self.val_acc = MulticlassAccuracy(num_classes, average="micro", validate_args=False)
@@ -281,19 +285,31 @@ class AttnClassifierModule(TrainingModule):
                 fixed = name.startswith("embed") and self.config.model.freeze_embeddings
                 p.requires_grad_(not (frozen or fixed))
 
+    def weigh_classes(self, labels: np.ndarray) -> torch.Tensor | None:
+        """optimizer.class_weights=balanced: each class weighs n / (classes x its rows among `labels`, the
+        training rows), as scikit-learn's "balanced"; a class with no training row weighs 0. None: unweighted."""
+        if self.config.optimizer.class_weights == "none":
+            return None
+        c = self.hparams.num_classes
+        counts = np.bincount(np.asarray(labels, dtype=np.int64), minlength=c)
+        weight = np.divide(len(labels), c * counts, out=np.zeros(c), where=counts > 0)
+        self.class_weight = torch.tensor(weight, dtype=torch.float32, device=self.device)
+        return self.class_weight
+
     def training_step(self, batch, batch_idx):
         ids, lengths, y, host = unpack(batch)
         reg = self.config.regularizer
         if reg.name == "adversarial":
             logits, loss, extra, clean = adversarial_losses(
-                self.model, ids, lengths, host, y, reg.epsilon, self._loss_scale(ids)
+                self.model, ids, lengths, host, y, reg.epsilon, self._loss_scale(ids), self.class_weight
             )
         else:
             logits, _ = self(ids, lengths, host)
-            loss = clean = F.cross_entropy(logits, y)
+            loss = clean = F.cross_entropy(logits, y, weight=self.class_weight)
         self._check_finite(loss)
         self.train_acc(logits.argmax(-1), y)
-        self.log("train/loss", loss, prog_bar=True, batch_size=len(y))  # the plain cross-entropy, whatever else
+        # the cross-entropy (weighted per class where optimizer.class_weights says), whatever regulariser is on top
+        self.log("train/loss", loss, prog_bar=True, batch_size=len(y))
         if reg.name == "none":
             return loss
         if reg.name == "virtual_adversarial":

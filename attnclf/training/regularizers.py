@@ -43,6 +43,7 @@ def adversarial_losses(
     y: torch.Tensor,
     epsilon: float,
     scale: torch.Tensor | None = None,
+    weight: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """(logits, cross-entropy, adversarial cross-entropy, stand-in) of labelled reviews ids (B, T).
 
@@ -55,12 +56,13 @@ def adversarial_losses(
     `scale`: the loss scale of float16 mixed precision (the trainer's GradScaler), if any. This backward
     happens outside the scaler, so it scales the loss itself (small float16 gradients would otherwise
     underflow to zero) and divides the parameters' gradients back; the outer backward scales them again.
+    `weight`: the cross-entropy's weight per class (C,), or None.
     """
     x = model.embed(ids)  # (B, T, E)
     if not x.requires_grad:  # (a frozen embedding)
         x.requires_grad_()
     logits, _ = model.from_embeddings(x, lengths, host)
-    loss = F.cross_entropy(logits, y)
+    loss = F.cross_entropy(logits, y, weight=weight)
     params = [p for p in model.parameters() if p.requires_grad]
     grad, *grads = torch.autograd.grad(loss if scale is None else loss * scale, [x, *params], allow_unused=True)
     if scale is not None:  # (x's gradient only gives a direction: its scale does not matter)
@@ -69,7 +71,7 @@ def adversarial_losses(
     r = scaled_direction(grad, mask, epsilon * embedding_norm(x, mask))  # (B, T, E), a constant
     moved, _ = model.from_embeddings(model.embed(ids) + r, lengths, host)  # (embedded again: that graph is spent)
     stand_in = sum((p * g).sum() for p, g in zip(params, grads, strict=True) if g is not None)
-    return logits.detach(), loss.detach(), F.cross_entropy(moved, y), stand_in
+    return logits.detach(), loss.detach(), F.cross_entropy(moved, y, weight=weight), stand_in
 
 
 def kl(p_log: torch.Tensor, q_log: torch.Tensor) -> torch.Tensor:

@@ -62,6 +62,12 @@ def train(cfg: DictConfig) -> float:
     datamodule = TextDataModule(s.data, run.seed, vocab_path=str(out / "vocab.json"))
     datamodule.setup("fit")
     model = AttnClassifierModule(len(datamodule.vocab), datamodule.num_classes, config=config)
+    train_set = datamodule.train_set
+    weight = model.weigh_classes(train_set.labels[train_set.rows])
+    if weight is not None:
+        names = datamodule.vocab.meta["labels"]
+        said = ", ".join(f"{name} {w:.3g}" for name, w in zip(names, weight.tolist(), strict=True))
+        log.info("optimizer.class_weights=balanced: %s (n / (classes x the class's training rows))", said)
     reg = config.regularizer
     if reg.name == "virtual_adversarial":
         n = datamodule.setup_unlabeled(reg.unlabeled_split, reg.unlabeled_batch_size)
