@@ -316,6 +316,50 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
             "tests/test_faithfulness.py::test_comprehensiveness_and_sufficiency_equal_eraser_s_definitions_computed_apart"
         ],
     ),
+    # plausibility against human rationales
+    (
+        "auprc-curve-reordered",
+        "attnclf/analysis/plausibility.py",
+        r"return float\(auc\(recall, precision\)\)",
+        "return float(auc(recall, precision, reorder=True))",
+        ["tests/test_rationales.py::test_plausibility_equals_eraser_s_definitions_computed_apart"],
+    ),
+    (
+        "iou-recall-over-predicted-spans",
+        "attnclf/analysis/plausibility.py",
+        r"macro_r\.append\(hits / len\(want\)\)",
+        "macro_r.append(hits / len(got))",
+        ["tests/test_rationales.py::test_plausibility_equals_eraser_s_definitions_computed_apart"],
+    ),
+    (
+        "rationale-past-max-length-kept",
+        "attnclf/data/rationales.py",
+        r"read = at\[inside\]\[at\[inside\] >= 0\]",
+        "read = inside",
+        ["tests/test_rationales.py::test_truncation_and_an_empty_rationale"],
+    ),
+    (
+        "evidence-end-token-inclusive",
+        "attnclf/data/rationales.py",
+        r"span = \(words\[start\]\[0\], words\[end - 1\]\[1\]\)",
+        "span = (words[start][0], words[min(end, len(words) - 1)][1])",
+        ["tests/test_rationales.py::test_eraser_format_read_and_aligned_to_the_classifier_s_tokens"],
+    ),
+    # optimizer.class_weights
+    (
+        "class-weights-left-out-of-the-loss",
+        "attnclf/training/module.py",
+        r"loss = clean = F\.cross_entropy\(logits, y, weight=self\.class_weight\)",
+        "loss = clean = F.cross_entropy(logits, y)",
+        ["tests/test_train.py::test_balanced_class_weights_weigh_the_training_loss_by_the_training_rows"],
+    ),
+    (
+        "class-weights-left-out-of-the-adversarial-loss",
+        "attnclf/training/regularizers.py",
+        r"loss = F\.cross_entropy\(logits, y, weight=weight\)",
+        "loss = F.cross_entropy(logits, y)",
+        ["tests/test_train.py::test_balanced_class_weights_weigh_the_training_loss_by_the_training_rows"],
+    ),
 ]
 
 args = sys.argv[1:]
