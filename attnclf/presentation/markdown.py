@@ -20,7 +20,9 @@ def faithfulness_markdown(r: dict) -> str:
     if "rationales" in r:
         left = r["rationales"]["left_out"]
         sample = (
-            f"the reviews with rationales, read as the classifier reads (at most {r['max_tokens']} tokens): "
+            "the reviews with rationales, read as the classifier reads"
+            + (f" (at most {r['max_tokens']} tokens)" if r["max_tokens"] else " (whole)")
+            + ": "
             f"{r['eligible_share']:.0%} of the {r['rationales']['read']} read"
             + (" (left out: " + ", ".join(f"{n} {kind}" for kind, n in left.items()) + ")" if left else "")
         )
