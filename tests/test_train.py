@@ -274,3 +274,44 @@ def test_balanced_class_weights_weigh_the_training_loss_by_the_training_rows(tin
     assert re.search(r"optimizer.class_weights=balanced: 0 [0-9.]+, 1 [0-9.]+ \(n / \(classes x", caplog.text)
     clf = Classifier.from_checkpoint(next((tmp_path / "checkpoints").glob("epoch*.ckpt")))
     assert clf.module.hparams.optimizer["class_weights"] == "balanced" and clf.module.class_weight is None
+
+
+def test_min_epochs_auto_trains_small_data_of_many_classes_longer_and_says_so(tmp_path, caplog):
+    """min_epochs=auto: 3 classes and 300 training rows train 10 epochs (the log says why); two classes, or
+    20,000 rows, keep trainer.max_epochs; a number is a floor; a run capped by max_steps is left alone."""
+    import json
+    import logging
+
+    from conftest import make_datamodule
+
+    from attnclf.training.trainer import SMALL_DATA_ROWS, at_least_epochs
+
+    rows = [{"text": f"{w} film {i}", "label": i % 3} for i, w in enumerate(["dull", "fine", "great"] * 100)]
+    path = tmp_path / "three.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    three = make_datamodule(str(path), cache_dir=str(tmp_path / "c"))
+    three.setup("fit")
+    caplog.set_level(logging.INFO)
+
+    def epochs(dm, min_epochs, **trainer):
+        t = L.Trainer(max_epochs=3, logger=False, enable_checkpointing=False, enable_progress_bar=False, **trainer)
+        at_least_epochs(t, min_epochs, dm)
+        return t.fit_loop.max_epochs
+
+    assert three.num_classes == 3 and len(three.train_set) < SMALL_DATA_ROWS
+    assert epochs(three, "auto") == 10
+    assert re.search(r"trainer.max_epochs 3 -> 10: min_epochs=auto: 3 classes and \d+ training rows", caplog.text)
+    assert epochs(three, None) == 3 and epochs(three, 5) == 5 and epochs(three, 2) == 3
+    assert epochs(three, "auto", max_steps=50) == 3
+    binary = [{"text": r["text"], "label": r["label"] % 2} for r in rows]
+    path.write_text("".join(json.dumps(r) + "\n" for r in binary))
+    two = make_datamodule(str(path), cache_dir=str(tmp_path / "c2"))
+    two.setup("fit")
+    assert two.num_classes == 2 and epochs(two, "auto") == 3
+    many = [{"text": f"{w} film {i}", "label": i % 3} for i, w in enumerate(["dull", "fine", "great"] * 8000)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in many))
+    large = make_datamodule(str(path), cache_dir=str(tmp_path / "c3"), test_size=0.05)
+    large.setup("fit")
+    assert len(large.train_set) >= SMALL_DATA_ROWS and epochs(large, "auto") == 3
+    with pytest.raises(AttnclfError, match=r"min_epochs=0 must be a positive integer, auto or null"):
+        train(compose_cfg(["data.path=/no/such/data", f"paths.output_dir={tmp_path}", "min_epochs=0"]))

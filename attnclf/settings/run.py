@@ -47,11 +47,17 @@ class TrainRunConfig(RunConfig):
 
     test: bool = True  # test the best checkpoint on the test split at the end
     min_steps: int | None = None  # at least this many optimizer steps (more epochs where needed)
+    # at least this many epochs; auto: MANY_CLASS_EPOCHS for data of more than 2 classes and fewer than
+    # SMALL_DATA_ROWS training rows, else trainer.max_epochs as it is
+    min_epochs: int | str | None = "auto"
     optimized_metric: str = "val/acc"  # what train(cfg) returns, for sweeps
 
     def check(self) -> None:
         super().check()
         positive_int("min_steps", self.min_steps, "trainer.max_epochs as it is")
+        given = self.min_epochs
+        if given is not None and given != "auto" and not (whole(given) and given >= 1):
+            raise AttnclfError(f"min_epochs={self.min_epochs!r} must be a positive integer, auto or null")
         one_of("optimized_metric", self.optimized_metric, OBJECTIVES)
 
 

@@ -26,6 +26,7 @@ from attnclf.training.resume import (
     start_of,
 )
 from attnclf.training.trainer import (
+    at_least_epochs,
     at_least_steps,
     hparams_of,
     make_trainer,
@@ -94,6 +95,7 @@ def train(cfg: DictConfig) -> float:
         write_json(out / START, {"embeddings": embeddings, "init_from": pretrained})
     else:
         embeddings, pretrained = start_of(out, {"source": "init_from" if m.init_from else str(m.embeddings)})
+    at_least_epochs(trainer, run.min_epochs, datamodule)
     at_least_steps(trainer, run.min_steps, datamodule)
 
     fit_seconds = timed_fit(trainer, model, datamodule, resume, "training", out / "checkpoints")
