@@ -233,3 +233,35 @@ def test_bench_short_texts_prints_both_speeds_and_their_ratio(tiny_imdb, tmp_pat
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-3000:]
     assert "useful tokens/s   short/long" in r.stdout and "3 steps, 1 threads, median of 1" in r.stdout
+
+
+def test_imbalance_makes_a_smaller_copy_with_a_rare_class(tmp_path):
+    src, out = tmp_path / "src", tmp_path / "out"
+    src.mkdir()
+    for split, n in (("train", 300), ("test", 100)):
+        (src / f"{split}.jsonl").write_text(
+            "".join(json.dumps({"text": f"t{i}", "label": i % 3}) + "\n" for i in range(n))
+        )
+    args = [
+        sys.executable,
+        "scripts/imbalance.py",
+        str(src),
+        str(out),
+        "--rows",
+        "train=100",
+        "test=50",
+        "--rare",
+        "2=0.1",
+    ]
+    r = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = [json.loads(x) for x in (out / "train.jsonl").read_text().splitlines()]
+    assert len(rows) == 100 and sum(r["label"] == 2 for r in rows) == 10 and len({r["text"] for r in rows}) == 100
+    assert sum(json.loads(x)["label"] == 2 for x in (out / "test.jsonl").read_text().splitlines()) == 5
+    assert "train {'0': " in r.stdout and "'2': 10}" in r.stdout
+    subprocess.run([*args[:3], str(tmp_path / "again"), *args[4:]], cwd=ROOT, capture_output=True, timeout=60)
+    assert (tmp_path / "again" / "train.jsonl").read_text() == (out / "train.jsonl").read_text()  # (seeded)
+    too_many = subprocess.run([*args[:7], "test=90", "--rare", "2=0.5"], cwd=ROOT, capture_output=True, text=True)
+    assert (
+        too_many.returncode != 0 and "test has 33 rows of class 2 and 67 others; asked for 45 and 45" in too_many.stderr
+    )
