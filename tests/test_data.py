@@ -327,3 +327,13 @@ def test_the_token_cache_key_holds_what_changes_the_tokens(tmp_path, monkeypatch
     monkeypatch.setattr(enc_module, "TOKENIZER_VERSION", "another-version")
     encoding.encode_split(split, "text", "label", str(cache))
     assert len(files()) == 5
+
+
+def test_an_unlabeled_split_is_no_class(with_unlabeled, tmp_path):
+    """IMDb's unsupervised reviews carry label -1 (`datasets`' "no label"): integer labels 0/1 with such a
+    split are 2 classes, not 3."""
+    from conftest import make_datamodule
+
+    dm = make_datamodule(str(with_unlabeled), cache_dir=str(tmp_path))
+    dm.setup("fit")
+    assert dm.num_classes == 2 and dm.vocab.meta["labels"] == ["0", "1"]
