@@ -360,6 +360,21 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "loss = F.cross_entropy(logits, y)",
         ["tests/test_train.py::test_balanced_class_weights_weigh_the_training_loss_by_the_training_rows"],
     ),
+    # min_epochs=auto, and the classes it counts
+    (
+        "min-epochs-rule-on-binary-data",
+        "attnclf/training/trainer.py",
+        r"if classes <= 2 or rows >= SMALL_DATA_ROWS:",
+        "if classes < 2 or rows >= SMALL_DATA_ROWS:",
+        ["tests/test_train.py::test_min_epochs_auto_trains_small_data_of_many_classes_longer_and_says_so"],
+    ),
+    (
+        "unlabeled-split-counted-as-a-class",
+        "attnclf/data/loading.py",
+        r"labelled = \[s for s in ds\.values\(\) if s\.unique\(label_column\) != \[-1\]\]",
+        "labelled = list(ds.values())",
+        ["tests/test_data.py::test_an_unlabeled_split_is_no_class"],
+    ),
 ]
 
 args = sys.argv[1:]
