@@ -116,7 +116,8 @@ def _evidence_span(ev: dict, text: str, words: list[tuple[int, int]]) -> tuple[i
         span = (start, end)
         covered = " ".join(text[start:end].split())
     said = ev.get("text")
-    if isinstance(said, str) and said.strip() and " ".join(said.split()) != covered:
+    # (compared without spacing or case: "do n't" and "don't" are the same words)
+    if isinstance(said, str) and said.strip() and "".join(said.split()).lower() != "".join(covered.split()).lower():
         return None
     return span
 
