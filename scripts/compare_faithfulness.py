@@ -83,8 +83,9 @@ def _to_flip(r, order):
 def by_attention(results: list[dict]) -> str:
     """One column per attention: mean ± sd over its runs of the headline figures, ERASER's AOPC and the
     plausibility scores of each importance source."""
-    atts = sorted({r["attention"] for r in results}, key=lambda a: (a != "dot", a))
-    groups = {a: [r for r in results if r["attention"] == a] for a in atts}
+    from attnclf.presentation.figures import attentions_of
+
+    groups = {a: [r for r in results if r["attention"] == a] for a in attentions_of(results)}
     sources = list(results[0]["eraser"]["sources"])
     rows = [
         ("accuracy on the sample", lambda r: r["accuracy"], "{:.2%}"),

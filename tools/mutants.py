@@ -371,8 +371,8 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     (
         "unlabeled-split-counted-as-a-class",
         "attnclf/data/loading.py",
-        r"labelled = \[s for s in ds\.values\(\) if s\.unique\(label_column\) != \[-1\]\]",
-        "labelled = list(ds.values())",
+        r"for u in seen if u != \[-1\] for v in u",
+        "for u in seen for v in u",
         ["tests/test_data.py::test_an_unlabeled_split_is_no_class"],
     ),
 ]

@@ -237,8 +237,8 @@ def prepare_labels(ds, label_column: str, path: str):
     if isinstance(feature, datasets.ClassLabel):
         return ds, list(feature.names), None
     # (a split whose every label is -1 is unlabeled, as `datasets` marks IMDb's unsupervised reviews: no class)
-    labelled = [s for s in ds.values() if s.unique(label_column) != [-1]]
-    values = sorted({v for s in labelled for v in s.unique(label_column)}, key=lambda v: (v is None, str(v)))
+    seen = [s.unique(label_column) for s in ds.values()]
+    values = sorted({v for u in seen if u != [-1] for v in u}, key=lambda v: (v is None, str(v)))
     if any(v is None for v in values):
         raise AttnclfError(f"{path!r}: the label column {label_column!r} has empty values")
     if all(isinstance(v, str) for v in values):  # strings: classes in sorted order (`datasets`' ClassLabel)

@@ -176,11 +176,16 @@ def aopc_figure(r: dict):
     return fig
 
 
+def attentions_of(results: list[dict]) -> list[str]:
+    """The attentions among results (each with an "attention"), dot first, then by name."""
+    return sorted({r["attention"] for r in results}, key=lambda a: (a != "dot", a))
+
+
 def aopc_by_attention_figure(results: list[dict]):
     """ERASER's AOPC of each importance source, per attention over its runs (bars: the mean; dots: each
     run): comprehensiveness (higher: more faithful) and sufficiency (lower: more faithful)."""
     plt = pyplot()
-    atts = sorted({r["attention"] for r in results}, key=lambda a: (a != "dot", a))
+    atts = attentions_of(results)
     sources = list(results[0]["eraser"]["sources"])
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
     x = np.arange(len(sources))
