@@ -221,6 +221,25 @@ def test_sweep_fast_early_stopping_stops_a_run_that_does_not_improve(tiny_imdb, 
     assert m["steps"] == 12 < 24
 
 
+def test_the_default_early_stopping_ends_a_run_three_epochs_after_its_best_and_says_so(tiny_imdb, tmp_path, caplog):
+    """Validated once an epoch, a run whose val/acc does not better its first stops after epoch 4 of 8; the log
+    says so. `callbacks.early_stopping=null` runs all 8."""
+    import logging
+
+    caplog.set_level(logging.INFO)
+    base = ["trainer.max_epochs=8", "optimizer.lr=1e-9", "logger=none", "callbacks.rich_progress_bar=null",
+            "callbacks.attention_maps=null", "test=false", "model.embeddings=random"]  # fmt: skip
+    train(compose_cfg([*tiny_overrides(tiny_imdb, tmp_path), *base]))
+    m = strict_json(tmp_path / "metrics.json")
+    assert m["epochs"] == 4 and m["steps"] == 4 * 12
+    assert "early stopping: val/acc has not bettered its best" in caplog.text
+    assert "in 3 validations: stopped after 4 of 8 epochs" in caplog.text
+    caplog.clear()
+    train(compose_cfg([*tiny_overrides(tiny_imdb, tmp_path / "all"), *base, "callbacks.early_stopping=null"]))
+    assert strict_json(tmp_path / "all" / "metrics.json")["epochs"] == 8
+    assert "early stopping" not in caplog.text
+
+
 def test_min_steps_trains_small_data_for_more_epochs_and_says_so(tiny_imdb, tmp_path, caplog):
     """180 training reviews in batches of 16 are 12 steps an epoch: min_steps=30 makes 3 epochs of 1, and the
     log says why."""

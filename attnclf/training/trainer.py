@@ -149,7 +149,20 @@ def timed_fit(trainer: L.Trainer, module, datamodule, resume: Path | None, what:
             raise
     if trainer.interrupted:
         raise Interrupted(stopped(what, "Ctrl-C", trainer, checkpoints), signal.SIGINT)
+    said_early_stop(trainer)
     return time.perf_counter() - start
+
+
+def said_early_stop(trainer: L.Trainer) -> None:
+    """One log line where early stopping ended the fit before trainer.max_epochs (Lightning's own is quiet)."""
+    stopper = trainer.early_stopping_callback
+    if stopper is None or not stopper.stopped_epoch:
+        return
+    log.info(
+        "early stopping: %s has not bettered its best %.4f in %d validations: stopped after %d of %d epochs "
+        "(callbacks.early_stopping.patience; null: off)",
+        stopper.monitor, float(stopper.best_score), stopper.patience, trainer.current_epoch, trainer.max_epochs,
+    )  # fmt: skip
 
 
 def stopped(what: str, by: str, trainer: L.Trainer, checkpoints: Path) -> str:
