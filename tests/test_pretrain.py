@@ -16,7 +16,7 @@ from attnclf.data.text import Vocab
 from attnclf.errors import AttnclfError
 from attnclf.inference.trained import Classifier
 from attnclf.models.classifier import AttentionClassifier
-from attnclf.models.language_model import BiGRULanguageModel, adaptive_cutoffs
+from attnclf.models.language_model import BiGRULanguageModel, SampledSoftmax, adaptive_cutoffs
 from attnclf.training.checkpoint import load_checkpoint
 from attnclf.training.init_from import check_init_from, load_pretrained
 from attnclf.training.pretrain import pretrain
@@ -161,6 +161,8 @@ def test_bad_init_from_and_pretraining_values(lm_run, tiny_run, tiny_imdb, tmp_p
         ("lm.cutoffs=[0]", r"lm.cutoffs=\[0\]; allowed: a list of positive integers"),
         ("lm.cutoffs=[50,199]", r"lm.cutoffs=\[50, 199\]: each must be below data.vocab_size=200 less 1"),
         ("lm.val_texts=5000", "lm.val_texts=5000 leaves nothing to train on: the data has 240 texts"),
+        ("lm.softmax=full", "lm.softmax='full'; allowed: adaptive, sampled"),
+        ("lm.samples=0", "lm.samples=0 must be a positive integer"),
     ):
         with pytest.raises(AttnclfError, match=message):
             pretrain(compose_lm([f"data.path={tiny_imdb}", f"paths.output_dir={tmp_path / 'p'}",
@@ -175,8 +177,11 @@ def test_a_run_given_by_name_to_resume_must_be_of_its_kind_and_sizes(lm_run, tin
 
     lm, clf = unfinished(lm_run, "lm"), unfinished(tiny_run, "clf")
     base = [f"data.path={tiny_imdb}", f"paths.output_dir={tmp_path / 'p'}", f"paths.cache_dir={tmp_path}", *LM]
-    with pytest.raises(AttnclfError, match=r"run has model.embed_dim=16, model.hidden_dim=16, this command 16, 32;"):
+    with pytest.raises(AttnclfError, match=r"run has model.embed_dim=16, model.hidden_dim=16, lm.softmax=adaptive, "
+                                           r"this command 16, 32, adaptive;"):  # fmt: skip
         pretrain(compose_lm([*base, "model.hidden_dim=32", f"ckpt_path={lm}"]))
+    with pytest.raises(AttnclfError, match=r"lm.softmax=adaptive, this command 16, 16, sampled; resume with the run's"):
+        pretrain(compose_lm([*base, "lm.softmax=sampled", f"ckpt_path={lm}"]))
     with pytest.raises(AttnclfError, match=r"clf is not a pretrain.py run \(its checkpoint is a classifier's\)"):
         pretrain(compose_lm([*base, f"ckpt_path={clf}"]))
     with pytest.raises(AttnclfError, match=r"lm is not a classifier's run .* with model.init_from=<run>$"):
@@ -261,3 +266,51 @@ def test_a_frozen_encoder_learns_from_its_epoch_on_at_its_own_rate(lm_run, tiny_
     saved = load_checkpoint(tmp_path / "run" / "checkpoints" / "last.ckpt")
     rates = sorted({g["initial_lr"] for g in saved["optimizer_states"][0]["param_groups"]})  # (the schedule's base)
     assert rates == [pytest.approx(cfg.optimizer.lr / 2), pytest.approx(cfg.optimizer.lr)]
+
+
+def test_the_sampled_softmax_draws_words_by_rank_and_estimates_the_full_softmax():
+    """Words 1..V-1 drawn with probability log(1 + 1/k) / log(V), padding never; in training the loss is the
+    target's score against the drawn words', each less its log-probability of being drawn, a drawn target
+    left out; in evaluation, the full softmax's loss exactly (in chunks)."""
+    torch.manual_seed(0)
+    V = 50
+    layer = SampledSoftmax(4, V, samples=200_000)
+    counts = torch.bincount(layer.draw("cpu"), minlength=V).double() / 200_000
+    k = torch.arange(1, V, dtype=torch.float64)
+    expected = torch.log1p(1 / k) / np.log(V)
+    assert counts[0] == 0 and expected.sum().item() == pytest.approx(1.0)
+    assert (counts[1:] - expected).abs().max() < 0.003  # (the largest, word 1: 0.177)
+    torch.testing.assert_close(layer.log_q[1:].double(), expected.log(), rtol=0, atol=1e-6)
+
+    layer = SampledSoftmax(4, V, samples=4)
+    with torch.no_grad():
+        layer.out.weight.normal_()
+        layer.out.bias.normal_()
+    drawn = torch.tensor([3, 5, 7, 5])
+    layer.draw = lambda device: drawn
+    h, target = torch.randn(6, 4), torch.tensor([3, 1, 2, 5, 9, 7])
+    W, b, log_q = layer.out.weight, layer.out.bias, layer.log_q
+    by_hand = []
+    for state, word in zip(h, target.tolist(), strict=True):
+        score = [state @ W[w] + b[w] - log_q[w] for w in [word, *drawn.tolist()]]
+        rivals = [s for s, d in zip(score[1:], drawn.tolist(), strict=True) if d != word]
+        by_hand.append(torch.logsumexp(torch.stack([score[0], *rivals]), 0) - score[0])
+    torch.testing.assert_close(layer.train()(h, target), torch.stack(by_hand).mean())
+    layer.CHUNK = 4  # (6 states: two chunks)
+    full = torch.nn.functional.cross_entropy(torch.nn.functional.linear(h, W, b), target)
+    torch.testing.assert_close(layer.eval()(h, target), full)
+    layer.samples = V - 1  # a sample as large as the vocabulary: the full softmax in training too
+    torch.testing.assert_close(layer.train()(h, target), full)
+
+
+def test_pretraining_with_the_sampled_softmax_is_what_training_starts_from(tiny_imdb, tmp_path):
+    out = tmp_path / "lm"
+    pretrain(compose_lm([f"data.path={tiny_imdb}", f"paths.output_dir={out}", f"paths.cache_dir={tmp_path}", *LM,
+                         "lm.softmax=sampled", "lm.samples=40"]))  # fmt: skip
+    metrics = strict_json(out / "metrics.json")
+    assert 1 < metrics["val/ppl"] < 200  # (the full softmax's perplexity, over the 200 words)
+    ckpt = load_checkpoint(metrics["best_checkpoint"])
+    assert ckpt["hyper_parameters"]["softmax"] == "sampled" and "model.head_fwd.out.weight" in ckpt["state_dict"]
+    clf = AttentionClassifier(200, embed_dim=16, hidden_dim=16)
+    assert load_pretrained(clf, str(out), Vocab.load(out / "vocab.json"))["vocab_shared"] == 1.0
+    torch.testing.assert_close(clf.encoder.fwd[0].weight_hh_l0, ckpt["state_dict"]["model.fwd.weight_hh_l0"])

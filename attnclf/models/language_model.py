@@ -6,16 +6,19 @@ So each is one direction of the classifier's bidirectional encoder: `model.init_
 puts the forward GRU into `encoder.fwd.0`, the backward one into `encoder.bwd.0`, and the shared
 embedding into `embed` (matched word by word, so any seed's vocabulary can use it).
 
-The output layer is an adaptive softmax (Grave et al. 2017): frequent words get the full hidden size,
-rare ones a projection of it, so a 30k vocabulary costs a fraction of a full softmax
-(scripts/bench_lm.py measures both).
+The output layer (`lm.softmax`) is an adaptive softmax (Grave et al. 2017: frequent words get the full
+hidden size, rare ones a projection of it, so a 30k vocabulary costs a fraction of a full softmax) or a
+sampled one (Jean et al. 2015: in training, each token's word against a few hundred words drawn for the
+batch; in evaluation the full softmax, so val/ppl is exact). scripts/bench_lm.py measures all three.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from attnclf.data.text import PAD_ID
@@ -33,6 +36,68 @@ def adaptive_cutoffs(cutoffs, vocab_size: int) -> list[int]:
     return kept or [max(1, vocab_size // 2)]
 
 
+class AdaptiveSoftmax(nn.AdaptiveLogSoftmaxWithLoss):
+    def forward(self, h: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """Mean negative log-likelihood of `target` (N,) given states h (N, H)."""
+        return super().forward(h, target).loss
+
+
+class SampledSoftmax(nn.Module):
+    """A full softmax's weights, trained on a sample of them.
+
+    In training, each state scores its target word against `samples` words drawn once for the batch,
+    log-uniformly over frequency ranks (the vocabulary is sorted by frequency: word k, from 1, is drawn
+    with probability log(1 + 1/k) / log(V); padding, id 0, never); each score is corrected by its word's
+    log-probability of being drawn, so the sampled loss estimates the full softmax's (Jean et al. 2015).
+    A drawn word that is the target itself is left out. In evaluation (and where the sample would be as
+    large as the vocabulary) the loss is the full softmax's, in chunks of states (a 30k-word row per
+    state would not fit for a whole batch).
+    Its cost: scripts/bench_lm.py (512 samples: a fraction of the adaptive softmax).
+    """
+
+    CHUNK = 2048  # states per full-softmax chunk in evaluation: 2048 x 30k floats = 245 MB
+
+    def __init__(self, hidden_dim: int, vocab_size: int, samples: int):
+        super().__init__()
+        self.out = nn.Linear(hidden_dim, vocab_size)  # (V, H) weight, (V,) bias
+        self.samples = samples
+        k = torch.arange(vocab_size, dtype=torch.float64).clamp(min=1)
+        log_q = torch.log(torch.log1p(1 / k) / math.log(vocab_size))
+        log_q[PAD_ID] = -math.inf
+        self.register_buffer("log_q", log_q.float(), persistent=False)
+
+    def draw(self, device) -> torch.Tensor:
+        """`samples` word ids: floor(V ** u) for u uniform in [0, 1) is word k with the probability above."""
+        u = torch.rand(self.samples, device=device, dtype=torch.float64)
+        V = self.out.out_features
+        return torch.exp(u * math.log(V)).long().clamp_(1, V - 1)
+
+    def forward(self, h: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """Mean negative log-likelihood of `target` (N,) given states h (N, H): sampled in training."""
+        W, b = self.out.weight, self.out.bias
+        if not self.training or self.samples >= self.out.out_features - 1:  # (a sample as large as the words)
+            nll = [torch.logsumexp(F.linear(hc, W, b), -1) - (hc * W[tc]).sum(-1) - b[tc]
+                   for hc, tc in zip(h.split(self.CHUNK), target.split(self.CHUNK), strict=True)]  # fmt: skip
+            return torch.cat(nll).mean()
+        drawn = self.draw(h.device)  # (K,)
+        true = (h * W[target]).sum(-1) + b[target] - self.log_q[target]  # (N,)
+        other = F.linear(h, W[drawn], b[drawn]) - self.log_q[drawn]  # (N, K)
+        other = other.masked_fill(drawn.unsqueeze(0) == target.unsqueeze(1), -math.inf)
+        logits = torch.cat([true.unsqueeze(1), other], 1)  # (N, 1 + K): the target is column 0
+        return F.cross_entropy(logits, torch.zeros_like(target))
+
+
+def output_layer(softmax: str, hidden_dim: int, vocab_size: int, cutoffs, div_value: float,
+                 samples: int) -> nn.Module:  # fmt: skip
+    if softmax == "sampled":
+        return SampledSoftmax(hidden_dim, vocab_size, samples)
+    cut = adaptive_cutoffs(cutoffs, vocab_size)
+    if list(cut) != sorted(set(cutoffs)):  # (a vocabulary smaller than data.vocab_size: small data)
+        log.warning("lm.cutoffs %s: the vocabulary has %d words; the adaptive softmax uses %s", list(cutoffs),
+                    vocab_size, cut)  # fmt: skip
+    return AdaptiveSoftmax(hidden_dim, vocab_size, cut, div_value=div_value)
+
+
 class BiGRULanguageModel(nn.Module):
     def __init__(
         self,
@@ -42,18 +107,16 @@ class BiGRULanguageModel(nn.Module):
         dropout: float = 0.2,
         cutoffs: tuple[int, ...] = (2000, 10000),
         div_value: float = 4.0,
+        softmax: str = "adaptive",
+        samples: int = 512,
     ):
         super().__init__()
         self.embed = nn.Embedding(vocab_size, embed_dim, padding_idx=PAD_ID)
         self.fwd = nn.GRU(embed_dim, hidden_dim, batch_first=True)
         self.bwd = nn.GRU(embed_dim, hidden_dim, batch_first=True)
         self.drop = nn.Dropout(dropout)
-        cut = adaptive_cutoffs(cutoffs, vocab_size)
-        if list(cut) != sorted(set(cutoffs)):  # (a vocabulary smaller than data.vocab_size: small data)
-            log.warning("lm.cutoffs %s: the vocabulary has %d words; the adaptive softmax uses %s", list(cutoffs),
-                        vocab_size, cut)  # fmt: skip
-        self.head_fwd = nn.AdaptiveLogSoftmaxWithLoss(hidden_dim, vocab_size, cut, div_value=div_value)
-        self.head_bwd = nn.AdaptiveLogSoftmaxWithLoss(hidden_dim, vocab_size, cut, div_value=div_value)
+        self.head_fwd = output_layer(softmax, hidden_dim, vocab_size, cutoffs, div_value, samples)
+        self.head_bwd = output_layer(softmax, hidden_dim, vocab_size, cutoffs, div_value, samples)
 
     def states(self, ids: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """ids (B, T) -> forward states (B, T, H), backward states (B, T, H) in reversed order, reversed ids.
@@ -75,6 +138,6 @@ class BiGRULanguageModel(nn.Module):
         if not mask.any():  # (a batch of one-token reviews predicts nothing)
             zero = h_f.sum() * 0
             return zero, zero
-        loss_f = self.head_fwd(self.drop(h_f[:, :-1][mask]), ids[:, 1:][mask]).loss
-        loss_b = self.head_bwd(self.drop(h_b[:, :-1][mask]), rev[:, 1:][mask]).loss
+        loss_f = self.head_fwd(self.drop(h_f[:, :-1][mask]), ids[:, 1:][mask])
+        loss_b = self.head_bwd(self.drop(h_b[:, :-1][mask]), rev[:, 1:][mask])
         return loss_f, loss_b

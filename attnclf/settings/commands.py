@@ -64,11 +64,16 @@ def train_settings(cfg: DictConfig) -> TrainSettings:
     return TrainSettings(run, paths, trainer, data, classifier, word2vec)
 
 
+SOFTMAXES = ("adaptive", "sampled")  # pretraining's output layer (attnclf/models/language_model.py)
+
+
 @dataclass
 class LMConfig:
     """The language models pretrain.py trains (conf/pretrain.yaml says each value)."""
 
     dropout: float = 0.2
+    softmax: str = "adaptive"
+    samples: int = 512
     cutoffs: list[int] = field(default_factory=lambda: [2000, 10000])
     div_value: float = 4.0
     lr: float = 2e-3
@@ -79,6 +84,19 @@ class LMConfig:
 
     def check(self, vocab_size: int) -> None:
         positive_number("lm.lr", self.lr)
+        if self.softmax not in SOFTMAXES:
+            raise AttnclfError(f"lm.softmax={self.softmax!r}; allowed: {', '.join(SOFTMAXES)}")
+        positive_int("lm.samples", self.samples)
+        if self.softmax == "adaptive":
+            self.check_cutoffs(vocab_size)
+        fraction("lm.dropout", self.dropout)
+        positive_number("lm.div_value", self.div_value)
+        fraction("lm.warmup_ratio", self.warmup_ratio)
+        if not 0 <= self.weight_decay:
+            raise AttnclfError(f"lm.weight_decay={self.weight_decay!r} must be a number >= 0")
+        positive_int("lm.val_texts", self.val_texts)
+
+    def check_cutoffs(self, vocab_size: int) -> None:
         if not self.cutoffs or not all(c > 0 for c in self.cutoffs):
             raise AttnclfError(f"lm.cutoffs={self.cutoffs!r}; allowed: a list of positive integers, e.g. [2000,10000]")
         if any(c >= vocab_size - 1 for c in self.cutoffs):
@@ -86,12 +104,6 @@ class LMConfig:
                 f"lm.cutoffs={list(self.cutoffs)}: each must be below data.vocab_size={vocab_size} less 1 (the words "
                 "before the first cutoff are the adaptive softmax's head, the rest its tail clusters)"
             )
-        fraction("lm.dropout", self.dropout)
-        positive_number("lm.div_value", self.div_value)
-        fraction("lm.warmup_ratio", self.warmup_ratio)
-        if not 0 <= self.weight_decay:
-            raise AttnclfError(f"lm.weight_decay={self.weight_decay!r} must be a number >= 0")
-        positive_int("lm.val_texts", self.val_texts)
 
 
 @dataclass

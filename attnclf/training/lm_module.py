@@ -23,6 +23,8 @@ class LanguageModelModule(TrainingModule):
         dropout: float = 0.2,
         cutoffs: tuple[int, ...] = (2000, 10000),
         div_value: float = 4.0,
+        softmax: str = "adaptive",
+        samples: int = 512,
         lr: float = 2e-3,
         weight_decay: float = 0.0,
         schedule: str = "cosine",
@@ -31,7 +33,8 @@ class LanguageModelModule(TrainingModule):
     ):
         super().__init__()
         self.save_hyperparameters(logger=False)
-        self.model = BiGRULanguageModel(vocab_size, embed_dim, hidden_dim, dropout, tuple(cutoffs), div_value)
+        self.model = BiGRULanguageModel(vocab_size, embed_dim, hidden_dim, dropout, tuple(cutoffs), div_value,
+                                        softmax, samples)  # fmt: skip
         self.val_nll = MeanMetric()  # this validation's mean NLL per predicted token, for val/ppl
 
     def _losses(self, batch) -> tuple[torch.Tensor, torch.Tensor, int]:

@@ -12,7 +12,7 @@ from omegaconf import DictConfig
 
 from attnclf.data.lm import LMDataModule
 from attnclf.models.language_model import KIND
-from attnclf.settings.commands import pretrain_settings
+from attnclf.settings.commands import LMConfig, pretrain_settings
 from attnclf.settings.model import ModelConfig
 from attnclf.training.checkpoint import checkpoint_kind
 from attnclf.training.lm_module import LanguageModelModule
@@ -23,23 +23,25 @@ from attnclf.utils.jsonfile import write_json
 log = logging.getLogger(__name__)
 
 
-def matches(hp: dict, model: ModelConfig) -> bool:
-    """Whether a checkpoint is a language model of this command's sizes (for ckpt_path=last)."""
+def matches(hp: dict, model: ModelConfig, lm: LMConfig) -> bool:
+    """Whether a checkpoint is a language model of this command's sizes and output layer (ckpt_path=last)."""
     return (
         checkpoint_kind(hp) == KIND
         and hp.get("embed_dim") == model.embed_dim
         and hp.get("hidden_dim") == model.hidden_dim
+        and hp.get("softmax", "adaptive") == lm.softmax  # (runs from before lm.softmax: adaptive)
     )
 
 
-def mismatch(hp: dict, run: Path, model: ModelConfig) -> str | None:
+def mismatch(hp: dict, run: Path, model: ModelConfig, lm: LMConfig) -> str | None:
     """Why a checkpoint given by name cannot continue as this command's pretraining (None: it can)."""
     if checkpoint_kind(hp) != KIND:
         return f"{run} is not a pretrain.py run (its checkpoint is a classifier's); give a pretraining run"
-    if not matches(hp, model):
+    if not matches(hp, model, lm):
         return (
-            f"that run has model.embed_dim={hp.get('embed_dim')}, model.hidden_dim={hp.get('hidden_dim')}, this "
-            f"command {model.embed_dim}, {model.hidden_dim}; resume with the run's own settings"
+            f"that run has model.embed_dim={hp.get('embed_dim')}, model.hidden_dim={hp.get('hidden_dim')}, "
+            f"lm.softmax={hp.get('softmax', 'adaptive')}, this command {model.embed_dim}, {model.hidden_dim}, "
+            f"{lm.softmax}; resume with the run's own settings"
         )
     return None
 
@@ -48,8 +50,8 @@ def pretrain(cfg: DictConfig) -> float:
     """Fit both language models, write metrics.json; return the best val/loss (mean NLL per token)."""
     s = pretrain_settings(cfg)  # every value typed and checked, before any data work (attnclf/settings/)
     prepare_process(s.run)
-    resume = resume_point(s.run.ckpt_path, s.paths, lambda hp: matches(hp, s.model),
-                          lambda hp, run: mismatch(hp, run, s.model))  # fmt: skip
+    resume = resume_point(s.run.ckpt_path, s.paths, lambda hp: matches(hp, s.model, s.lm),
+                          lambda hp, run: mismatch(hp, run, s.model, s.lm))  # fmt: skip
     cfg.paths.output_dir = s.paths.output_dir  # (a resumed run's own: the loggers and checkpoints built from cfg)
     L.seed_everything(s.run.seed, workers=True, verbose=False)  # (the seed is in the run's config and metrics)
     out = Path(s.paths.output_dir)
@@ -66,6 +68,8 @@ def pretrain(cfg: DictConfig) -> float:
         dropout=lm.dropout,
         cutoffs=list(lm.cutoffs),
         div_value=lm.div_value,
+        softmax=lm.softmax,
+        samples=lm.samples,
         lr=lm.lr,
         weight_decay=lm.weight_decay,
         warmup_ratio=lm.warmup_ratio,
