@@ -375,6 +375,28 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "for u in seen for v in u",
         ["tests/test_data.py::test_an_unlabeled_split_is_no_class"],
     ),
+    # early stopping's log line; the sampled softmax's correction and its drawn targets
+    (
+        "early-stop-unsaid",
+        "attnclf/training/trainer.py",
+        r"    said_early_stop\(trainer\)\n",
+        "",
+        ["tests/test_train.py::test_the_default_early_stopping_ends_a_run_three_epochs_after_its_best_and_says_so"],
+    ),
+    (
+        "sampled-softmax-uncorrected",
+        "attnclf/models/language_model.py",
+        r"F\.linear\(h, W\[drawn\], b\[drawn\]\) - self\.log_q\[drawn\]",
+        "F.linear(h, W[drawn], b[drawn])",
+        ["tests/test_pretrain.py::test_the_sampled_softmax_draws_words_by_rank_and_estimates_the_full_softmax"],
+    ),
+    (
+        "sampled-softmax-keeps-drawn-targets",
+        "attnclf/models/language_model.py",
+        r"other = other\.masked_fill\(drawn\.unsqueeze\(0\) == target\.unsqueeze\(1\), -math\.inf\)",
+        "other = other",
+        ["tests/test_pretrain.py::test_the_sampled_softmax_draws_words_by_rank_and_estimates_the_full_softmax"],
+    ),
 ]
 
 args = sys.argv[1:]
