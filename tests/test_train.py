@@ -223,7 +223,7 @@ def test_sweep_fast_early_stopping_stops_a_run_that_does_not_improve(tiny_imdb, 
 
 def test_the_default_early_stopping_ends_a_run_three_epochs_after_its_best_and_says_so(tiny_imdb, tmp_path, caplog):
     """Validated once an epoch, a run whose val/acc does not better its first stops after epoch 4 of 8; the log
-    says so. `callbacks.early_stopping=null` runs all 8."""
+    says so. `callbacks.early_stopping=null` runs all 8, and so does a run without validation."""
     import logging
 
     caplog.set_level(logging.INFO)
@@ -238,6 +238,10 @@ def test_the_default_early_stopping_ends_a_run_three_epochs_after_its_best_and_s
     train(compose_cfg([*tiny_overrides(tiny_imdb, tmp_path / "all"), *base, "callbacks.early_stopping=null"]))
     assert strict_json(tmp_path / "all" / "metrics.json")["epochs"] == 8
     assert "early stopping" not in caplog.text
+    # without validation there is nothing to stop on: the run trains all its epochs
+    train(compose_cfg([*tiny_overrides(tiny_imdb, tmp_path / "noval"), *base, "trainer.limit_val_batches=0",
+                       "trainer.num_sanity_val_steps=0"]))  # fmt: skip
+    assert strict_json(tmp_path / "noval" / "metrics.json")["epochs"] == 8
 
 
 def test_min_steps_trains_small_data_for_more_epochs_and_says_so(tiny_imdb, tmp_path, caplog):

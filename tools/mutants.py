@@ -384,6 +384,13 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         ["tests/test_train.py::test_the_default_early_stopping_ends_a_run_three_epochs_after_its_best_and_says_so"],
     ),
     (
+        "early-stop-without-validation-fails",
+        "conf/callbacks/default.yaml",
+        r"  strict: false ",
+        "  strict: true ",
+        ["tests/test_train.py::test_the_default_early_stopping_ends_a_run_three_epochs_after_its_best_and_says_so"],
+    ),
+    (
         "sampled-softmax-uncorrected",
         "attnclf/models/language_model.py",
         r"F\.linear\(h, W\[drawn\], b\[drawn\]\) - self\.log_q\[drawn\]",
