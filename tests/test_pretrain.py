@@ -29,7 +29,7 @@ LM = [
     "data.max_length=64",
     "data.batch_size=16",
     "lm.val_texts=20",
-    "lm.cutoffs=[100]",
+    "lm.samples=40",  # (the default sampled softmax, on a vocabulary of 200)
     "trainer.accelerator=cpu",
     "trainer.enable_model_summary=false",
     "trainer.log_every_n_steps=1",
@@ -90,7 +90,8 @@ def test_each_language_model_becomes_its_own_direction_of_the_encoder(lm_run):
     a vocabulary of another order."""
     ckpt = load_checkpoint(strict_json(lm_run / "metrics.json")["best_checkpoint"])
     hp = ckpt["hyper_parameters"]
-    lm = BiGRULanguageModel(hp["vocab_size"], hp["embed_dim"], hp["hidden_dim"], cutoffs=hp["cutoffs"]).eval()
+    lm = BiGRULanguageModel(hp["vocab_size"], hp["embed_dim"], hp["hidden_dim"], softmax=hp["softmax"],
+                            samples=hp["samples"]).eval()  # fmt: skip
     lm.load_state_dict({k.removeprefix("model."): v for k, v in ckpt["state_dict"].items()})
     lm_vocab = Vocab.load(lm_run / "vocab.json")
     shuffled = Vocab(lm_vocab.itos[:2] + lm_vocab.itos[2:][::-1])  # same words, other ids
@@ -158,15 +159,15 @@ def test_bad_init_from_and_pretraining_values(lm_run, tiny_run, tiny_imdb, tmp_p
         load_pretrained(clf, str(lm_run), other)
     for override, message in (
         ("model.num_layers=2", "model.num_layers=2; pretraining has one layer per direction: 1"),
-        ("lm.cutoffs=[0]", r"lm.cutoffs=\[0\]; allowed: a list of positive integers"),
-        ("lm.cutoffs=[50,199]", r"lm.cutoffs=\[50, 199\]: each must be below data.vocab_size=200 less 1"),
+        ("lm.softmax=adaptive lm.cutoffs=[0]", r"lm.cutoffs=\[0\]; allowed: a list of positive integers"),
+        ("lm.softmax=adaptive lm.cutoffs=[50,199]", r"lm.cutoffs=\[50, 199\]: each must be below data.vocab_size=200"),
         ("lm.val_texts=5000", "lm.val_texts=5000 leaves nothing to train on: the data has 240 texts"),
         ("lm.softmax=full", "lm.softmax='full'; allowed: adaptive, sampled"),
         ("lm.samples=0", "lm.samples=0 must be a positive integer"),
     ):
         with pytest.raises(AttnclfError, match=message):
             pretrain(compose_lm([f"data.path={tiny_imdb}", f"paths.output_dir={tmp_path / 'p'}",
-                                 f"paths.cache_dir={tmp_path}", *LM, override]))  # fmt: skip
+                                 f"paths.cache_dir={tmp_path}", *LM, *override.split()]))  # fmt: skip
 
 
 def test_a_run_given_by_name_to_resume_must_be_of_its_kind_and_sizes(lm_run, tiny_run, tiny_imdb, tmp_path):
@@ -177,11 +178,11 @@ def test_a_run_given_by_name_to_resume_must_be_of_its_kind_and_sizes(lm_run, tin
 
     lm, clf = unfinished(lm_run, "lm"), unfinished(tiny_run, "clf")
     base = [f"data.path={tiny_imdb}", f"paths.output_dir={tmp_path / 'p'}", f"paths.cache_dir={tmp_path}", *LM]
-    with pytest.raises(AttnclfError, match=r"run has model.embed_dim=16, model.hidden_dim=16, lm.softmax=adaptive, "
-                                           r"this command 16, 32, adaptive;"):  # fmt: skip
+    with pytest.raises(AttnclfError, match=r"run has model.embed_dim=16, model.hidden_dim=16, lm.softmax=sampled, "
+                                           r"this command 16, 32, sampled;"):  # fmt: skip
         pretrain(compose_lm([*base, "model.hidden_dim=32", f"ckpt_path={lm}"]))
-    with pytest.raises(AttnclfError, match=r"lm.softmax=adaptive, this command 16, 16, sampled; resume with the run's"):
-        pretrain(compose_lm([*base, "lm.softmax=sampled", f"ckpt_path={lm}"]))
+    with pytest.raises(AttnclfError, match=r"lm.softmax=sampled, this command 16, 16, adaptive; resume with the run's"):
+        pretrain(compose_lm([*base, "lm.softmax=adaptive", "lm.cutoffs=[100]", f"ckpt_path={lm}"]))
     with pytest.raises(AttnclfError, match=r"clf is not a pretrain.py run \(its checkpoint is a classifier's\)"):
         pretrain(compose_lm([*base, f"ckpt_path={clf}"]))
     with pytest.raises(AttnclfError, match=r"lm is not a classifier's run .* with model.init_from=<run>$"):
@@ -303,14 +304,14 @@ def test_the_sampled_softmax_draws_words_by_rank_and_estimates_the_full_softmax(
     torch.testing.assert_close(layer.train()(h, target), full)
 
 
-def test_pretraining_with_the_sampled_softmax_is_what_training_starts_from(tiny_imdb, tmp_path):
+def test_pretraining_with_the_adaptive_softmax_is_what_training_starts_from(tiny_imdb, tmp_path):
     out = tmp_path / "lm"
     pretrain(compose_lm([f"data.path={tiny_imdb}", f"paths.output_dir={out}", f"paths.cache_dir={tmp_path}", *LM,
-                         "lm.softmax=sampled", "lm.samples=40"]))  # fmt: skip
+                         "lm.softmax=adaptive", "lm.cutoffs=[100]"]))  # fmt: skip
     metrics = strict_json(out / "metrics.json")
-    assert 1 < metrics["val/ppl"] < 200  # (the full softmax's perplexity, over the 200 words)
+    assert 1 < metrics["val/ppl"] < 200  # (over the 200 words)
     ckpt = load_checkpoint(metrics["best_checkpoint"])
-    assert ckpt["hyper_parameters"]["softmax"] == "sampled" and "model.head_fwd.out.weight" in ckpt["state_dict"]
+    assert ckpt["hyper_parameters"]["softmax"] == "adaptive" and "model.head_fwd.head.weight" in ckpt["state_dict"]
     clf = AttentionClassifier(200, embed_dim=16, hidden_dim=16)
     assert load_pretrained(clf, str(out), Vocab.load(out / "vocab.json"))["vocab_shared"] == 1.0
     torch.testing.assert_close(clf.encoder.fwd[0].weight_hh_l0, ckpt["state_dict"]["model.fwd.weight_hh_l0"])

@@ -72,7 +72,7 @@ class LMConfig:
     """The language models pretrain.py trains (conf/pretrain.yaml says each value)."""
 
     dropout: float = 0.2
-    softmax: str = "adaptive"
+    softmax: str = "sampled"
     samples: int = 512
     cutoffs: list[int] = field(default_factory=lambda: [2000, 10000])
     div_value: float = 4.0
