@@ -178,11 +178,13 @@ def test_a_run_given_by_name_to_resume_must_be_of_its_kind_and_sizes(lm_run, tin
 
     lm, clf = unfinished(lm_run, "lm"), unfinished(tiny_run, "clf")
     base = [f"data.path={tiny_imdb}", f"paths.output_dir={tmp_path / 'p'}", f"paths.cache_dir={tmp_path}", *LM]
-    with pytest.raises(AttnclfError, match=r"run has model.embed_dim=16, model.hidden_dim=16, lm.softmax=sampled, "
-                                           r"this command 16, 32, sampled;"):  # fmt: skip
+    mismatch = r"run has model.embed_dim=16, model.hidden_dim=16, lm.softmax=sampled, model.freeze_embeddings=false, "
+    with pytest.raises(AttnclfError, match=mismatch + r"this command 16, 32, sampled, false;"):
         pretrain(compose_lm([*base, "model.hidden_dim=32", f"ckpt_path={lm}"]))
-    with pytest.raises(AttnclfError, match=r"lm.softmax=sampled, this command 16, 16, adaptive; resume with the run's"):
+    with pytest.raises(AttnclfError, match=r"false, this command 16, 16, adaptive, false; resume with the run's"):
         pretrain(compose_lm([*base, "lm.softmax=adaptive", "lm.cutoffs=[100]", f"ckpt_path={lm}"]))
+    with pytest.raises(AttnclfError, match=r"false, this command 16, 16, sampled, true; resume with the run's"):
+        pretrain(compose_lm([*base, "model.embeddings=word2vec", "model.freeze_embeddings=true", f"ckpt_path={lm}"]))
     with pytest.raises(AttnclfError, match=r"clf is not a pretrain.py run \(its checkpoint is a classifier's\)"):
         pretrain(compose_lm([*base, f"ckpt_path={clf}"]))
     with pytest.raises(AttnclfError, match=r"lm is not a classifier's run .* with model.init_from=<run>$"):
@@ -315,3 +317,49 @@ def test_pretraining_with_the_adaptive_softmax_is_what_training_starts_from(tiny
     clf = AttentionClassifier(200, embed_dim=16, hidden_dim=16)
     assert load_pretrained(clf, str(out), Vocab.load(out / "vocab.json"))["vocab_shared"] == 1.0
     torch.testing.assert_close(clf.encoder.fwd[0].weight_hh_l0, ckpt["state_dict"]["model.fwd.weight_hh_l0"])
+
+
+def test_language_models_start_from_word2vec_vectors_kept_frozen(with_unlabeled, tmp_path):
+    """model.embeddings=word2vec: the language models' embedding starts from the vectors of the texts they read
+    (training and unlabeled: the same cached file as train.py's experiment=pretrained), and
+    model.freeze_embeddings=true keeps it there while the GRUs learn; a classifier started from them starts
+    from those vectors word for word."""
+    from attnclf.data.vectors import embedding_matrix, read_vectors
+
+    out = tmp_path / "lm"
+    pretrain(compose_lm([f"data.path={with_unlabeled}", f"paths.output_dir={out}", f"paths.cache_dir={tmp_path}",
+                         *LM, "model.embeddings=word2vec", "model.freeze_embeddings=true"]))  # fmt: skip
+    metrics = strict_json(out / "metrics.json")
+    start = metrics["embeddings"]
+    assert start["source"] == "word2vec" and start["frozen"] and start["texts"] == 160 + 80  # training + unlabeled
+    assert start["coverage"] > 0.9 and str(tmp_path) in start["vectors_file"]
+    vocab = Vocab.load(out / "vocab.json")
+    matrix, _ = embedding_matrix(read_vectors(start["vectors_file"], 16), vocab)
+    sd = load_checkpoint(metrics["best_checkpoint"])["state_dict"]
+    found = [i for i, w in enumerate(vocab.itos) if w in read_vectors(start["vectors_file"], 16).key_to_index]
+    torch.testing.assert_close(sd["model.embed.weight"][found], torch.from_numpy(matrix)[found], rtol=0, atol=0)
+    first = BiGRULanguageModel(len(vocab), 16, 16, softmax="sampled", samples=40)
+    assert sd["model.fwd.weight_hh_l0"].shape == first.fwd.weight_hh_l0.shape
+    assert metrics["steps"] > 0 and metrics["val/ppl"] < len(vocab)  # (the GRUs learnt: better than uniform)
+
+    # the same texts and settings as train.py's word2vec start of them: the cached file is the same one
+    clf_out = tmp_path / "clf"
+    train(compose_cfg(["logger=none", "callbacks.rich_progress_bar=null", "callbacks.attention_maps=null",
+                       "test=false", "trainer.max_steps=1", "word2vec.unlabeled_split=unsupervised",
+                       *tiny_overrides(with_unlabeled, clf_out), f"paths.cache_dir={tmp_path}"]))  # fmt: skip
+    assert strict_json(clf_out / "metrics.json")["embeddings"]["vectors_file"] == start["vectors_file"]
+
+    # frozen: the embedding is where it started; trainable (the default): it moves
+    out2 = tmp_path / "lm2"
+    pretrain(compose_lm([f"data.path={with_unlabeled}", f"paths.output_dir={out2}", f"paths.cache_dir={tmp_path}",
+                         *LM, "model.embeddings=word2vec"]))  # fmt: skip
+    moved = load_checkpoint(strict_json(out2 / "metrics.json")["best_checkpoint"])["state_dict"]["model.embed.weight"]
+    assert not torch.equal(moved[found], torch.from_numpy(matrix)[found])
+    assert strict_json(out2 / "metrics.json")["embeddings"]["frozen"] is False
+
+
+def test_pretraining_refuses_a_frozen_random_embedding(tiny_imdb, tmp_path):
+    with pytest.raises(AttnclfError, match="model.freeze_embeddings=true with model.embeddings=random"):
+        pretrain(compose_lm([f"data.path={tiny_imdb}", f"paths.output_dir={tmp_path / 'p'}",
+                             f"paths.cache_dir={tmp_path}", *LM, "model.freeze_embeddings=true"]))  # fmt: skip
+    assert not (tmp_path / "p").exists()

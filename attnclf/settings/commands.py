@@ -112,8 +112,9 @@ class PretrainSettings:
     paths: PathsConfig
     trainer: TrainerConfig
     data: DataConfig
-    model: ModelConfig  # its embed_dim and hidden_dim: the classifier's to be
+    model: ModelConfig  # its embed_dim and hidden_dim: the classifier's to be; embeddings: the LMs' start
     lm: LMConfig
+    word2vec: Word2VecConfig  # model.embeddings=word2vec: the vectors the LMs' embedding starts from
 
 
 def pretrain_settings(cfg: DictConfig) -> PretrainSettings:
@@ -123,11 +124,20 @@ def pretrain_settings(cfg: DictConfig) -> PretrainSettings:
         positive_int(f"model.{key}", getattr(model, key))
     if model.num_layers != 1:
         raise AttnclfError(f"model.num_layers={model.num_layers!r}; pretraining has one layer per direction: 1")
+    model.check_embeddings_file()
+    if model.freeze_embeddings and model.embeddings == "random":
+        raise AttnclfError(
+            "model.freeze_embeddings=true with model.embeddings=random would keep a random embedding; "
+            "allowed: model.embeddings=word2vec or a vectors file"
+        )
     lm = typed(LMConfig, cfg.get("lm"), "lm")
     data = typed(DataConfig, cfg.get("data"), "data")
     lm.check(data.vocab_size)
     data.check()
-    return PretrainSettings(run, paths, trainer, data, model, lm)
+    word2vec = typed(Word2VecConfig, cfg.get("word2vec"), "word2vec")
+    if model.embeddings == "word2vec":
+        word2vec.check()
+    return PretrainSettings(run, paths, trainer, data, model, lm, word2vec)
 
 
 def check_device(device: str) -> None:

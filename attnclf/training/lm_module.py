@@ -29,12 +29,16 @@ class LanguageModelModule(TrainingModule):
         weight_decay: float = 0.0,
         schedule: str = "cosine",
         warmup_ratio: float = 0.02,
+        freeze_embeddings: bool = False,
         kind: str = KIND,
     ):
         super().__init__()
         self.save_hyperparameters(logger=False)
         self.model = BiGRULanguageModel(vocab_size, embed_dim, hidden_dim, dropout, tuple(cutoffs), div_value,
                                         softmax, samples)  # fmt: skip
+        # (model.freeze_embeddings: the GRUs learn on the vectors the embedding starts from, which a classifier
+        # started from these models then starts from too)
+        self.model.embed.weight.requires_grad_(not freeze_embeddings)
         self.val_nll = MeanMetric()  # this validation's mean NLL per predicted token, for val/ppl
 
     def _losses(self, batch) -> tuple[torch.Tensor, torch.Tensor, int]:

@@ -8,9 +8,11 @@ import math
 from pathlib import Path
 
 import pytorch_lightning as L
+import torch
 from omegaconf import DictConfig
 
 from attnclf.data.lm import LMDataModule
+from attnclf.data.vectors import initial_embeddings
 from attnclf.models.language_model import KIND
 from attnclf.settings.commands import LMConfig, pretrain_settings
 from attnclf.settings.model import ModelConfig
@@ -30,6 +32,7 @@ def matches(hp: dict, model: ModelConfig, lm: LMConfig) -> bool:
         and hp.get("embed_dim") == model.embed_dim
         and hp.get("hidden_dim") == model.hidden_dim
         and hp.get("softmax", "adaptive") == lm.softmax  # (runs from before lm.softmax: adaptive)
+        and hp.get("freeze_embeddings", False) == model.freeze_embeddings
     )
 
 
@@ -40,8 +43,9 @@ def mismatch(hp: dict, run: Path, model: ModelConfig, lm: LMConfig) -> str | Non
     if not matches(hp, model, lm):
         return (
             f"that run has model.embed_dim={hp.get('embed_dim')}, model.hidden_dim={hp.get('hidden_dim')}, "
-            f"lm.softmax={hp.get('softmax', 'adaptive')}, this command {model.embed_dim}, {model.hidden_dim}, "
-            f"{lm.softmax}; resume with the run's own settings"
+            f"lm.softmax={hp.get('softmax', 'adaptive')}, model.freeze_embeddings="
+            f"{str(hp.get('freeze_embeddings', False)).lower()}, this command {model.embed_dim}, {model.hidden_dim}, "
+            f"{lm.softmax}, {str(model.freeze_embeddings).lower()}; resume with the run's own settings"
         )
     return None
 
@@ -73,7 +77,14 @@ def pretrain(cfg: DictConfig) -> float:
         lr=lm.lr,
         weight_decay=lm.weight_decay,
         warmup_ratio=lm.warmup_ratio,
+        freeze_embeddings=s.model.freeze_embeddings,
     )
+    embeddings = {"source": "random"}
+    if s.model.embeddings != "random":  # (a resumed run reads the cached vectors; its checkpoint's weights win)
+        matrix, embeddings = initial_embeddings(s.model.embeddings, datamodule, s.model.embed_dim, s.word2vec,
+                                                s.paths.cache_dir)  # fmt: skip
+        with torch.no_grad():
+            module.model.embed.weight.copy_(torch.from_numpy(matrix))
     check_resumed_vocab(resume, len(datamodule.vocab))
     fit_seconds = timed_fit(trainer, module, datamodule, resume, "pretraining", out / "checkpoints")
     ckpt_cb = trainer.checkpoint_callback
@@ -92,6 +103,7 @@ def pretrain(cfg: DictConfig) -> float:
         "train_tokens_per_sec": throughput.tokens_per_sec,
         "peak_rss_mb": peak_rss_mb(),
         "texts": datamodule.splits,
+        "embeddings": {**embeddings, "frozen": s.model.freeze_embeddings},  # the language models' start
         "best_checkpoint": best,
         "vocab": str(out / "vocab.json"),
     }
