@@ -404,6 +404,21 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "other = other",
         ["tests/test_pretrain.py::test_the_sampled_softmax_draws_words_by_rank_and_estimates_the_full_softmax"],
     ),
+    # the language models' embedding from word2vec, kept frozen
+    (
+        "lm-embedding-not-frozen",
+        "attnclf/training/lm_module.py",
+        r"self\.model\.embed\.weight\.requires_grad_\(not freeze_embeddings\)",
+        "pass",
+        ["tests/test_pretrain.py::test_language_models_start_from_word2vec_vectors_kept_frozen"],
+    ),
+    (
+        "lm-embedding-random-start",
+        "attnclf/training/pretrain.py",
+        r"            module\.model\.embed\.weight\.copy_\(torch\.from_numpy\(matrix\)\)",
+        "            pass",
+        ["tests/test_pretrain.py::test_language_models_start_from_word2vec_vectors_kept_frozen"],
+    ),
 ]
 
 args = sys.argv[1:]
