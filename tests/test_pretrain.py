@@ -334,9 +334,10 @@ def test_language_models_start_from_word2vec_vectors_kept_frozen(with_unlabeled,
     assert start["source"] == "word2vec" and start["frozen"] and start["texts"] == 160 + 80  # training + unlabeled
     assert start["coverage"] > 0.9 and str(tmp_path) in start["vectors_file"]
     vocab = Vocab.load(out / "vocab.json")
-    matrix, _ = embedding_matrix(read_vectors(start["vectors_file"], 16), vocab)
+    wv = read_vectors(start["vectors_file"], 16)
+    matrix, _ = embedding_matrix(wv, vocab)
     sd = load_checkpoint(metrics["best_checkpoint"])["state_dict"]
-    found = [i for i, w in enumerate(vocab.itos) if w in read_vectors(start["vectors_file"], 16).key_to_index]
+    found = [i for i, w in enumerate(vocab.itos) if w in wv.key_to_index]
     torch.testing.assert_close(sd["model.embed.weight"][found], torch.from_numpy(matrix)[found], rtol=0, atol=0)
     first = BiGRULanguageModel(len(vocab), 16, 16, softmax="sampled", samples=40)
     assert sd["model.fwd.weight_hh_l0"].shape == first.fwd.weight_hh_l0.shape

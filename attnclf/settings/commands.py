@@ -58,10 +58,15 @@ def train_settings(cfg: DictConfig) -> TrainSettings:
     # attention, model.*, optimizer.*, regularizer.*: typed and their ranges checked (settings/model.py)
     classifier = classifier_config(cfg)
     classifier.model.check_embeddings_file()
+    return TrainSettings(run, paths, trainer, data, classifier, word2vec_config(cfg, classifier.model))
+
+
+def word2vec_config(cfg: DictConfig, model: ModelConfig) -> Word2VecConfig:
+    """The word2vec group as a Word2VecConfig, checked where model.embeddings=word2vec uses it."""
     word2vec = typed(Word2VecConfig, cfg.get("word2vec"), "word2vec")
-    if classifier.model.embeddings == "word2vec":
+    if model.embeddings == "word2vec":
         word2vec.check()
-    return TrainSettings(run, paths, trainer, data, classifier, word2vec)
+    return word2vec
 
 
 SOFTMAXES = ("adaptive", "sampled")  # pretraining's output layer (attnclf/models/language_model.py)
@@ -134,10 +139,7 @@ def pretrain_settings(cfg: DictConfig) -> PretrainSettings:
     data = typed(DataConfig, cfg.get("data"), "data")
     lm.check(data.vocab_size)
     data.check()
-    word2vec = typed(Word2VecConfig, cfg.get("word2vec"), "word2vec")
-    if model.embeddings == "word2vec":
-        word2vec.check()
-    return PretrainSettings(run, paths, trainer, data, model, lm, word2vec)
+    return PretrainSettings(run, paths, trainer, data, model, lm, word2vec_config(cfg, model))
 
 
 def check_device(device: str) -> None:
