@@ -182,13 +182,40 @@ def test_bad_vectors_files(tiny_imdb, tmp_path):
             read_vectors(str(path), dim)
     junk = tmp_path / "junk.bin"
     junk.write_bytes(b"\x00\x01 not vectors")
-    with pytest.raises(AttnclfError, match="is not a word2vec vectors file"):
+    with pytest.raises(AttnclfError, match="is not a vectors file: its first line is neither"):
         read_vectors(str(junk), 8)
+    words = tmp_path / "words.txt"  # a text file whose first line is neither a header nor a word and numbers
+    words.write_text("hello world and more\n")
+    with pytest.raises(AttnclfError, match="is not a vectors file"):
+        read_vectors(str(words), 8)
     # checked by train() before any data work, and nothing is left behind
     out = tmp_path / "run"
     with pytest.raises(AttnclfError, match="has 8-dim vectors"):
         train(compose_cfg([f"model.embeddings={text}", *tiny_overrides(tiny_imdb, out)]))
     assert not (out / "checkpoints").exists()
+
+
+def test_glove_text_without_a_header_line_is_read_as_it_comes(tiny_imdb, tmp_path):
+    rng = np.random.default_rng(0)
+    rows = {w: rng.normal(size=8).round(5) for w in ("the", "movie", "great", "-0.5", "awful")}
+    glove = tmp_path / "glove.8d.txt"  # GloVe's layout: a word and its numbers a line, no `<words> <dims>` line
+    glove.write_text("".join(f"{w} {' '.join(map(str, v))}\n" for w, v in rows.items()))
+    wv = read_vectors(str(glove), 8)
+    assert len(wv) == len(rows)  # the first line is a word, not a header
+    for w, v in rows.items():
+        np.testing.assert_allclose(wv[w], v, rtol=1e-6)
+    with pytest.raises(AttnclfError, match="has 8-dim vectors, model.embed_dim=16; set model.embed_dim=8"):
+        read_vectors(str(glove), 16)
+    # a run starts from it (kept fixed here): the vocabulary's words it has are its vectors
+    out = tmp_path / "run"
+    overrides = [f"model.embeddings={glove}", "model.embed_dim=8", "model.freeze_embeddings=true"]
+    train(compose_cfg([*tiny_overrides(tiny_imdb, out), *overrides]))
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["embeddings"]["source"] == str(glove) and 0 < metrics["embeddings"]["coverage"] < 1
+    clf = Classifier.from_checkpoint(metrics["best_checkpoint"])
+    weight = clf.module.model.embed.weight.detach().numpy()
+    for w in ("the", "movie", "great", "awful"):
+        np.testing.assert_allclose(weight[clf.vocab.stoi[w]], rows[w], rtol=1e-6)
 
 
 def test_embedding_matrix_scales_missing_words_like_the_vectors():

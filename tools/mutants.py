@@ -419,6 +419,14 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "            pass",
         ["tests/test_pretrain.py::test_language_models_start_from_word2vec_vectors_kept_frozen"],
     ),
+    # GloVe's text format: no `<words> <dims>` first line
+    (
+        "glove-first-line-read-as-header",
+        "attnclf/data/vectors.py",
+        r"no_header=not header",
+        "no_header=False",
+        ["tests/test_vectors.py::test_glove_text_without_a_header_line_is_read_as_it_comes"],
+    ),
 ]
 
 args = sys.argv[1:]

@@ -134,12 +134,12 @@ def _train_logged(texts: Texts, dim: int, settings: dict):
 
 
 def read_vectors(path: str, dim: int):
-    """KeyedVectors from a word2vec file (.bin binary; otherwise text: .txt, .vec, GloVe with a header)."""
+    """KeyedVectors from a vectors file: word2vec's binary (.bin) or text format (.txt, .vec), or GloVe's text."""
     from gensim.models import KeyedVectors
 
-    ModelConfig(embed_dim=dim, embeddings=str(path)).check_embeddings_file()
+    header = ModelConfig(embed_dim=dim, embeddings=str(path)).check_embeddings_file()
     try:
-        wv = KeyedVectors.load_word2vec_format(str(path), binary=Path(path).suffix == ".bin")
+        wv = KeyedVectors.load_word2vec_format(str(path), binary=Path(path).suffix == ".bin", no_header=not header)
     except (ValueError, UnicodeDecodeError, EOFError) as e:
         raise AttnclfError(f"model.embeddings={path!r} is not a word2vec vectors file: {e}") from e
     return wv

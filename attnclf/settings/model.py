@@ -59,33 +59,48 @@ class ModelConfig:
         one_of("model.attention_init", self.attention_init, ATTENTION_INITS)
         one_of("model.gru_kernel", self.gru_kernel, GRU_KERNELS)
 
-    def check_embeddings_file(self) -> None:
-        """model.embeddings is random, word2vec, or a word2vec vectors file (text or binary) of embed_dim dims.
-        Such a file starts with the line `<words> <dims>`: that line only is read, so a large file is checked
-        at once and read in full once, when it is used. (Not part of check(): a checkpoint records the file
-        it started from, which need not be there where the checkpoint is used.)"""
+    def check_embeddings_file(self) -> bool:
+        """model.embeddings is random, word2vec, or a vectors file of embed_dim dims: word2vec's binary (.bin) or
+        text format, whose first line is `<words> <dims>`, or GloVe's text format, without that line (each line
+        a word and its numbers). Only the first line is read, so a large file is checked at once and read in
+        full once, when it is used. True where the file has the `<words> <dims>` line. (Not part of check(): a
+        checkpoint records the file it started from, which need not be there where the checkpoint is used.)"""
         path = self.embeddings
         if path in EMBEDDINGS:
-            return
+            return True
         p = Path(path)
         if not p.is_file():
             raise AttnclfError(
                 f"model.embeddings={path!r}: no such file; allowed: {', '.join(EMBEDDINGS)} or a vectors file"
             )
         with open(p, "rb") as f:
-            header = f.readline(200).split()
-        if len(header) != 2 or not all(x.isdigit() for x in header):
+            first = f.readline(1 << 20).split()  # a GloVe line of 300 dims is about 3 KB
+        header = len(first) == 2 and all(x.isdigit() for x in first)
+        if header:
+            found = int(first[1])
+        elif p.suffix != ".bin" and len(first) > 2 and all(_is_number(x) for x in first[1:]):
+            found = len(first) - 1  # GloVe: a word, then its vector
+        else:
             raise AttnclfError(
-                f"model.embeddings={path!r} is not a word2vec vectors file: no '<words> <dims>' first line"
+                f"model.embeddings={path!r} is not a vectors file: its first line is neither '<words> <dims>' "
+                "(word2vec .bin or text) nor a word and its numbers (GloVe text)"
             )
-        found = int(header[1])
         if found != self.embed_dim:
             raise AttnclfError(f"model.embeddings={path!r} has {found}-dim vectors, model.embed_dim={self.embed_dim}; "
                                f"set model.embed_dim={found}")  # fmt: skip
+        return header
 
     def network(self) -> dict:
         """The network's own arguments (AttentionClassifier), without where its weights start from."""
         return {k: v for k, v in asdict(self).items() if k not in ("embeddings", "freeze_embeddings", "init_from")}
+
+
+def _is_number(field: bytes) -> bool:
+    try:
+        float(field)
+    except ValueError:
+        return False
+    return True
 
 
 CLASS_WEIGHTS = ("none", "balanced")
