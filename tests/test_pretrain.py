@@ -1,9 +1,11 @@
 """pretrain.py: forward and backward GRU language models that train.py starts from (model.init_from)."""
 
 import json
+import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -126,10 +128,13 @@ def test_a_killed_pretraining_resumes_where_it_stopped(tiny_imdb, tmp_path):
     killed = cli(f"hydra.run.dir={run}", "+callbacks.killer._target_=signaller.SignalAt", "+callbacks.killer.step=17")
     assert killed.returncode == -9, killed.stderr[-2000:]
     assert load_checkpoint(run / "checkpoints" / "last.ckpt")["global_step"] == 15
-    resumed = cli(f"hydra.run.dir={run}", "ckpt_path=last")
+    # resumed by its folder's name, relative, from another folder: it goes on in its own, and says so in full
+    resumed = cli(f"hydra.run.dir={tmp_path / 'again'}", f"ckpt_path={os.path.relpath(run, ROOT)}")
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     pretrain(compose_lm([*common, f"paths.output_dir={tmp_path / 'straight'}"]))
     a, b = (json.loads((d / "metrics.json").read_text()) for d in (run, tmp_path / "straight"))
+    assert a["vocab"] == str((run / "vocab.json").resolve())
+    assert Path(a["best_checkpoint"]).parent.parent == run.resolve()
     assert a["steps"] == b["steps"] == 28 and a["val/loss"] == b["val/loss"]
     final = [load_checkpoint(d / "checkpoints" / "last.ckpt")["state_dict"] for d in (run, tmp_path / "straight")]
     for name, tensor in final[0].items():

@@ -47,7 +47,7 @@ def resume_point(ckpt_path: str | None, paths: PathsConfig, matches, mismatch=No
         if why:
             raise AttnclfError(f"ckpt_path={ckpt_path!r}: {why}")
     if run_dir_of(resume).resolve() != here.resolve():  # continue in the interrupted run's folder
-        paths.output_dir = str(run_dir_of(resume))
+        paths.output_dir = str(run_dir_of(resume).resolve())  # (absolute, as Hydra's own: metrics.json's paths)
         move_log_to(run_dir_of(resume), here)
     log.info("resuming %s", resume)
     # the run's own checkpoints are in its checkpoints/: Lightning's warning that the folder is not empty is no news
