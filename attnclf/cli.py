@@ -19,6 +19,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
 from attnclf.errors import AttnclfError, Interrupted
+from attnclf.settings.compose import CONF
 from attnclf.settings.run import in_multirun
 from attnclf.training.resume import close_logs_in, remove_if_unused
 
@@ -102,9 +103,6 @@ def main_entry(main, config_name: str) -> None:
 
 def _env_set(name: str) -> bool:
     return os.environ.get(name, "") not in ("", "0", "false", "False")
-
-
-CONF = Path(__file__).resolve().parents[1] / "conf"
 
 
 def composition_error(e: HydraException, config_name: str) -> str:

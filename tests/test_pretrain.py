@@ -1,6 +1,8 @@
 """pretrain.py: forward and backward GRU language models that train.py starts from (model.init_from)."""
 
+import csv
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -11,9 +13,10 @@ import numpy as np
 import pytest
 import pytorch_lightning as L
 import torch
-from conftest import CONF, ROOT, compose_cfg, strict_json, tiny_overrides
+from conftest import CONF, ROOT, compose_cfg, make_reviews, strict_json, tiny_overrides
 from hydra import compose, initialize_config_dir
 
+from attnclf.data.splits import split_rows
 from attnclf.data.text import Vocab
 from attnclf.errors import AttnclfError
 from attnclf.inference.trained import Classifier
@@ -369,3 +372,75 @@ def test_pretraining_refuses_a_frozen_random_embedding(tiny_imdb, tmp_path):
         pretrain(compose_lm([f"data.path={tiny_imdb}", f"paths.output_dir={tmp_path / 'p'}",
                              f"paths.cache_dir={tmp_path}", *LM, "model.freeze_embeddings=true"]))  # fmt: skip
     assert not (tmp_path / "p").exists()
+
+
+def test_init_from_pretrain_pretrains_the_run_s_texts_once_then_reuses_them(with_unlabeled, tmp_path, caplog):
+    """model.init_from=pretrain: the first run trains the language models of its texts and settings into the
+    cache and starts from them; a later run finds them there; it goes on as a run given that folder does; other
+    settings are another pretraining."""
+    cache = tmp_path / "cache"
+    settings = ["lm.val_texts=20", "lm.samples=40", "trainer.log_every_n_steps=1", "trainer.max_epochs=1",
+                "trainer.accelerator=cpu", "trainer.enable_model_summary=false",
+                "callbacks.rich_progress_bar=null"]  # fmt: skip
+
+    def run(name, init_from="pretrain", extra=()):
+        out = tmp_path / name
+        pretraining = "pretraining=[" + ",".join(f'"{s}"' for s in [*settings, *extra]) + "]"
+        cfg = compose_cfg([*tiny_overrides(with_unlabeled, out), f"paths.cache_dir={cache}", "logger=none",
+                           "trainer.max_epochs=1", f"model.init_from={init_from}", pretraining])  # fmt: skip
+        caplog.clear()
+        with caplog.at_level(logging.INFO, logger="attnclf"):
+            train(cfg)
+        return json.loads((out / "metrics.json").read_text()), caplog.text
+
+    first, said = run("first")
+    (lm,) = [p.parent for p in (cache / "pretrain").glob("*/metrics.json")]
+    assert "none cached: running" in said and json.loads((lm / "metrics.json").read_text())["val/ppl"] > 1
+    assert Path(first["init_from"]["checkpoint"]).parent.parent == lm
+    assert first["init_from"]["pretraining_seconds"] == json.loads((lm / "metrics.json").read_text())["fit_seconds"]
+    second, said = run("second")
+    assert "is cached" in said and "running" not in said
+    assert second["init_from"] == first["init_from"] and second["test/acc"] == first["test/acc"]
+    given, _ = run("given", init_from=str(lm))  # the same run as one given the folder: its random numbers kept
+    assert given["test/loss"] == first["test/loss"]
+    run("other", extra=["lm.dropout=0.1"])
+    assert len(list((cache / "pretrain").glob("*/metrics.json"))) == 2
+
+
+def test_init_from_pretrain_settings_are_checked_before_any_data_work(tiny_imdb, tmp_path):
+    out = tmp_path / "o"
+    for given, message in (
+        ('pretraining=["data.path=x"]', "pretraining: 'data.path=x' is the run's own"),
+        ("pretraining=[lm.softmax]", "pretraining: 'lm.softmax' is not key=value"),
+        ('pretraining=["lm.softmax=bad"]', "pretraining: lm.softmax='bad'; allowed: adaptive, sampled"),
+        ('pretraining=["lm.nope=1"]', r"pretraining=\['lm.nope=1'\]: Could not override 'lm.nope'"),
+        ("model.num_layers=2", "model.init_from needs model.num_layers=1"),
+    ):
+        cfg = compose_cfg([*tiny_overrides(tiny_imdb, out), "logger=none", "model.init_from=pretrain", given])
+        with pytest.raises(AttnclfError, match=message):
+            train(cfg)
+    assert not (out / "cache" / "pretrain").exists() and not (out / "vocab.json").exists()
+
+
+def test_init_from_pretrain_leaves_a_carved_test_split_out(tmp_path, caplog):
+    """Data without a test split of its own: the run carves its test rows by its seed, and the pretraining of
+    its texts takes that seed, so it carves the same rows and never reads them."""
+    reviews = make_reviews(200, 3)
+    texts = [f"{t} row{i}" for i, t in enumerate(reviews["text"])]  # a word of each row's own
+    data = tmp_path / "reviews.csv"
+    with open(data, "w", newline="") as f:
+        csv.writer(f).writerows([("text", "label"), *zip(texts, reviews["label"], strict=True)])
+    settings = '["lm.val_texts=20","lm.samples=40","trainer.max_epochs=1","callbacks.rich_progress_bar=null"]'
+    out = tmp_path / "run"
+    cfg = compose_cfg([*tiny_overrides(data, out), "data=csv", f"data.path={data}", "data.test_size=0.25",
+                       "data.min_freq=1", "data.vocab_size=1000", "logger=none", "seed=7", "trainer.max_epochs=1",
+                       "model.init_from=pretrain", f"pretraining={settings}"])  # fmt: skip
+    with caplog.at_level(logging.INFO, logger="attnclf"):
+        train(cfg)
+    assert "the pretraining takes seed=7" in caplog.text
+    (lm,) = [p.parent for p in (out / "cache" / "pretrain").glob("*/metrics.json")]
+    carved = json.loads((out / "data.json").read_text())["carved"]
+    _, _, _, test_rows = split_rows(carved, np.array(reviews["label"]))
+    words = set(Vocab.load(lm / "vocab.json").itos)
+    assert len(test_rows) == 50 and not {f"row{i}" for i in test_rows} & words
+    assert sum(f"row{i}" in words for i in range(200)) > 100  # (the others' words are there)

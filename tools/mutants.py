@@ -419,6 +419,28 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "            pass",
         ["tests/test_pretrain.py::test_language_models_start_from_word2vec_vectors_kept_frozen"],
     ),
+    # model.init_from=pretrain: the cached pretraining
+    (
+        "pretraining-key-without-settings",
+        "attnclf/training/init_from.py",
+        r'json\.dumps\(\{"texts": texts, "settings": settings\}',
+        'json.dumps({"texts": texts}',
+        ["tests/test_pretrain.py::test_init_from_pretrain_pretrains_the_run_s_texts_once_then_reuses_them"],
+    ),
+    (
+        "pretraining-draws-the-run-s-random-numbers",
+        "attnclf/training/init_from.py",
+        r"with isolate_rng\(include_cuda=torch\.cuda\.is_available\(\)\):",
+        "if True:",
+        ["tests/test_pretrain.py::test_init_from_pretrain_pretrains_the_run_s_texts_once_then_reuses_them"],
+    ),
+    (
+        "pretraining-reads-carved-test-rows",
+        "attnclf/training/init_from.py",
+        r"        pcfg\.seed = seed\n",
+        "        pass\n",
+        ["tests/test_pretrain.py::test_init_from_pretrain_leaves_a_carved_test_split_out"],
+    ),
     # GloVe's text format: no `<words> <dims>` first line
     (
         "glove-first-line-read-as-header",

@@ -10,11 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from omegaconf import DictConfig, OmegaConf
+from hydra.errors import HydraException
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from attnclf.errors import AttnclfError
+from attnclf.settings.compose import compose_config
 from attnclf.settings.data import DataConfig, Word2VecConfig
-from attnclf.settings.model import ClassifierConfig, ModelConfig, classifier_config
+from attnclf.settings.model import INIT_FROM_PRETRAIN, ClassifierConfig, ModelConfig, classifier_config
 from attnclf.settings.run import PathsConfig, RunConfig, TrainerConfig, TrainRunConfig
 from attnclf.settings.typed import register, typed
 from attnclf.utils.checks import fraction, number, positive_int, positive_number
@@ -38,6 +40,8 @@ class TrainSettings:
     data: DataConfig
     classifier: ClassifierConfig
     word2vec: Word2VecConfig
+    # model.init_from=pretrain: pretrain.yaml composed for this run's data (pretraining_config), checked
+    pretraining: DictConfig | None = None
 
 
 def run_paths_trainer(cfg: DictConfig, run_config: type[RunConfig]) -> tuple:
@@ -58,7 +62,10 @@ def train_settings(cfg: DictConfig) -> TrainSettings:
     # attention, model.*, optimizer.*, regularizer.*: typed and their ranges checked (settings/model.py)
     classifier = classifier_config(cfg)
     classifier.model.check_embeddings_file()
-    return TrainSettings(run, paths, trainer, data, classifier, word2vec_config(cfg, classifier.model))
+    settings = TrainSettings(run, paths, trainer, data, classifier, word2vec_config(cfg, classifier.model))
+    if classifier.model.init_from == INIT_FROM_PRETRAIN:
+        settings.pretraining = pretraining_config(cfg, run, classifier.model)
+    return settings
 
 
 def word2vec_config(cfg: DictConfig, model: ModelConfig) -> Word2VecConfig:
@@ -109,6 +116,49 @@ class LMConfig:
                 f"lm.cutoffs={list(self.cutoffs)}: each must be below data.vocab_size={vocab_size} less 1 (the words "
                 "before the first cutoff are the adaptive softmax's head, the rest its tail clusters)"
             )
+
+
+# what the pretraining of model.init_from=pretrain takes from the run itself, never from `pretraining`
+RUNS_OWN = ("data", "model.embed_dim", "model.hidden_dim", "num_threads", "paths", "ckpt_path", "hydra")
+
+
+def pretraining_config(cfg: DictConfig, run: TrainRunConfig, model: ModelConfig) -> DictConfig:
+    """model.init_from=pretrain: conf/pretrain.yaml with `pretraining`'s overrides, as `python pretrain.py
+    <them>` composes it, but with the run's data, embedding and GRU sizes, threads and cache folder; checked
+    whole (pretrain_settings), before any data work. Its folder (paths.output_dir) is set where the texts
+    are known (attnclf/training/init_from.py)."""
+    if model.num_layers != 1:
+        raise AttnclfError(
+            f"model.init_from needs model.num_layers=1 (the language models have one layer), got {model.num_layers}"
+        )
+    for item in run.pretraining:
+        key = item.split("=", 1)[0].lstrip("+~")
+        if "=" not in item:
+            raise AttnclfError(
+                f"pretraining: {item!r} is not key=value (pretrain.py's settings, e.g. trainer.max_epochs=2)"
+            )
+        if any(key == own or key.startswith(own + ".") for own in RUNS_OWN):
+            raise AttnclfError(
+                f"pretraining: {item!r} is the run's own (the pretraining reads this run's data, model sizes, "
+                "threads and cache folder); set it on the run"
+            )
+    try:
+        pcfg = compose_config("pretrain", list(run.pretraining))
+    except HydraException as e:
+        raise AttnclfError(f"pretraining={list(run.pretraining)}: {str(e).splitlines()[0]}") from None
+    folder = str(Path(cfg.paths.cache_dir) / "pretrain")
+    with open_dict(pcfg):
+        pcfg.data = OmegaConf.to_container(cfg.data, resolve=True)
+        pcfg.model.embed_dim, pcfg.model.hidden_dim = model.embed_dim, model.hidden_dim
+        pcfg.num_threads = run.num_threads
+        pcfg.ckpt_path = None
+        pcfg.paths.cache_dir = cfg.paths.cache_dir
+        pcfg.paths.output_dir = pcfg.paths.runs_dir = folder
+    try:
+        pretrain_settings(pcfg)
+    except AttnclfError as e:
+        raise AttnclfError(f"pretraining: {e}") from None
+    return pcfg
 
 
 @dataclass

@@ -29,6 +29,8 @@ GRU_KERNELS = ("auto", "concurrent", "padded", "packed")
 SCHEDULES = ("cosine", "constant")
 REGULARIZERS = ("none", "adversarial", "virtual_adversarial")
 EMBEDDINGS = ("random", "word2vec")  # or a path to a vectors file
+# model.init_from=pretrain: the pretraining of the run's own data, made once and cached (`pretraining`: its settings)
+INIT_FROM_PRETRAIN = "pretrain"
 CLASSIFIER = "classifier"  # a classifier checkpoint's hyper_parameters["kind"] (language models: theirs)
 
 

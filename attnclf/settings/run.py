@@ -51,6 +51,9 @@ class TrainRunConfig(RunConfig):
     # SMALL_DATA_ROWS training rows, else trainer.max_epochs as it is
     min_epochs: int | str | None = "auto"
     optimized_metric: str = "val/acc"  # what train(cfg) returns, for sweeps
+    # model.init_from=pretrain: pretrain.py's settings (key=value, as on its command line) for the pretraining
+    # made of this run's data (attnclf/training/init_from.py: cached_pretraining)
+    pretraining: list[str] = field(default_factory=list)
 
     def check(self) -> None:
         super().check()

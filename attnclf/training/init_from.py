@@ -1,20 +1,28 @@
 """Starting a classifier from `pretrain.py`'s language models (`model.init_from`): finding the run,
-checking it before any data work, and copying its GRUs and embedding in."""
+checking it before any data work, and copying its GRUs and embedding in; `model.init_from=pretrain` makes
+that run first where the cache does not hold one of the same texts and settings (`cached_pretraining`)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+import os
 from pathlib import Path
 
 import torch
+from filelock import FileLock
+from omegaconf import DictConfig, OmegaConf, open_dict
+from pytorch_lightning.utilities.seed import isolate_rng
 
+from attnclf.data.datamodule import TextDataModule
 from attnclf.data.text import Vocab
 from attnclf.errors import AttnclfError
 from attnclf.models.classifier import AttentionClassifier
 from attnclf.models.language_model import KIND
 from attnclf.settings.model import CLASSIFIER
 from attnclf.training.checkpoint import best_checkpoint, checkpoint_kind, load_checkpoint, run_dir_of
+from attnclf.training.pretrain import pretrain
 
 log = logging.getLogger(__name__)
 
@@ -97,4 +105,58 @@ def load_pretrained(
     log.info(
         "model.init_from=%s (%s): encoder and %.1f%% of the vocabulary's embeddings", path, ckpt_path, 100 * shared
     )
-    return {"checkpoint": str(ckpt_path), "vocab_shared": shared}
+    record = {"checkpoint": str(ckpt_path), "vocab_shared": shared}
+    made = run_dir_of(ckpt_path) / "metrics.json"  # (what the pretraining cost, where it says)
+    if made.is_file():
+        record["pretraining_seconds"] = json.loads(made.read_text()).get("fit_seconds")
+    return record
+
+
+# what a pretraining's cache key leaves out: where it is written and how it is shown, not what it learns
+NOT_IN_KEY = ("paths", "logger", "callbacks", "num_threads", "keep_freed_memory", "ckpt_path")
+
+
+def cached_pretraining(pcfg: DictConfig, datamodule: TextDataModule, seed: int, overrides: list[str]) -> Path:
+    """The folder of the pretraining `pcfg` (settings.commands.pretraining_config) of the texts
+    `datamodule` reads: found in paths.cache_dir/pretrain/<key>, the key a hash of the texts (their
+    fingerprints and rows) and the settings, or trained there now, once (runs started together wait for the
+    first; an interrupted one resumes from its last checkpoint). Where the run's test rows are carved from
+    the training split, the pretraining's seed is the run's, so that it carves the same and never reads them.
+    The random numbers of the run are as they were before it: a run that trains the pretraining and one that
+    finds it cached go on the same. `overrides`: the run's `pretraining`, for the log."""
+    carved = datamodule.carved
+    if carved.get("test_size") is not None or carved.get("folds") is not None:
+        pcfg.seed = seed
+        log.info("model.init_from=pretrain: the test rows are carved from the training split by the run's seed: "
+                 "the pretraining takes seed=%d, and leaves them out", seed)  # fmt: skip
+    _, texts = datamodule.word_vector_texts(pcfg.lm.unlabeled_split)
+    settings = OmegaConf.to_container(pcfg, resolve=True)
+    for key in NOT_IN_KEY:
+        settings.pop(key, None)
+    settings["data"].pop("path", None)  # (the texts are known by their fingerprints: a moved folder is the same)
+    key = hashlib.sha1(json.dumps({"texts": texts, "settings": settings}, sort_keys=True).encode()).hexdigest()[:16]
+    folder = Path(pcfg.paths.cache_dir) / "pretrain" / key
+    if (folder / "metrics.json").is_file():
+        log.info("model.init_from=pretrain: the pretraining of these texts and settings is cached: %s", folder)
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(folder.parent / f".{key}.lock")):  # (a second run waits for the first's pretraining)
+        if (folder / "metrics.json").is_file():
+            log.info("model.init_from=pretrain: pretrained meanwhile by another run: %s", folder)
+            return folder
+        resume = (folder / "checkpoints" / "last.ckpt").is_file()
+        with open_dict(pcfg):
+            pcfg.paths.output_dir = str(folder)
+            pcfg.ckpt_path = str(folder) if resume else None
+        log.info("model.init_from=pretrain: %s the pretraining of these texts and settings in %s (pretrain.py's "
+                 "defaults and pretraining=%s)", "resuming" if resume else "none cached: running", folder,
+                 list(overrides))  # fmt: skip
+        seed_env = {k: os.environ.get(k) for k in ("PL_GLOBAL_SEED", "PL_SEED_WORKERS")}
+        with isolate_rng(include_cuda=torch.cuda.is_available()):
+            pretrain(pcfg)
+        for k, v in seed_env.items():  # (seed_everything's for the run's dataloader workers)
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return folder

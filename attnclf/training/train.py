@@ -14,7 +14,8 @@ from attnclf.data.datamodule import TextDataModule
 from attnclf.data.splits import RECORD, record_of
 from attnclf.data.vectors import initial_embeddings
 from attnclf.settings.commands import train_settings
-from attnclf.training.init_from import check_init_from, load_pretrained
+from attnclf.settings.model import INIT_FROM_PRETRAIN
+from attnclf.training.init_from import cached_pretraining, check_init_from, load_pretrained
 from attnclf.training.module import AttnClassifierModule
 from attnclf.training.resume import (
     START,
@@ -45,9 +46,9 @@ def train(cfg: DictConfig) -> float:
     """Fit, test the best checkpoint, write metrics.json; return the metric `cfg.optimized_metric`."""
     s = train_settings(cfg)  # every value typed and checked, before any data work (attnclf/settings/)
     config, m, run = s.classifier, s.classifier.model, s.run
-    init_from = None
-    if m.init_from:  # (checked before any data work; read once)
-        init_from = check_init_from(str(m.init_from), m.embed_dim, m.hidden_dim, m.num_layers, s.paths.pretrain_dir)
+    init_from, lm_run = None, str(m.init_from)
+    if m.init_from and m.init_from != INIT_FROM_PRETRAIN:  # (checked before any data work; read once)
+        init_from = check_init_from(lm_run, m.embed_dim, m.hidden_dim, m.num_layers, s.paths.pretrain_dir)
     prepare_process(run)
     resume = resume_point(run.ckpt_path, s.paths, lambda hp: same_settings(hp, config),
                           lambda hp, folder: settings_mismatch(hp, folder, config))  # fmt: skip
@@ -81,8 +82,11 @@ def train(cfg: DictConfig) -> float:
         matrix, embeddings = initial_embeddings(source, datamodule, m.embed_dim, s.word2vec, s.paths.cache_dir)
         model.model.embed.weight.data.copy_(torch.from_numpy(matrix))
     pretrained = None
+    if resume is None and m.init_from == INIT_FROM_PRETRAIN:  # (its settings checked before any data work)
+        lm_run = str(cached_pretraining(s.pretraining, datamodule, run.seed, run.pretraining))
+        init_from = check_init_from(lm_run, m.embed_dim, m.hidden_dim, m.num_layers)
     if resume is None and init_from is not None:
-        pretrained = load_pretrained(model.model, str(m.init_from), datamodule.vocab, loaded=init_from)
+        pretrained = load_pretrained(model.model, lm_run, datamodule.vocab, loaded=init_from)
     init_from = None  # (the language models' checkpoint, optimizer state and all: not kept through training)
     check_resumed_vocab(resume, len(datamodule.vocab))
     # where the weights started, kept in the run folder: a resumed run (its weights from the checkpoint)
