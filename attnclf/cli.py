@@ -19,7 +19,7 @@ from omegaconf import OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
 from attnclf.errors import AttnclfError, Interrupted
-from attnclf.settings.compose import CONF
+from attnclf.settings.compose import compose_config
 from attnclf.settings.run import in_multirun
 from attnclf.training.resume import close_logs_in, remove_if_unused
 
@@ -126,13 +126,11 @@ def composition_error(e: HydraException, config_name: str) -> str:
 def keys_of(config_name: str, parent: str) -> list[str]:
     """The keys of `parent` ("" for the top level) in the default composition of `config_name`; [] where it
     cannot be composed here."""
-    from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
     try:
-        GlobalHydra.instance().clear()
-        with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
-            cfg = compose(config_name=config_name)
+        GlobalHydra.instance().clear()  # (conf/ itself, whatever the entry point's search path was)
+        cfg = compose_config(config_name, [])
         node = OmegaConf.select(cfg, parent) if parent else cfg
         return [str(k) for k in node] if OmegaConf.is_dict(node) else []
     except Exception:  # (only a list for the message: the error itself is said either way)
