@@ -106,6 +106,20 @@ def test_experiment_pretrained_is_the_measured_best_setting():
     )
 
 
+def test_experiment_pretrained_lm_is_pretrained_with_the_measured_pretraining():
+    """experiment=pretrained, started from language models on its word2vec vectors kept frozen, 2 epochs, seed 1
+    (docs/experiment-log.md, "With the pretrained encoder on top"); its pretraining settings pass the check."""
+    from attnclf.settings.commands import train_settings
+
+    cfg = compose_cfg(["experiment=pretrained_lm", "paths.output_dir=/tmp/x"])
+    base = compose_cfg(["experiment=pretrained", "paths.output_dir=/tmp/x"])
+    assert cfg.model.init_from == "pretrain" and cfg.regularizer == base.regularizer
+    assert (cfg.model.embeddings, cfg.word2vec, cfg.trainer) == (base.model.embeddings, base.word2vec, base.trainer)
+    lm = train_settings(cfg).pretraining
+    assert (lm.model.embeddings, lm.model.freeze_embeddings, lm.trainer.max_epochs, lm.seed) == ("word2vec", True, 2, 1)
+    assert lm.word2vec == cfg.word2vec  # the vectors experiment=pretrained starts from
+
+
 def test_the_readme_is_short_and_names_only_paths_a_user_has():
     """A README a user scans in five minutes; no command anywhere a user reads points at the development
     machines' ../shared (CONTRIBUTING.md names it, for contributors)."""
