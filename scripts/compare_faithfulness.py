@@ -11,6 +11,7 @@ rationales) plausibility for every importance source; --aopc-out: their AOPC, pe
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import sys
 from pathlib import Path
@@ -115,7 +116,8 @@ def by_attention(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def figure(results: list[dict], out: str) -> None:
+def figure(results: list[dict], out: str):
+    """Three panels of every run side by side, written to `out`; returns the figure (closed)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -129,10 +131,11 @@ def figure(results: list[dict], out: str) -> None:
     ax[0].set(title="Kendall tau, attention vs leave-one-out", xlabel="tau per review", ylabel="reviews")
     ks = results[0]["ks"]
     x = np.arange(len(ks))
-    for r, style in zip(results, ["-", "--", ":", "-."], strict=False):
+    # a line style per run (styles repeat past four runs: every run is drawn), a colour per token order
+    for r, style in zip(results, itertools.cycle(["-", "--", ":", "-."])):
         for name, colour in (("attention", "C3"), ("loo", "C0"), ("random", "C7")):
             ax[1].plot(x, [r["erasure"][name][k]["flipped"] for k in ks], style, color=colour, marker="o",
-                       label=f"{r['attention']}: by {name}")  # fmt: skip
+                       label=f"{r['_label']}: by {name}")  # fmt: skip
     ax[1].set_xticks(x, [k[1:] for k in ks])
     ax[1].set(title="decisions flipped after removing the top-k tokens", xlabel="k", ylabel="share of reviews")
     edges = np.linspace(0, 1.1, 23)
@@ -147,6 +150,8 @@ def figure(results: list[dict], out: str) -> None:
         a.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return fig
 
 
 def main(argv=None) -> int:

@@ -339,6 +339,13 @@ def test_faithfulness_command_writes_json_summary_and_tensorboard(tiny_run, tiny
     assert "| flipped, top-1 by attention removed |" in table and (tmp_path / "c.png").stat().st_size > 10_000
     flipped = f"{result['erasure']['random']['k3']['flipped']:.1%}"
     assert f"| flipped, top-3 by random removed | {flipped} | {flipped} |" in table
+    # five runs: every run's three erasure lines are drawn, each named by its run (not only its attention)
+    from compare_faithfulness import figure, load
+
+    runs = [{**load(str(out)), "_label": f"dot (run {i})"} for i in range(5)]
+    erasure = figure(runs, str(tmp_path / "five.png")).axes[1]
+    labels = [line.get_label() for line in erasure.lines]
+    assert len(labels) == 15 == len(set(labels)) and "dot (run 4): by attention" in labels
 
 
 def cfg_overrides(cfg):

@@ -449,6 +449,14 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "no_header=False",
         ["tests/test_vectors.py::test_glove_text_without_a_header_line_is_read_as_it_comes"],
     ),
+    # the faithfulness comparison's erasure panel: a fifth run left out, runs named by their attention alone
+    (
+        "faithfulness-figure-draws-four-runs",
+        "scripts/compare_faithfulness.py",
+        r"itertools.cycle\(\[\"-\", \"--\", \":\", \"-.\"\]\)\)",
+        '["-", "--", ":", "-."], strict=False)',
+        ["tests/test_faithfulness.py::test_faithfulness_command_writes_json_summary_and_tensorboard"],
+    ),
 ]
 
 args = sys.argv[1:]
