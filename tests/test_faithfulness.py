@@ -277,6 +277,9 @@ def test_erasure_sizes_and_helpers():
     assert list(sample(lengths, 3, 256, 0, "test")) == [0, 2, 3]
     with pytest.raises(AttnclfError, match=r"reviews=4 is more than split 'test' has with at most 256 tokens \(3 of"):
         sample(lengths, 4, 256, 0, "test")
+    assert list(sample(lengths, 2, 256, 0, "test", min_tokens=6)) == [2, 3]  # (Jain & Wallace's shortest: 6)
+    with pytest.raises(AttnclfError, match=r"has with 6 to 256 tokens \(2 of 4\)"):
+        sample(lengths, 3, 256, 0, "test", min_tokens=6)
 
 
 def compose_faith(overrides):
@@ -304,6 +307,10 @@ def test_faithfulness_command_writes_json_summary_and_tensorboard(tiny_run, tiny
     assert set(saved["erasure"]) == {"attention", "gradient", "loo", "random"}
     assert set(saved["erasure"]["attention"]) == {"k1", "k3", "k5", "k10pct"}
     assert -1 <= saved["agreement"]["kendall_tau"]["gradient"]["mean"] <= 1
+    magnitude = saved["agreement"]["magnitude"]  # Jain & Wallace's definition beside the signed one
+    assert set(magnitude) == {"gradient", "loo", "gradient_vs_loo", "gradient_with_attention"}
+    assert all(-1 <= v["mean"] <= 1 and 0 <= v["significant"] <= 1 for v in magnitude.values())
+    assert saved["seconds"]["gradient_fixed_weights"] >= 0 and saved["min_tokens"] == 1
     assert saved["permutation"]["permutations"] == 10 and len(saved["permutation"]["by_entropy_quartile"]) >= 1
     eraser = saved["eraser"]
     two_or_more = sum(n >= 2 for n in saved["per_review"]["tokens"])  # (the one-token reviews are left out)
@@ -322,6 +329,9 @@ def test_faithfulness_command_writes_json_summary_and_tensorboard(tiny_run, tiny
     events.Reload()
     tags = events.Tags()
     assert {"faithfulness/kendall_tau_gradient", "faithfulness/erasure_flipped/attention_k1"} <= set(tags["scalars"])
+    assert {"faithfulness/kendall_tau_magnitude_gradient", "faithfulness/significant_magnitude_loo",
+            "faithfulness/significant_gradient"} <= set(tags["scalars"])  # fmt: skip
+    assert "by magnitude: tau mean ± sd" in md
     assert {"faithfulness/summary", "faithfulness/review_0", "faithfulness/review_3"} <= set(tags["images"])
     assert {"faithfulness_test/aopc_comprehensiveness/attention", "faithfulness_test/aopc_sufficiency/loo",
             "faithfulness_test/comprehensiveness_10pct/random"} <= set(tags["scalars"])  # fmt: skip
@@ -361,6 +371,8 @@ def test_faithfulness_bad_input(tiny_run, tiny_imdb, tmp_path):
         faithfulness(compose_faith([*base, "ks=[1,0]"]))
     with pytest.raises(AttnclfError, match=r"permutations=0"):
         faithfulness(compose_faith([*base, "permutations=0"]))
+    with pytest.raises(AttnclfError, match=r"min_tokens=300; allowed: a whole number from 1 to max_tokens \(256\)"):
+        faithfulness(compose_faith([*base, "min_tokens=300"]))
     other = tmp_path / "other.ckpt"
     torch.save({"weights": torch.zeros(2)}, other)
     with pytest.raises(AttnclfError, match="not a Lightning checkpoint"):
@@ -409,3 +421,79 @@ def test_faithfulness_command_line(tiny_run, tmp_path):
     assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
         "error: ks: 2.5 is out of range; allowed: whole numbers >= 1 or fractions in (0, 1)"
     ]
+
+
+@pytest.mark.parametrize("attention", ["dot", "additive"])
+def test_magnitude_agreement_is_jain_and_wallace_s_definition_computed_apart(attention):
+    """Jain & Wallace (2019; their code, successar/AttentionExplanation): the binary model's output p(class 1);
+    gradient x input is d p / d embedding . embedding summed over its dims, with the attention weights held
+    fixed (detached), taken in absolute value; leave-one-out is |p(review) - p(review without the token)|;
+    Kendall tau (scipy's tau-b) of the attention weights against each, per review, and a review's tau is
+    significant at p <= 0.05. Computed here one review at a time by plain torch."""
+    from scipy.stats import kendalltau
+
+    from attnclf.inference.faithfulness import agreement
+
+    torch.manual_seed(3)
+    model = AttentionClassifier(V, 2, embed_dim=8, hidden_dim=6, attention=attention).eval()
+    rng = np.random.default_rng(4)
+    seqs = [rng.integers(1, V, size=n).astype(np.int64) for n in (9, 1, 14, 30, 6, 22, 40)]
+    attr = F.attributions(model, seqs, batch_tokens=40)
+    fixed = F.attributions(model, seqs, batch_tokens=40, fixed_weights=True)
+    loo = F.leave_one_out(model, seqs, attr.probs, batch_tokens=40)
+    result, taus = agreement(attr, fixed, loo)
+
+    def p1(tokens):
+        with torch.no_grad():
+            return float(torch.softmax(model(torch.as_tensor(tokens)[None], torch.tensor([len(tokens)]))[0], -1)[0, 1])
+
+    want = {"gradient": [], "loo": [], "gradient_vs_loo": []}
+    significant = {k: [] for k in want}
+    for i, s in enumerate(seqs):
+        ids = torch.as_tensor(s)[None]
+        x = model.embed(ids).detach().requires_grad_(True)
+        out, w = _out_and_weights(model, x, len(s))
+        torch.softmax(model.classify(model.pool(out, w.detach())), -1)[0, 1].backward()
+        grad = (x.grad * x).sum(-1)[0].abs().detach().numpy()
+        np.testing.assert_allclose(np.abs(fixed.gradient[i]), grad, atol=1e-6)
+        if len(s) < 2:
+            assert np.isnan(taus["gradient_magnitude"][i])
+            continue
+        left = np.array([abs(p1(s) - p1(np.delete(s, t))) for t in range(len(s))])
+        for name, (a, b) in {"gradient": (attr.weights[i], grad), "loo": (attr.weights[i], left),
+                             "gradient_vs_loo": (grad, left)}.items():  # fmt: skip
+            tau, p = kendalltau(a, b)
+            want[name].append(tau)
+            significant[name].append(p <= 0.05)
+    np.testing.assert_allclose(taus["gradient_magnitude"][np.isfinite(taus["gradient_magnitude"])],
+                               want["gradient"], atol=1e-6)  # fmt: skip
+    np.testing.assert_allclose(taus["loo_magnitude"][np.isfinite(taus["loo_magnitude"])], want["loo"], atol=1e-6)
+    for name in want:
+        got = result["magnitude"][name]
+        assert got["mean"] == pytest.approx(np.mean(want[name]), abs=1e-6)
+        assert got["significant"] == pytest.approx(np.mean(significant[name]))
+        assert got["n"] == len(seqs) - 1
+    # the definitions differ: signed importance is not its size, nor the gradient through the weights the fixed one's
+    assert not np.allclose(taus["gradient"], taus["gradient_magnitude"], equal_nan=True)
+    assert not np.allclose(np.abs(attr.gradient[3]), np.abs(fixed.gradient[3]))
+    assert 0 <= result["kendall_tau"]["gradient"]["significant"] <= 1
+
+
+def test_a_learned_query_pools_as_jain_and_wallace():
+    """model.query=learned: one query for every review (a parameter), additive's tanh layer half the encoder's
+    width, dot scaled by the square root of the encoder's width; the default query stays the final states."""
+    torch.manual_seed(0)
+    ids, lengths = torch.randint(1, V, (3, 7)), torch.tensor([7, 5, 2])
+    for attention, width, scale in (("additive", 6, None), ("dot", 12, 12**-0.5)):
+        model = AttentionClassifier(V, 2, embed_dim=8, hidden_dim=6, attention=attention, query="learned").eval()
+        _, query, _ = model.encode(model.embed(ids), lengths)
+        assert torch.equal(query, model.query.expand(3, -1)) and model.query.requires_grad
+        assert model.attention.k_proj.out_features == width
+        if scale is not None:
+            assert model.attention.scale == pytest.approx(scale)
+        model(ids, lengths)[0].sum().backward()
+        assert model.query.grad is not None and model.query.grad.abs().sum() > 0
+    final = AttentionClassifier(V, 2, embed_dim=8, hidden_dim=6, attention="additive").eval()
+    out, query, _ = final.encode(final.embed(ids), lengths)
+    assert final.query is None and final.attention.k_proj.out_features == 12
+    assert not torch.equal(query[0], query[1])  # each review's own summary

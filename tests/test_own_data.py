@@ -10,6 +10,7 @@ import datasets
 import numpy as np
 import pytest
 from conftest import CONF, compose_cfg, tiny_overrides
+from hydra import compose, initialize_config_dir
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from attnclf.data.encoding import encode_split
@@ -216,3 +217,29 @@ def test_two_runs_writing_the_same_cache_at_once_do_not_corrupt_it(tiny_imdb, tm
 def test_the_csv_preset_asks_for_its_file(tmp_path):
     with pytest.raises(AttnclfError, match=r"^data.path is required here: .* e.g. data.path=my.csv$"):
         train(compose_cfg(["data=csv", f"paths.output_dir={tmp_path}"]))
+
+
+def test_label_map_merges_classes_and_drops_the_rest_as_binary_sst_is_made(tmp_path, capsys):
+    """data=sst_binary: SST-5's labels 0-1 negative, 3-4 positive, 2 (neutral) dropped from every split; the run
+    records the map (data.json), so eval.py reads the same two classes; a label the data lacks is one line."""
+    from attnclf.inference.evaluate import evaluate
+    from attnclf.settings.commands import data_config
+
+    folder = tmp_path / "sst5"
+    for split, n, seed in (("train", 200, 0), ("validation", 50, 1), ("test", 50, 2)):
+        write(folder / f"{split}.jsonl", examples(n, 5, seed), "jsonl")
+    m = fit(folder, tmp_path / "run", "data=sst_binary")
+    assert m["num_classes"] == 2 and m["labels"] == ["negative", "positive"]
+    assert sum(map(sum, m["test/confusion_matrix"])) == 40  # 4 of every 5 rows kept
+    recorded = json.loads((tmp_path / "run" / "data.json").read_text())
+    assert recorded["data"]["label_map"] == {"0": "negative", "1": "negative", "3": "positive", "4": "positive"}
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        cfg = compose(config_name="eval", overrides=[f"ckpt={tmp_path / 'run'}", f"output={tmp_path / 'ev.json'}",
+                                                     f"paths.cache_dir={tmp_path / 'run' / 'cache'}"])  # fmt: skip
+    ev = evaluate(cfg)
+    assert ev["reviews"] == 40 and ev["accuracy"] == pytest.approx(m["test/acc"])
+    assert data_config({"path": "x", "label_map": {0: "a", 1: "b"}}).label_map == {"0": "a", "1": "b"}
+    with pytest.raises(AttnclfError, match=r"data.label_map=\{'0': 'a', '1': 'a'\} must map the labels to at least 2"):
+        data_config({"path": "x", "label_map": {0: "a", 1: "a"}})
+    with pytest.raises(AttnclfError, match=r"label_map names '7', not a label of .* \(its labels: 0, 1, 2, 3, 4\)"):
+        fit(folder, tmp_path / "bad", "data=sst_binary", "+data.label_map.7=other")

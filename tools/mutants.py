@@ -457,6 +457,50 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         '["-", "--", ":", "-."], strict=False)',
         ["tests/test_faithfulness.py::test_faithfulness_command_writes_json_summary_and_tensorboard"],
     ),
+    # Jain & Wallace's definitions: importance by its size, their gradient with the weights held fixed, the share
+    # of significant taus, the sample's shortest review, and their query-free pooling
+    (
+        "magnitude-keeps-the-sign",
+        "attnclf/analysis/measures.py",
+        r"return \[np\.abs\(s\) for s in scores\]",
+        "return [s for s in scores]",
+        ["tests/test_faithfulness.py::test_magnitude_agreement_is_jain_and_wallace_s_definition_computed_apart"],
+    ),
+    (
+        "fixed-weights-not-fixed",
+        "attnclf/analysis/measures.py",
+        r"model\.pool\(out, w\.detach\(\) if fixed else w\)",
+        "model.pool(out, w)",
+        ["tests/test_faithfulness.py::test_magnitude_agreement_is_jain_and_wallace_s_definition_computed_apart"],
+    ),
+    (
+        "significant-above-the-threshold",
+        "attnclf/inference/faithfulness.py",
+        r"p\[ok\] <= SIGNIFICANT",
+        "p[ok] >= SIGNIFICANT",
+        ["tests/test_faithfulness.py::test_magnitude_agreement_is_jain_and_wallace_s_definition_computed_apart"],
+    ),
+    (
+        "min-tokens-ignored",
+        "attnclf/inference/faithfulness.py",
+        r"\(lengths >= min_tokens\)",
+        "(lengths >= 1)",
+        ["tests/test_faithfulness.py::test_erasure_sizes_and_helpers"],
+    ),
+    (
+        "learned-query-unused",
+        "attnclf/models/classifier.py",
+        r"query = final if self\.query is None else self\.query\.expand\(final\.size\(0\), -1\)",
+        "query = final",
+        ["tests/test_faithfulness.py::test_a_learned_query_pools_as_jain_and_wallace"],
+    ),
+    (
+        "label-map-keeps-unnamed-rows",
+        "attnclf/data/splits.py",
+        r"\[v is not None for v in b\[label_column\]\]",
+        "[True for v in b[label_column]]",
+        ["tests/test_own_data.py::test_label_map_merges_classes_and_drops_the_rest_as_binary_sst_is_made"],
+    ),
 ]
 
 args = sys.argv[1:]

@@ -5,7 +5,8 @@ AttentionClassifier in eval mode. Every forward pass is batched: reviews (or the
 with tokens removed) of similar length go together, up to `batch_tokens` tokens a batch.
 
 - `attributions`: the attention weights, the predicted class and its probability, and
-  gradient x input: d p(predicted) / d embedding . embedding, summed over the embedding dim.
+  gradient x input: d p(predicted) / d embedding . embedding, summed over the embedding dim;
+  with `fixed_weights`, the same with the attention weights held fixed (Jain & Wallace's gradient).
 - `leave_one_out`: the drop in p(predicted) when each token is removed in turn.
 - `erasure`: remove the top-k tokens by a ranking, count decisions flipped.
 - `comprehensiveness_sufficiency`: ERASER's scores: p(predicted) lost when a ranking's top k% of tokens is
@@ -16,7 +17,8 @@ with tokens removed) of similar length go together, up to `batch_tokens` tokens 
 - `js_distance`: Jensen-Shannon distance between two sets of weights on the same reviews.
 
 Importance is signed throughout: how much a token supports the predicted class (attention is
->= 0; a token whose removal raises p(predicted) gets a negative LOO score).
+>= 0; a token whose removal raises p(predicted) gets a negative LOO score). `magnitude` turns a
+signed score into Jain & Wallace's (2019): how much the token moves the output, either way.
 """
 
 from __future__ import annotations
@@ -54,12 +56,13 @@ def chunks(lengths: np.ndarray, batch_tokens: int) -> list[np.ndarray]:
     return groups
 
 
-def _weights_and_logits(model: AttentionClassifier, x: torch.Tensor, lengths: torch.Tensor):
-    """Embedded reviews -> attention weights (B, T), logits (B, C): the pooled sum through model.pool."""
+def _weights_and_logits(model: AttentionClassifier, x: torch.Tensor, lengths: torch.Tensor, fixed: bool = False):
+    """Embedded reviews -> attention weights (B, T), logits (B, C): the pooled sum through model.pool.
+    `fixed`: the weights enter the sum as constants (no gradient flows through them)."""
     out, final, mask = model.encode(x, lengths, lengths)
     _, w = model.attention(final.unsqueeze(1), out, out, mask)  # (B, 1, T)
     w = w.squeeze(1)
-    return w, model.classify(model.pool(out, w)), out, mask
+    return w, model.classify(model.pool(out, w.detach() if fixed else w)), out, mask
 
 
 @torch.no_grad()
@@ -86,8 +89,12 @@ class Attributions:
         return self.probs.argmax(-1)
 
 
-def attributions(model: AttentionClassifier, seqs: Sequence[np.ndarray], batch_tokens: int = 32768) -> Attributions:
-    """Attention weights, probabilities and gradient x input of each review (one backward pass a batch)."""
+def attributions(
+    model: AttentionClassifier, seqs: Sequence[np.ndarray], batch_tokens: int = 32768, fixed_weights: bool = False
+) -> Attributions:
+    """Attention weights, probabilities and gradient x input of each review (one backward pass a batch).
+    `fixed_weights`: the gradient with the attention weights held fixed, flowing through the encoder
+    outputs they weigh only, as Jain & Wallace compute it (their code detaches the weights)."""
     device = next(model.parameters()).device
     lengths = np.fromiter((len(s) for s in seqs), dtype=np.int64, count=len(seqs))
     weights: list = [None] * len(seqs)
@@ -96,7 +103,7 @@ def attributions(model: AttentionClassifier, seqs: Sequence[np.ndarray], batch_t
     for group in chunks(lengths, batch_tokens):
         ids, lens = pad([seqs[i] for i in group], device)
         x = model.embed(ids).detach().requires_grad_(True)  # (B, T, E)
-        w, logits, _, _ = _weights_and_logits(model, x, lens)
+        w, logits, _, _ = _weights_and_logits(model, x, lens, fixed_weights)
         p = torch.softmax(logits.float(), -1)  # (B, C)
         # reviews are independent in eval mode: the gradient of the sum is each review's own
         p.gather(1, p.argmax(-1, keepdim=True)).sum().backward()
@@ -363,11 +370,21 @@ def uniform(model: AttentionClassifier, seqs: Sequence[np.ndarray], batch_tokens
 def kendall(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> np.ndarray:
     """Kendall tau-b between two importance vectors of each review (nan where either is constant or
     the review has fewer than two tokens)."""
-    out = np.full(len(a), np.nan)
+    return kendall_test(a, b)[0]
+
+
+def kendall_test(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Kendall tau-b of each review, as `kendall`, and its two-sided p-value (scipy's; nan likewise)."""
+    tau, p = np.full(len(a), np.nan), np.full(len(a), np.nan)
     for i, (x, y) in enumerate(zip(a, b, strict=True)):
         if len(x) >= 2 and np.all(np.isfinite(y)):
-            out[i] = kendalltau(x, y).statistic
-    return out
+            tau[i], p[i] = kendalltau(x, y)
+    return tau, p
+
+
+def magnitude(scores: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """Signed importance -> Jain & Wallace's: its absolute value (how far the token moves the output)."""
+    return [np.abs(s) for s in scores]
 
 
 def top1_agreement(a: Sequence[np.ndarray], b: Sequence[np.ndarray]) -> float:

@@ -87,6 +87,8 @@ def open_data(config: DataConfig, need_train: bool = True) -> Opened:
     files = dict(train_file=config.train_file, validation_file=config.validation_file, test_file=config.test_file)
     ds = load_splits(config.path, config.name, **files)
     text_col, label_col = resolve_columns(ds, config.text_column, config.label_column, config.path)
+    if config.label_map is not None:
+        ds = map_labels(ds, label_col, config.label_map, config.path)
     ds, names, remap = prepare_labels(ds, label_col, config.path)
     if need_train and config.train_split not in ds:
         raise AttnclfError(f"dataset {config.path!r} has no split {config.train_split!r}; splits found: {list(ds)}")
@@ -98,6 +100,33 @@ def open_data(config: DataConfig, need_train: bool = True) -> Opened:
             "cross-validation is for data without one (drop data.folds, or give the training file alone)"
         )
     return Opened(ds, text_col, label_col, names, remap, val_split, test_split)
+
+
+def map_labels(ds, label_column: str, label_map: dict[str, str], path: str):
+    """data.label_map: each labelled split's labels as the classes the map names (as names), the rows of a
+    label it does not name dropped. Unlabeled splits (every label -1) stay as they are."""
+    import datasets
+
+    def namer(feature):
+        names = feature.names if isinstance(feature, datasets.ClassLabel) else None
+        return lambda v: names[v] if names is not None and v >= 0 else str(v)
+
+    labelled = {s: p for s, p in ds.items() if p.unique(label_column) != [-1]}
+    found = {namer(p.features[label_column])(v) for p in labelled.values() for v in p.unique(label_column)}
+    unknown = sorted(set(label_map) - found)
+    if unknown:
+        raise AttnclfError(f"data.label_map names {unknown[0]!r}, not a label of {path!r} (its labels: "
+                           f"{', '.join(sorted(found))})")  # fmt: skip
+
+    def relabel(part):
+        name = namer(part.features[label_column])
+        features = part.features.copy()
+        features[label_column] = datasets.Value("string")
+        part = part.map(lambda b: {label_column: [label_map.get(name(v)) for v in b[label_column]]},
+                        batched=True, features=features)  # fmt: skip
+        return part.filter(lambda b: [v is not None for v in b[label_column]], batched=True)
+
+    return datasets.DatasetDict({**ds, **{split: relabel(part) for split, part in labelled.items()}})
 
 
 def carving(config: DataConfig, seed: int, opened: Opened, rows: int) -> dict:

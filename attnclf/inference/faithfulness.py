@@ -30,12 +30,15 @@ from attnclf.utils.jsonfile import write_json
 log = logging.getLogger(__name__)
 
 
-def sample(lengths: np.ndarray, reviews: int, max_tokens: int, seed: int, split: str) -> np.ndarray:
-    """`reviews` positions drawn without replacement (seeded) among those of at most `max_tokens` tokens."""
-    eligible = np.flatnonzero(lengths <= max_tokens)
+def sample(
+    lengths: np.ndarray, reviews: int, max_tokens: int, seed: int, split: str, min_tokens: int = 1
+) -> np.ndarray:
+    """`reviews` positions drawn without replacement (seeded) among those of `min_tokens` to `max_tokens` tokens."""
+    eligible = np.flatnonzero((lengths <= max_tokens) & (lengths >= min_tokens))
     if reviews > len(eligible):
+        least = f"{min_tokens} to " if min_tokens > 1 else "at most "
         raise AttnclfError(
-            f"reviews={reviews} is more than split {split!r} has with at most {max_tokens} tokens "
+            f"reviews={reviews} is more than split {split!r} has with {least}{max_tokens} tokens "
             f"({len(eligible)} of {len(lengths)}); lower reviews or raise max_tokens"
         )
     return np.sort(np.random.default_rng(seed).choice(eligible, reviews, replace=False))
@@ -76,6 +79,7 @@ def measure(
         return out
 
     attr = timed("gradient", measures.attributions, model, seqs, bt)
+    fixed = timed("gradient_fixed_weights", measures.attributions, model, seqs, bt, True)
     loo = timed("leave_one_out", measures.leave_one_out, model, seqs, attr.probs, bt)
     rng = np.random.default_rng(cfg.seed)
     orders = {
@@ -98,22 +102,13 @@ def measure(
 
     pred = attr.pred
     lengths = np.array([len(s) for s in seqs])
-    tau = {"gradient": measures.kendall(attr.weights, attr.gradient), "loo": measures.kendall(attr.weights, loo)}
-    tau_ref = measures.kendall(attr.gradient, loo)  # two non-attention measures against each other: the yardstick
+    agreed, tau = agreement(attr, fixed, loo)
     flip_frac = share_removed(flip, lengths)
     edges = np.quantile(entropy, np.linspace(0, 1, 5))
     bins = np.clip(np.searchsorted(edges, entropy, side="right") - 1, 0, 3)
     result = {
         "accuracy": float((pred == labels).mean()),
-        "agreement": {
-            "kendall_tau": {name: summarize(t) for name, t in tau.items()},
-            "kendall_tau_gradient_vs_loo": summarize(tau_ref),
-            "top1_same": {
-                "gradient": measures.top1_agreement(attr.weights, attr.gradient),
-                "loo": measures.top1_agreement(attr.weights, loo),
-                "gradient_vs_loo": measures.top1_agreement(attr.gradient, loo),
-            },
-        },
+        "agreement": agreed,
         "erasure": erasure,
         # ERASER's scores (comprehensiveness, sufficiency, their AOPC) over its bins
         "eraser": {
@@ -153,6 +148,8 @@ def measure(
         "per_review": {
             "kendall_tau_gradient": _list(tau["gradient"]),
             "kendall_tau_loo": _list(tau["loo"]),
+            "kendall_tau_gradient_magnitude": _list(tau["gradient_magnitude"]),
+            "kendall_tau_loo_magnitude": _list(tau["loo_magnitude"]),
             "tokens_to_flip": _list(flip),
             "tokens": lengths.tolist(),
             "permutation_tv": _list(tv),
@@ -164,6 +161,47 @@ def measure(
         result["plausibility"] = {"reviews": len(seqs), "marked_share": marked_share, "sources": plausible}
     arrays = {"attr": attr, "loo": loo, "tau": tau, "flip_frac": flip_frac, "tv": tv, "entropy": entropy}
     return result, arrays
+
+
+# a review's tau counts as significant at this p-value or below (Jain & Wallace's threshold, and their <=)
+SIGNIFICANT = 0.05
+
+
+def tested(tau: np.ndarray, p: np.ndarray) -> dict:
+    """A tau per review summarized, with the share of reviews (where defined) whose tau is significant."""
+    ok = np.isfinite(p)
+    return {**summarize(tau), "significant": float(np.mean(p[ok] <= SIGNIFICANT)) if ok.any() else float("nan")}
+
+
+def agreement(attr: measures.Attributions, fixed: measures.Attributions, loo: list[np.ndarray]) -> tuple[dict, dict]:
+    """Kendall tau per review between the attention, gradient x input and leave-one-out under two definitions,
+    and the per-review taus. Signed: how much a token supports the predicted class (`attr.gradient`, the drop in
+    p(predicted)). By magnitude, Jain & Wallace's: how far the token moves the output either way (|gradient x
+    input| with the attention weights held fixed, `fixed.gradient`; |leave-one-out|); `gradient_with_attention`
+    is |gradient x input| with the gradient through the weights too. Gradient against leave-one-out is the
+    yardstick of what agreement between two importance measures looks like."""
+    w = attr.weights
+    signed = {"gradient": measures.kendall_test(w, attr.gradient), "loo": measures.kendall_test(w, loo)}
+    gradient, left_out = measures.magnitude(fixed.gradient), measures.magnitude(loo)
+    by_size = {
+        "gradient": measures.kendall_test(w, gradient),
+        "loo": measures.kendall_test(w, left_out),
+        "gradient_vs_loo": measures.kendall_test(gradient, left_out),
+        "gradient_with_attention": measures.kendall_test(w, measures.magnitude(attr.gradient)),
+    }
+    result = {
+        "kendall_tau": {name: tested(*t) for name, t in signed.items()},
+        "kendall_tau_gradient_vs_loo": tested(*measures.kendall_test(attr.gradient, loo)),
+        "top1_same": {
+            "gradient": measures.top1_agreement(w, attr.gradient),
+            "loo": measures.top1_agreement(w, loo),
+            "gradient_vs_loo": measures.top1_agreement(attr.gradient, loo),
+        },
+        "magnitude": {name: tested(*t) for name, t in by_size.items()},
+    }
+    taus = {"gradient": signed["gradient"][0], "loo": signed["loo"][0],
+            "gradient_magnitude": by_size["gradient"][0], "loo_magnitude": by_size["loo"][0]}  # fmt: skip
+    return result, taus
 
 
 def by_order(order: np.ndarray) -> np.ndarray:
@@ -208,11 +246,12 @@ def faithfulness(cfg: DictConfig) -> dict:
         folder = f"faithfulness_rationales_{about['split']}"
     else:
         data, dataset = split_as_trained(clf, cfg.split, cfg.data)
-        picked = sample(dataset.lengths, cfg.reviews, cfg.max_tokens, cfg.seed, cfg.split)
+        picked = sample(dataset.lengths, cfg.reviews, cfg.max_tokens, cfg.seed, cfg.split, cfg.min_tokens)
         seqs = [dataset.tokens(i).astype(np.int64) for i in picked]
         labels = dataset.labels[dataset.rows[picked]]
+        eligible = (dataset.lengths <= cfg.max_tokens) & (dataset.lengths >= cfg.min_tokens)
         about = {"data": str(data.path or data.train_file), "split": cfg.split, "max_tokens": int(cfg.max_tokens),
-                 "eligible_share": float(np.mean(dataset.lengths <= cfg.max_tokens))}  # fmt: skip
+                 "min_tokens": int(cfg.min_tokens), "eligible_share": float(np.mean(eligible))}  # fmt: skip
         folder = f"faithfulness_{cfg.split}"
         log.info("%d reviews of %s (at most %d tokens), %s attention", len(seqs), cfg.split, cfg.max_tokens,
                  clf.module.hparams.attention)  # fmt: skip

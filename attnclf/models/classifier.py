@@ -3,7 +3,9 @@
 The attention query is the encoder's summary of the whole review: the final
 states of both directions, [forward state at the last token; backward state at
 the first token] (B, 2H). The documents used the first GRU output, whose forward
-half has seen one word only.
+half has seen one word only. `query="learned"` takes one learned vector for every
+review instead, as Jain & Wallace (2019) pool: a token's weight then depends on
+its own state alone (additive: v^T tanh(W h + b); dot: w . h / sqrt(2H)).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ class AttentionClassifier(nn.Module):
         attention_dim: int | None = None,
         attention_scale: bool = True,
         attention_init: str = "xavier",
+        query: str = "final",
         dropout: float = 0.3,
         embed_dropout: float = 0.2,
         gru_kernel: str = "auto",
@@ -43,6 +46,10 @@ class AttentionClassifier(nn.Module):
         self.embed_dropout = Dropout(embed_dropout)
         self.encoder = ExactBiGRU(embed_dim, hidden_dim, num_layers, dropout=dropout, kernel=gru_kernel)
         d = 2 * hidden_dim
+        # a learned query: one vector (1, 2H) for every review; None: the encoder's final states
+        self.query = nn.Parameter(torch.randn(1, d) * d**-0.5) if query == "learned" else None
+        if query == "learned" and attention == "additive" and attention_dim is None:
+            attention_dim = hidden_dim  # Jain & Wallace's tanh layer: half the encoder's width
         self.attention = build_attention(attention, d, d, attention_dim, scale=attention_scale, init=attention_init)
         self.dropout = nn.Dropout(dropout)
         self.fc = nn.Linear(d, num_classes)
@@ -74,7 +81,8 @@ class AttentionClassifier(nn.Module):
         """
         out, final = self.encoder(self.embed_dropout(x), lengths, host_lengths)  # (B, T, 2H), (B, 2H)
         mask = real_tokens(x, lengths)  # (B, T)
-        return out, final, mask
+        query = final if self.query is None else self.query.expand(final.size(0), -1)  # (B, 2H)
+        return out, query, mask
 
     def pool(self, out: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
         """The attention-weighted sum of the encoder outputs (B, T, 2H) under given weights (B, T) -> (B, 2H).

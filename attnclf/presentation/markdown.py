@@ -13,6 +13,13 @@ def top_words_marked(words: list[str], weights: np.ndarray, top_k: int) -> str:
     return " ".join(f"**{w}**({weights[j]:.2f})" if j in top else w for j, w in enumerate(words))
 
 
+def _agreement_row(label: str, signed: dict, size: dict, top1: float) -> str:
+    """One row of the agreement table: a pair's tau signed and by magnitude, each with its significant share."""
+    return (f"| {label} | {signed['mean']:.3f} ± {signed['sd']:.3f} | {signed['median']:.3f} | "
+            f"{signed['significant']:.0%} | {top1:.1%} | {size['mean']:.3f} ± {size['sd']:.3f} | "
+            f"{size['significant']:.0%} |")  # fmt: skip
+
+
 def faithfulness_markdown(r: dict) -> str:
     """faithfulness.py's summary.md from its faithfulness.json result."""
     a, e, p, u = r["agreement"], r["erasure"], r["permutation"], r["uniform"]
@@ -27,7 +34,8 @@ def faithfulness_markdown(r: dict) -> str:
             + (" (left out: " + ", ".join(f"{n} {kind}" for kind, n in left.items()) + ")" if left else "")
         )
     else:
-        sample = f"reviews of at most {r['max_tokens']} tokens, {r['eligible_share']:.0%} of the split"
+        least = f"{r['min_tokens']} to " if r.get("min_tokens", 1) > 1 else "at most "
+        sample = f"reviews of {least}{r['max_tokens']} tokens, {r['eligible_share']:.0%} of the split"
     lines = [
         f"# Faithfulness of {r['attention']} attention",
         "",
@@ -36,15 +44,26 @@ def faithfulness_markdown(r: dict) -> str:
         "",
         "## Agreement with other importance measures (Kendall tau per review)",
         "",
-        "| attention vs | tau mean ± sd | median | top-1 token the same |",
-        "|---|---|---|---|",
-        f"| gradient x input | {tau['gradient']['mean']:.3f} ± {tau['gradient']['sd']:.3f} | "
-        f"{tau['gradient']['median']:.3f} | {a['top1_same']['gradient']:.1%} |",
-        f"| leave-one-out | {tau['loo']['mean']:.3f} ± {tau['loo']['sd']:.3f} | {tau['loo']['median']:.3f} | "
-        f"{a['top1_same']['loo']:.1%} |",
-        f"| (gradient vs leave-one-out) | {a['kendall_tau_gradient_vs_loo']['mean']:.3f} ± "
-        f"{a['kendall_tau_gradient_vs_loo']['sd']:.3f} | {a['kendall_tau_gradient_vs_loo']['median']:.3f} | "
-        f"{a['top1_same']['gradient_vs_loo']:.1%} |",
+        "Signed: how much a token supports the predicted class. By magnitude (Jain & Wallace's definition): how "
+        "far it moves the output either way (|gradient x input| with the attention weights held fixed, "
+        "|leave-one-out|). Significant: the share of reviews whose tau has p <= 0.05.",
+        "",
+        "| attention vs | signed tau mean ± sd | median | significant | top-1 token the same | "
+        "by magnitude: tau mean ± sd | significant |",
+        "|---|---|---|---|---|---|---|",
+        *(
+            _agreement_row(label, tau_s, a["magnitude"][name], top1)
+            for label, name, tau_s, top1 in (
+                ("gradient x input", "gradient", tau["gradient"], a["top1_same"]["gradient"]),
+                ("leave-one-out", "loo", tau["loo"], a["top1_same"]["loo"]),
+                (
+                    "(gradient vs leave-one-out)",
+                    "gradient_vs_loo",
+                    a["kendall_tau_gradient_vs_loo"],
+                    a["top1_same"]["gradient_vs_loo"],
+                ),
+            )
+        ),  # fmt: skip
         "",
         "## Erasure: decisions flipped (mean drop in p(predicted)) after removing the most important tokens",
         "",

@@ -42,6 +42,10 @@ def write_faithfulness(
         for name, t in a["kendall_tau"].items():
             tb.add_scalar(f"faithfulness/kendall_tau_{name}", t["mean"], 0)
             tb.add_histogram(f"faithfulness/kendall_tau_{name}", np.nan_to_num(arrays["tau"][name]), 0)
+            tb.add_scalar(f"faithfulness/significant_{name}", t["significant"], 0)
+        for name, t in a["magnitude"].items():  # Jain & Wallace's definition: importance by its size
+            tb.add_scalar(f"faithfulness/kendall_tau_magnitude_{name}", t["mean"], 0)
+            tb.add_scalar(f"faithfulness/significant_magnitude_{name}", t["significant"], 0)
         for name, v in a["top1_same"].items():
             tb.add_scalar(f"faithfulness/top1_same_{name}", v, 0)
         for name, by_k in r["erasure"].items():

@@ -25,6 +25,11 @@ from attnclf.utils.files import check_writable_file
 
 def data_config(node) -> DataConfig:
     """A data group as a DataConfig, checked."""
+    if isinstance(node, DictConfig):
+        node = OmegaConf.to_container(node, resolve=True)
+    node = dict(node or {})
+    if isinstance(node.get("label_map"), dict):  # labels as the data has them, whole numbers or names: as text
+        node["label_map"] = {str(k): v for k, v in node["label_map"].items()}
     config = typed(DataConfig, node, "data")
     config.check()
     return config
@@ -296,6 +301,7 @@ class FaithfulnessConfig:
     ckpt: Any = None
     reviews: int = 1000
     max_tokens: int = 256
+    min_tokens: int = 1
     seed: int = 0
     ks: Any = field(default_factory=lambda: [1, 3, 5, 0.1])
     permutations: int = 100
@@ -312,6 +318,9 @@ class FaithfulnessConfig:
         positive_int("reviews", self.reviews)
         if self.max_tokens < 2:
             raise AttnclfError(f"max_tokens={self.max_tokens!r}; allowed: a whole number >= 2")
+        if not 1 <= self.min_tokens <= self.max_tokens:
+            raise AttnclfError(f"min_tokens={self.min_tokens!r}; allowed: a whole number from 1 to max_tokens "
+                               f"({self.max_tokens})")  # fmt: skip
         positive_int("permutations", self.permutations)
         positive_int("batch_tokens", self.batch_tokens)
         self.ks = erasure_sizes(self.ks)

@@ -28,6 +28,9 @@ class DataConfig:
     test_split: str = "test"
     text_column: str = "text"
     label_column: str = "label"
+    # {a label as the data has it: the class it becomes}: classes merged, rows of a label not named dropped
+    # (SST-5 as binary SST: {0: negative, 1: negative, 3: positive, 4: positive}); null: the labels as they are
+    label_map: dict[str, str] | None = None
     max_length: int = 400
     eval_max_length: int | None = 1000
     truncation: str = "head_tail"
@@ -63,6 +66,8 @@ class DataConfig:
                 f"data.label_column={self.label_column!r} is data.text_column too; the labels need a column of "
                 "their own"
             )
+        if self.label_map is not None and len(set(self.label_map.values())) < 2:
+            raise AttnclfError(f"data.label_map={self.label_map!r} must map the labels to at least 2 classes")
         for key in ("val_size", "test_size"):
             size = getattr(self, key)
             if not (0 < size < 1 or (size >= 1 and float(size).is_integer())):

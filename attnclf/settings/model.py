@@ -26,6 +26,9 @@ from attnclf.utils.checks import fraction, one_of, positive_int, positive_number
 ATTENTIONS = ("dot", "additive")
 ATTENTION_INITS = ("xavier", "default")  # additive attention's initialisation
 GRU_KERNELS = ("auto", "concurrent", "padded", "packed")
+# the attention's query: the encoder's final states (the review's summary), or one learned vector for every
+# review (Jain & Wallace's pooling: the weights then depend on each token's state alone)
+QUERIES = ("final", "learned")
 SCHEDULES = ("cosine", "constant")
 REGULARIZERS = ("none", "adversarial", "virtual_adversarial")
 EMBEDDINGS = ("random", "word2vec")  # or a path to a vectors file
@@ -43,9 +46,12 @@ class ModelConfig:
     num_layers: int = 1
     dropout: float = 0.4  # before the classifier (and between GRU layers)
     embed_dropout: float = 0.2
-    attention_dim: int | None = None  # dot: q/k projections (None: 2 * hidden_dim); additive: its tanh layer
+    # dot: q/k projections (None: 2 * hidden_dim); additive: its tanh layer (None: 2 * hidden_dim, or hidden_dim
+    # with query=learned, Jain & Wallace's half of the encoder's width)
+    attention_dim: int | None = None
     attention_scale: bool = True  # dot: scores divided by sqrt(attention_dim)
     attention_init: str = "xavier"
+    query: str = "final"  # final (the encoder's final states) or learned (one vector for every review)
     gru_kernel: str = "auto"  # how the GRU is computed, not what it is: a resumed run may change it
     # where the weights start from (train() acts on them; a record in the checkpoint)
     embeddings: str = "word2vec"
@@ -59,6 +65,7 @@ class ModelConfig:
         fraction("model.dropout", self.dropout)
         fraction("model.embed_dropout", self.embed_dropout)
         one_of("model.attention_init", self.attention_init, ATTENTION_INITS)
+        one_of("model.query", self.query, QUERIES)
         one_of("model.gru_kernel", self.gru_kernel, GRU_KERNELS)
 
     def check_embeddings_file(self) -> bool:
