@@ -101,6 +101,9 @@ def test_three_classes_with_their_own_validation_split_and_per_class_metrics(tmp
     # the validation split's 45 rows, each of 10 epochs: trainer.max_epochs=4, and min_epochs=auto's 10 for
     # data of more than 2 classes and few rows (early stopping, off here, would end it sooner)
     assert m["eval_reviews"] == 10 * 45 and m["epochs"] == 10
+    # every one of the 210 training rows trains (batches of 16: 14 a epoch) and nothing is carved for validation
+    assert m["steps"] == 10 * 14
+    assert json.loads((tmp_path / "run" / "data.json").read_text())["carved"]["val_size"] is None
     assert set(m["test/f1"]) == {"10", "20", "30"} and 0 <= m["test/macro_f1"] <= 1
     assert np.isclose(m["test/macro_f1"], np.mean(list(m["test/f1"].values())), atol=1e-6)
     assert np.asarray(m["test/confusion_matrix"]).sum() == 60
@@ -243,3 +246,47 @@ def test_label_map_merges_classes_and_drops_the_rest_as_binary_sst_is_made(tmp_p
         data_config({"path": "x", "label_map": {0: "a", 1: "a"}})
     with pytest.raises(AttnclfError, match=r"label_map names '7', not a label of .* \(its labels: 0, 1, 2, 3, 4\)"):
         fit(folder, tmp_path / "bad", "data=sst_binary", "+data.label_map.7=other")
+
+
+def test_balanced_class_weights_count_the_training_rows_only(tmp_path, caplog):
+    """optimizer.class_weights=balanced: n / (classes x the class's rows) over the rows trained on, not over the
+    whole training split, on data whose carved validation and test rows shift the class mix."""
+    import logging
+
+    from attnclf.data.splits import split_rows
+
+    rows = examples(300, 3, 0)
+    keep = [i for i, y in enumerate(rows["label"]) if y != 2 or i % 2]  # 100 / 100 / 50 rows
+    rows = {k: [v[i] for i in keep] for k, v in rows.items()}
+    write(tmp_path / "d.csv", rows, "csv")
+    with caplog.at_level(logging.INFO, logger="attnclf"):
+        fit(tmp_path / "d.csv", tmp_path / "run", "optimizer.class_weights=balanced", "trainer.max_epochs=1",
+            "data.val_size=0.2", "data.test_size=0.2", "logger=none")  # fmt: skip
+    labels = np.array(rows["label"])
+    carved = json.loads((tmp_path / "run" / "data.json").read_text())["carved"]
+    _, trained, _, _ = split_rows(carved, labels)
+
+    def balanced(y):
+        return len(y) / (3 * np.bincount(y, minlength=3))
+
+    want, whole = balanced(labels[trained]), balanced(labels)
+    assert not np.allclose(want, whole, atol=5e-3)  # (the carved rows shift the mix: the two differ)
+    said = ", ".join(f"{c} {w:.3g}" for c, w in zip(("0", "1", "2"), want, strict=True))
+    assert f"optimizer.class_weights=balanced: {said} (n / (classes x the class's training rows))" in caplog.text
+
+
+def test_min_epochs_auto_counts_the_rows_trained_on(tmp_path):
+    """min_epochs=auto: 10 epochs for data of more than 2 classes and fewer than 20,000 training rows, counted
+    after the carving: 21,000 rows of 3 classes leave 17,010 to train on (10% test, then 10% validation)."""
+    import pytorch_lightning as L
+    from conftest import make_datamodule
+
+    from attnclf.training.trainer import at_least_epochs
+
+    write(tmp_path / "big.csv", examples(21_000, 3, 0), "csv")
+    dm = make_datamodule(str(tmp_path / "big.csv"), cache_dir=str(tmp_path / "cache"))
+    dm.setup("fit")
+    assert len(dm.train_set) == 17_010
+    trainer = L.Trainer(max_epochs=3, logger=False, enable_checkpointing=False, enable_progress_bar=False)
+    at_least_epochs(trainer, "auto", dm)
+    assert trainer.fit_loop.max_epochs == 10

@@ -422,25 +422,54 @@ def test_init_from_pretrain_settings_are_checked_before_any_data_work(tiny_imdb,
     assert not (out / "cache" / "pretrain").exists() and not (out / "vocab.json").exists()
 
 
-def test_init_from_pretrain_leaves_a_carved_test_split_out(tmp_path, caplog):
-    """Data without a test split of its own: the run carves its test rows by its seed, and the pretraining of
-    its texts takes that seed, so it carves the same rows and never reads them."""
-    reviews = make_reviews(200, 3)
-    texts = [f"{t} row{i}" for i, t in enumerate(reviews["text"])]  # a word of each row's own
-    data = tmp_path / "reviews.csv"
-    with open(data, "w", newline="") as f:
+def own_words_csv(path: Path, seed: int, tag: str = "row") -> dict:
+    """200 reviews in a CSV, each with a word of its own (`<tag><i>`); the reviews as make_reviews gives them."""
+    reviews = make_reviews(200, seed)
+    texts = [f"{t} {tag}{i}" for i, t in enumerate(reviews["text"])]
+    with open(path, "w", newline="") as f:
         csv.writer(f).writerows([("text", "label"), *zip(texts, reviews["label"], strict=True)])
-    settings = '["lm.val_texts=20","lm.samples=40","trainer.max_epochs=1","callbacks.rich_progress_bar=null"]'
+    return reviews
+
+
+TINY_PRETRAINING = '["lm.val_texts=20","lm.samples=40","trainer.max_epochs=1","callbacks.rich_progress_bar=null"]'
+
+
+def pretrain_then_train(data: Path, out: Path, cache: Path, *extra: str) -> None:
+    cfg = compose_cfg([*tiny_overrides(data, out), "data=csv", f"data.path={data}", "data.min_freq=1",
+                       "data.vocab_size=1000", "logger=none", "trainer.max_epochs=1", f"paths.cache_dir={cache}",
+                       "model.init_from=pretrain", f"pretraining={TINY_PRETRAINING}", *extra])  # fmt: skip
+    train(cfg)
+
+
+@pytest.mark.parametrize(
+    "carving,test_count",
+    [(["data.test_size=0.25"], 50), (["data.folds=3", "data.fold=1"], 67)],
+    ids=["test_size", "folds"],
+)
+def test_init_from_pretrain_leaves_a_carved_test_split_out(tmp_path, caplog, carving, test_count):
+    """Data without a test split of its own: the run carves its test rows (a share, or a fold) by its seed, and
+    the pretraining of its texts takes that seed (7, not pretrain.py's 42), so it carves the same rows and never
+    reads them."""
+    data = tmp_path / "reviews.csv"
+    reviews = own_words_csv(data, 3)
     out = tmp_path / "run"
-    cfg = compose_cfg([*tiny_overrides(data, out), "data=csv", f"data.path={data}", "data.test_size=0.25",
-                       "data.min_freq=1", "data.vocab_size=1000", "logger=none", "seed=7", "trainer.max_epochs=1",
-                       "model.init_from=pretrain", f"pretraining={settings}"])  # fmt: skip
     with caplog.at_level(logging.INFO, logger="attnclf"):
-        train(cfg)
+        pretrain_then_train(data, out, out / "cache", "seed=7", *carving)
     assert "the pretraining takes seed=7" in caplog.text
     (lm,) = [p.parent for p in (out / "cache" / "pretrain").glob("*/metrics.json")]
     carved = json.loads((out / "data.json").read_text())["carved"]
     _, _, _, test_rows = split_rows(carved, np.array(reviews["label"]))
     words = set(Vocab.load(lm / "vocab.json").itos)
-    assert len(test_rows) == 50 and not {f"row{i}" for i in test_rows} & words
-    assert sum(f"row{i}" in words for i in range(200)) > 100  # (the others' words are there)
+    assert len(test_rows) == test_count and not {f"row{i}" for i in test_rows} & words
+    assert sum(f"row{i}" in words for i in range(200)) > 80  # (the others' words are there)
+
+
+def test_the_pretraining_cache_is_keyed_by_the_texts(tmp_path):
+    """Two data files of other texts, everything else the same: two pretrainings, each of its own texts."""
+    cache = tmp_path / "cache"
+    for name, seed in (("a", 3), ("b", 4)):
+        own_words_csv(tmp_path / f"{name}.csv", seed, tag=f"{name}row")
+        pretrain_then_train(tmp_path / f"{name}.csv", tmp_path / name, cache, "data.test_size=0.25")
+    lms = [p.parent for p in (cache / "pretrain").glob("*/metrics.json")]
+    assert len(lms) == 2
+    assert {next(w[0] for w in Vocab.load(lm / "vocab.json").itos if w.endswith("row1")) for lm in lms} == {"a", "b"}

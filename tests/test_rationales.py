@@ -238,6 +238,12 @@ def test_plausibility_equals_eraser_s_definitions_computed_apart():
     assert got["auprc"] == pytest.approx(
         np.mean([auprc_apart(s, g) for s, g in zip(scores, gold, strict=True)]), abs=1e-6
     )
+    # scores far outside [0, 1] (ranks 1..80): the area of their order (torchmetrics would squash them with a
+    # sigmoid, tying every score above about 37)
+    ranks = rng.permutation(80) + 1.0
+    marked = rng.random(80) < 0.2
+    assert auprc(ranks, marked) == pytest.approx(auprc_apart(ranks, marked), abs=1e-6)
+    assert auprc(ranks, marked) == pytest.approx(auprc(ranks / 1000, marked), abs=1e-6)
     macro, micro = iou_f1_apart(preds, spans)
     assert (got["iou_f1"], got["iou_f1_micro"]) == pytest.approx((macro, micro))
     # a score that is the rationale itself scores 1 everywhere; the reverse of it 0 on token F1 and IOU
@@ -336,3 +342,19 @@ def test_faithfulness_rationales_bad_input(tiny_run, movies_like, tmp_path):
     with pytest.raises(AttnclfError, match=r"no review with a marked token to score \(1 read; left out: \{'texts with"):
         faithfulness(compose_faith([*base, f"rationales.path={empty}"]))
     assert not (tmp_path / "o").exists()
+
+
+def test_evidence_that_differs_only_in_case_or_spacing_is_kept():
+    """An evidence's `text` is compared with the words its offsets cover without case or spacing ("awful" for
+    "Awful", "Awful," for "Awful ,"), as a reader means it; other words are left out."""
+    import re
+
+    from attnclf.data.rationales import _evidence_span
+
+    text = "Awful , truly boring film ."
+    words = [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
+    for said in ("Awful", "awful", "Awful,", "AWFUL  ,"):
+        end = 2 if "," in said else 1
+        assert _evidence_span({"start_token": 0, "end_token": end, "text": said}, text, words) == (0, words[end - 1][1])
+    assert _evidence_span({"start_token": 0, "end_token": 1, "text": "dull"}, text, words) is None
+    assert _evidence_span({"start_char": 6, "end_char": 20, "text": ", Truly  boring"}, text, words) == (6, 20)

@@ -338,3 +338,32 @@ def test_min_epochs_auto_trains_small_data_of_many_classes_longer_and_says_so(tm
     assert len(large.train_set) >= SMALL_DATA_ROWS and epochs(large, "auto") == 3
     with pytest.raises(AttnclfError, match=r"min_epochs=0 must be a positive integer, auto or null"):
         train(compose_cfg(["data.path=/no/such/data", f"paths.output_dir={tmp_path}", "min_epochs=0"]))
+
+
+@pytest.mark.parametrize("rising,epochs", [(True, 8), (False, 4)])
+def test_the_default_early_stopping_waits_while_val_acc_rises(tmp_path, rising, epochs):
+    """callbacks.early_stopping as configured, in a real Trainer: a run whose val/acc rises every epoch trains
+    all 8 epochs; one whose val/acc falls from its first stops 3 epochs after it (accuracy is better upward)."""
+    from hydra.utils import instantiate
+
+    class Scripted(L.LightningModule):  # val/acc set by the epoch; the training itself is beside the point
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.zeros(1))
+
+        def training_step(self, batch, batch_idx):
+            return (self.w * batch[0]).sum()
+
+        def validation_step(self, batch, batch_idx):
+            step = 0.1 * self.current_epoch
+            self.log("val/acc", 0.5 + step if rising else 0.9 - step)
+
+        def configure_optimizers(self):
+            return torch.optim.SGD(self.parameters(), lr=0.1)
+
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.ones(4, 1)), batch_size=2)
+    stop = instantiate(compose_cfg([f"paths.output_dir={tmp_path}"]).callbacks.early_stopping)
+    trainer = L.Trainer(max_epochs=8, callbacks=[stop], logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False)  # fmt: skip
+    trainer.fit(Scripted(), loader, loader)
+    assert trainer.current_epoch == epochs

@@ -501,6 +501,64 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "[True for v in b[label_column]]",
         ["tests/test_own_data.py::test_label_map_merges_classes_and_drops_the_rest_as_binary_sst_is_made"],
     ),
+    # behaviours of the cached pretraining, the plausibility scores, the class weights, min_epochs=auto and early
+    # stopping that no test pinned down before these
+    (
+        "own-validation-split-carved-anyway",
+        "attnclf/data/splits.py",
+        r'"val_size": config\.val_size if opened\.val_split is None else None,',
+        '"val_size": config.val_size,',
+        ["tests/test_own_data.py::test_three_classes_with_their_own_validation_split_and_per_class_metrics"],
+    ),
+    (
+        "pretraining-key-without-the-texts",
+        "attnclf/training/init_from.py",
+        r'json\.dumps\(\{"texts": texts, "settings": settings\}, sort_keys=True\)',
+        'json.dumps({"settings": settings}, sort_keys=True)',
+        ["tests/test_pretrain.py::test_the_pretraining_cache_is_keyed_by_the_texts"],
+    ),
+    (
+        "pretraining-seed-ignores-folds",
+        "attnclf/training/init_from.py",
+        r'if carved\.get\("test_size"\) is not None or carved\.get\("folds"\) is not None:',
+        'if carved.get("test_size") is not None:',
+        ["tests/test_pretrain.py::test_init_from_pretrain_leaves_a_carved_test_split_out"],
+    ),
+    (
+        "auprc-of-raw-scores",
+        "attnclf/analysis/plausibility.py",
+        r"preds = torch\.as_tensor\(\(rank \+ 1\) / \(rank\.max\(\) \+ 1\), dtype=torch\.float64\)",
+        "preds = torch.as_tensor(scores, dtype=torch.float64)",
+        ["tests/test_rationales.py::test_plausibility_equals_eraser_s_definitions_computed_apart"],
+    ),
+    (
+        "evidence-text-compared-exactly",
+        "attnclf/data/rationales.py",
+        r'"".join\(said\.split\(\)\)\.lower\(\) != "".join\(covered\.split\(\)\)\.lower\(\)',
+        "said.strip() != covered",
+        ["tests/test_rationales.py::test_evidence_that_differs_only_in_case_or_spacing_is_kept"],
+    ),
+    (
+        "class-weights-of-the-whole-split",
+        "attnclf/training/train.py",
+        r"model\.weigh_classes\(train_set\.labels\[train_set\.rows\]\)",
+        "model.weigh_classes(train_set.labels)",
+        ["tests/test_own_data.py::test_balanced_class_weights_count_the_training_rows_only"],
+    ),
+    (
+        "min-epochs-auto-counts-the-whole-split",
+        "attnclf/training/trainer.py",
+        r"len\(datamodule\.train_set\)\n",
+        "len(datamodule.train_set.labels)\n",
+        ["tests/test_own_data.py::test_min_epochs_auto_counts_the_rows_trained_on"],
+    ),
+    (
+        "early-stopping-watches-downward",
+        "conf/callbacks/default.yaml",
+        r"mode: max\n  patience",
+        "mode: min\n  patience",
+        ["tests/test_train.py::test_the_default_early_stopping_waits_while_val_acc_rises"],
+    ),
 ]
 
 args = sys.argv[1:]
