@@ -298,6 +298,7 @@ def test_faithfulness_command_writes_json_summary_and_tensorboard(tiny_run, tiny
             "reviews=30",
             "max_tokens=64",
             "permutations=10",
+            "adversarial=0.05",
             f"output={out}",
         ]  # fmt: skip
     )
@@ -332,6 +333,13 @@ def test_faithfulness_command_writes_json_summary_and_tensorboard(tiny_run, tiny
     assert {"faithfulness/kendall_tau_magnitude_gradient", "faithfulness/significant_magnitude_loo",
             "faithfulness/significant_gradient"} <= set(tags["scalars"])  # fmt: skip
     assert "by magnitude: tau mean ± sd" in md
+    adversarial = saved["adversarial"]  # faithfulness.py adversarial=<epsilon>: Jain & Wallace's search
+    assert adversarial["epsilon"] == 0.05 and 0 <= adversarial["median_jsd"] <= np.log(2)
+    assert adversarial["seconds_per_review"] > 0 and len(saved["per_review"]["adversarial_jsd"]) == 30
+    assert (out / "adversarial.png").stat().st_size > 10_000 and "## Adversarial attention" in md
+    assert {"faithfulness/adversarial_median_jsd", "faithfulness/adversarial_permuted_median_jsd"} <= set(
+        tags["scalars"]
+    )
     assert {"faithfulness/summary", "faithfulness/review_0", "faithfulness/review_3"} <= set(tags["images"])
     assert {"faithfulness_test/aopc_comprehensiveness/attention", "faithfulness_test/aopc_sufficiency/loo",
             "faithfulness_test/comprehensiveness_10pct/random"} <= set(tags["scalars"])  # fmt: skip
@@ -373,6 +381,9 @@ def test_faithfulness_bad_input(tiny_run, tiny_imdb, tmp_path):
         faithfulness(compose_faith([*base, "permutations=0"]))
     with pytest.raises(AttnclfError, match=r"min_tokens=300; allowed: a whole number from 1 to max_tokens \(256\)"):
         faithfulness(compose_faith([*base, "min_tokens=300"]))
+    for bad in ("0", "-0.1", "1.5"):
+        with pytest.raises(AttnclfError, match=r"adversarial=[-.0-9]+: the output's allowed change .* in \(0, 1\)"):
+            faithfulness(compose_faith([*base, f"adversarial={bad}"]))
     other = tmp_path / "other.ckpt"
     torch.save({"weights": torch.zeros(2)}, other)
     with pytest.raises(AttnclfError, match="not a Lightning checkpoint"):
@@ -497,3 +508,42 @@ def test_a_learned_query_pools_as_jain_and_wallace():
     out, query, _ = final.encode(final.embed(ids), lengths)
     assert final.query is None and final.attention.k_proj.out_features == 12
     assert not torch.equal(query[0], query[1])  # each review's own summary
+
+
+def test_the_adversarial_attention_stays_within_epsilon_and_beats_a_permutation():
+    """Jain & Wallace's adversarial search on a real tiny model: each review's chosen weights, pooled by the model,
+    move its output at most epsilon (total variation, computed here apart), their JSD from the model's weights
+    (nats, scipy's) is the one reported, and it is far above a random permutation's. Opposite verdicts on the
+    known-truth models: where the output ignores the weights any weights will do (JSD near ln 2); where it reads
+    the one token the attention is forced onto, little can move."""
+    from scipy.spatial.distance import jensenshannon
+
+    from attnclf.analysis.adversarial import adversarial_attention
+
+    torch.manual_seed(0)
+    model = AttentionClassifier(V, 2, embed_dim=8, hidden_dim=6, attention="additive", attention_init="default")
+    model.eval()
+    rng = np.random.default_rng(1)
+    seqs = [rng.integers(1, V, size=n).astype(np.int64) for n in (12, 5, 30, 2, 17)]
+    adv = adversarial_attention(model, seqs, epsilon=0.02, steps=150, batch_tokens=40)
+    probs = F.probabilities(model, seqs)
+    own = F.attention_weights(model, seqs)
+    for i, s in enumerate(seqs):
+        with torch.no_grad():
+            out, _ = _out_and_weights(model, model.embed(torch.as_tensor(s)[None]), len(s))
+            p = torch.softmax(model.classify(model.pool(out, torch.as_tensor(adv.weights[i])[None].float())), -1)
+        assert 0.5 * np.abs(p[0].numpy() - probs[i]).sum() <= 0.02 + 1e-5
+        assert adv.weights[i].sum() == pytest.approx(1.0) and adv.found[i]
+        assert adv.jsd[i] == pytest.approx(jensenshannon(adv.weights[i], own[i]) ** 2, abs=1e-4)
+    assert adv.jsd.mean() > 0.2 and adv.jsd.mean() > 5 * adv.permuted_jsd.mean()
+    free = adversarial_attention(ignoring_model(), ignoring_reviews(12), epsilon=0.01, steps=150)
+    held = adversarial_attention(forced_model(), forced_reviews(12), epsilon=0.01, steps=150)
+    assert np.median(free.jsd) > 0.5 > 0.1 > np.median(held.jsd)
+    # one candidate (nothing to keep apart from) against uniform weights the output ignores: the search itself
+    # carries it most of the way to the largest JSD there is (all the weight on one token)
+    uniform = ignoring_model()
+    uniform.attention = LooksAt(dim=3, scale=0.0)
+    seqs = ignoring_reviews(12)
+    alone = adversarial_attention(uniform, seqs, epsilon=0.01, candidates=1, steps=150)
+    most = [jensenshannon(np.eye(len(s))[0], np.full(len(s), 1 / len(s))) ** 2 for s in seqs]
+    assert np.median(alone.jsd / np.array(most)) > 0.75

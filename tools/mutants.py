@@ -559,6 +559,21 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "mode: min\n  patience",
         ["tests/test_train.py::test_the_default_early_stopping_waits_while_val_acc_rises"],
     ),
+    # Jain & Wallace's adversarial attention search: outputs kept within epsilon, weights pushed away
+    (
+        "adversary-chosen-beyond-epsilon",
+        "attnclf/analysis/adversarial.py",
+        r"masked_fill\(tv > epsilon, -1\.0\)",
+        "masked_fill(tv > 2.0, -1.0)",
+        ["tests/test_faithfulness.py::test_the_adversarial_attention_stays_within_epsilon_and_beats_a_permutation"],
+    ),
+    (
+        "adversary-not-pushed-away",
+        "attnclf/analysis/adversarial.py",
+        r"\(-away \+ PENALTY",
+        "(0 * away + PENALTY",
+        ["tests/test_faithfulness.py::test_the_adversarial_attention_stays_within_epsilon_and_beats_a_permutation"],
+    ),
 ]
 
 args = sys.argv[1:]

@@ -15,12 +15,13 @@ import numpy as np
 from omegaconf import DictConfig
 
 from attnclf.analysis import measures
+from attnclf.analysis.adversarial import CANDIDATES, STEPS, adversarial_attention
 from attnclf.analysis.plausibility import plausibility
 from attnclf.data.rationales import Aligned, LeftOut, align, read_rationales
 from attnclf.errors import AttnclfError
 from attnclf.inference.evaluate import split_as_trained
 from attnclf.inference.trained import Classifier
-from attnclf.presentation.figures import aopc_figure, faithfulness_figure
+from attnclf.presentation.figures import adversarial_figure, aopc_figure, faithfulness_figure
 from attnclf.presentation.markdown import faithfulness_markdown
 from attnclf.presentation.tensorboard import write_faithfulness
 from attnclf.settings.commands import FaithfulnessConfig, faithfulness_settings
@@ -160,7 +161,42 @@ def measure(
         marked_share = float(np.mean(np.concatenate(marked.gold)))
         result["plausibility"] = {"reviews": len(seqs), "marked_share": marked_share, "sources": plausible}
     arrays = {"attr": attr, "loo": loo, "tau": tau, "flip_frac": flip_frac, "tv": tv, "entropy": entropy}
+    if cfg.adversarial is not None:  # opt-in: a search of `steps` passes a batch
+        adv = timed("adversarial", adversarial_attention, model, seqs, cfg.adversarial, seed=cfg.seed, batch_tokens=bt)
+        result["adversarial"] = adversarial_summary(adv, entropy, cfg.adversarial, seconds["adversarial"])
+        result["per_review"]["adversarial_jsd"] = _list(adv.jsd)
+        arrays["adversarial"] = adv
     return result, arrays
+
+
+def adversarial_summary(adv, entropy: np.ndarray, epsilon: float, seconds: float) -> dict:
+    """The adversarial search's JSDs (nats): median and quartiles, by quartile of the attention's entropy, a
+    random permutation's beside them, and the cost a review."""
+    edges = np.quantile(entropy, np.linspace(0, 1, 5))
+    bins = np.clip(np.searchsorted(edges, entropy, side="right") - 1, 0, 3)
+    q = np.quantile(adv.jsd, [0.25, 0.5, 0.75])
+    return {
+        "epsilon": float(epsilon),
+        "candidates": CANDIDATES,
+        "steps": STEPS,
+        "found_within_epsilon": float(adv.found.mean()),
+        "median_jsd": float(q[1]),
+        "quartiles_jsd": [float(q[0]), float(q[2])],
+        "mean_jsd": float(adv.jsd.mean()),
+        "mean_tv": float(adv.tv.mean()),
+        "permuted_median_jsd": float(np.median(adv.permuted_jsd)),
+        "by_entropy_quartile": [
+            {
+                "entropy_from": float(edges[b]),
+                "entropy_to": float(edges[b + 1]),
+                "median_jsd": float(np.median(adv.jsd[bins == b])),
+                "reviews": int((bins == b).sum()),
+            }
+            for b in range(4)
+            if (bins == b).any()
+        ],  # fmt: skip
+        "seconds_per_review": seconds / max(len(adv.jsd), 1),
+    }
 
 
 # a review's tau counts as significant at this p-value or below (Jain & Wallace's threshold, and their <=)
@@ -276,6 +312,9 @@ def faithfulness(cfg: DictConfig) -> dict:
     fig.savefig(out / "summary.png", dpi=110)
     aopc = aopc_figure(result)
     aopc.savefig(out / "aopc.png", dpi=110)
+    adv_fig = adversarial_figure(result, arrays) if "adversarial" in result else None
+    if adv_fig is not None:
+        adv_fig.savefig(out / "adversarial.png", dpi=110)
     summary = faithfulness_markdown(result)
     (out / "summary.md").write_text(summary)
     attr, loo = arrays["attr"], arrays["loo"]
@@ -287,7 +326,7 @@ def faithfulness(cfg: DictConfig) -> dict:
         )
         for i in range(min(4, len(seqs)))
     ]
-    write_faithfulness(out, result, arrays, fig, shown, aopc)
+    write_faithfulness(out, result, arrays, fig, shown, aopc, adv_fig)
     print(summary)
     print(f"written to {out}")
     return result

@@ -176,6 +176,27 @@ def aopc_figure(r: dict):
     return fig
 
 
+def adversarial_figure(r: dict, arrays: dict):
+    """Jain & Wallace's adversarial attention: the largest JSD from the model's weights found within epsilon,
+    per review (against a random permutation of the weights), and against the weights' own entropy."""
+    plt = pyplot()
+    adv, entropy = arrays["adversarial"], arrays["entropy"]
+    fig, ax = plt.subplots(1, 2, figsize=(10, 3.8))
+    bins = np.linspace(0, np.log(2), 36)
+    ax[0].hist(adv.jsd, bins=bins, alpha=0.7, label="adversarial, within epsilon")
+    ax[0].hist(adv.permuted_jsd, bins=bins, alpha=0.5, label="the weights permuted at random")
+    ax[0].set(title=f"{r['attention']} attention: max JSD within epsilon={r['adversarial']['epsilon']:g}",
+              xlabel="JSD from the model's weights (nats; at most ln 2)", ylabel="reviews")  # fmt: skip
+    ax[0].legend(fontsize=8)
+    ax[1].scatter(entropy, adv.jsd, s=6, alpha=0.5)
+    ax[1].set(title="against the model's attention entropy", xlabel="entropy of the weights (nats)",
+              ylabel="max JSD within epsilon")  # fmt: skip
+    for a in ax:
+        a.title.set_fontsize(9)
+    fig.tight_layout()
+    return fig
+
+
 def attentions_of(results: list[dict]) -> list[str]:
     """The attentions among results (each with an "attention"), dot first, then by name."""
     return sorted({r["attention"] for r in results}, key=lambda a: (a != "dot", a))

@@ -146,4 +146,28 @@ def faithfulness_markdown(r: dict) -> str:
         f"{u['decisions_changed']:.1%} of decisions change; median output change {u['median_tv']:.4f}.",
         "",
     ]
+    if "adversarial" in r:
+        lines += adversarial_lines(r["adversarial"])
     return "\n".join(lines)
+
+
+def adversarial_lines(adv: dict) -> list[str]:
+    """summary.md's section on Jain & Wallace's adversarial attention search."""
+    q = adv["quartiles_jsd"]
+    return [
+        f"## Adversarial attention (Jain & Wallace; output kept within {adv['epsilon']:g})",
+        "",
+        f"The largest Jensen-Shannon divergence (nats, at most ln 2 = 0.693) from the model's weights found "
+        f"with the output moved at most {adv['epsilon']:g} ({adv['candidates']} candidates a review, "
+        f"{adv['steps']} steps): median {adv['median_jsd']:.3f} (quartiles {q[0]:.3f} – {q[1]:.3f}), found "
+        f"for {adv['found_within_epsilon']:.1%} of reviews; a random permutation of the weights: median "
+        f"{adv['permuted_median_jsd']:.3f}. {adv['seconds_per_review']:.2f} s a review.",
+        "",
+        "| attention entropy (nats) | median max JSD | reviews |",
+        "|---|---|---|",
+        *[
+            f"| {b['entropy_from']:.2f} – {b['entropy_to']:.2f} | {b['median_jsd']:.3f} | {b['reviews']} |"
+            for b in adv["by_entropy_quartile"]
+        ],
+        "",
+    ]

@@ -29,7 +29,7 @@ def log_attention_review(
 
 
 def write_faithfulness(
-    out: Path, r: dict, arrays: dict, fig, reviews: list[tuple[list[str], str, dict]], aopc=None
+    out: Path, r: dict, arrays: dict, fig, reviews: list[tuple[list[str], str, dict]], aopc=None, adversarial=None
 ) -> None:
     """faithfulness.py's TensorBoard events in `out`: its scalars and histograms, the summary figure, and
     a few reviews (words, title, importance rows) shaded by each measure. ERASER's scores go under
@@ -56,6 +56,12 @@ def write_faithfulness(
         tb.add_histogram("faithfulness/permutation_tv", arrays["tv"], 0)
         tb.add_scalar("faithfulness/uniform_accuracy_change", r["uniform"]["accuracy_change"], 0)
         tb.add_figure("faithfulness/summary", fig, 0, close=False)
+        if adversarial is not None:  # Jain & Wallace's adversarial attention (faithfulness.py adversarial=<epsilon>)
+            adv = r["adversarial"]
+            tb.add_scalar("faithfulness/adversarial_median_jsd", adv["median_jsd"], 0)
+            tb.add_scalar("faithfulness/adversarial_permuted_median_jsd", adv["permuted_median_jsd"], 0)
+            tb.add_histogram("faithfulness/adversarial_jsd", arrays["adversarial"].jsd, 0)
+            tb.add_figure("faithfulness/adversarial", adversarial, 0, close=False)
         tag = f"faithfulness_{r['split']}"
         for name, scores in r.get("eraser", {}).get("sources", {}).items():
             for score in ("comprehensiveness", "sufficiency"):

@@ -305,6 +305,7 @@ class FaithfulnessConfig:
     seed: int = 0
     ks: Any = field(default_factory=lambda: [1, 3, 5, 0.1])
     permutations: int = 100
+    adversarial: float | None = None  # Jain & Wallace's adversarial attention search, with this epsilon
     batch_tokens: int = 8192
     device: str = "cpu"
     output: str | None = None
@@ -322,6 +323,9 @@ class FaithfulnessConfig:
             raise AttnclfError(f"min_tokens={self.min_tokens!r}; allowed: a whole number from 1 to max_tokens "
                                f"({self.max_tokens})")  # fmt: skip
         positive_int("permutations", self.permutations)
+        if self.adversarial is not None and not 0 < self.adversarial < 1:
+            raise AttnclfError(f"adversarial={self.adversarial!r}: the output's allowed change (total variation) "
+                               "must be in (0, 1), e.g. adversarial=0.01; null: no search")  # fmt: skip
         positive_int("batch_tokens", self.batch_tokens)
         self.ks = erasure_sizes(self.ks)
         check_device(self.device)
