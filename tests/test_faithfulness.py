@@ -299,24 +299,26 @@ def test_faithfulness_command_writes_json_summary_and_tensorboard(tiny_run, tiny
             "max_tokens=64",
             "permutations=10",
             "adversarial=0.05",
+            "sources=[integrated_gradients,feature_ablation]",
             f"output={out}",
         ]  # fmt: skip
     )
     result = faithfulness(cfg)
     saved = strict_json(out / "faithfulness.json")
     assert saved["reviews"] == 30 and saved["attention"] == "dot" and saved["max_tokens"] == 64
-    assert set(saved["erasure"]) == {"attention", "gradient", "loo", "random"}
+    captum = ("integrated_gradients", "feature_ablation")  # sources=[...]: Captum's, beside the others
+    assert set(saved["erasure"]) == {"attention", "gradient", "loo", "random", *captum}
     assert set(saved["erasure"]["attention"]) == {"k1", "k3", "k5", "k10pct"}
     assert -1 <= saved["agreement"]["kendall_tau"]["gradient"]["mean"] <= 1
     magnitude = saved["agreement"]["magnitude"]  # Jain & Wallace's definition beside the signed one
-    assert set(magnitude) == {"gradient", "loo", "gradient_vs_loo", "gradient_with_attention"}
+    assert set(magnitude) == {"gradient", "loo", "gradient_vs_loo", "gradient_with_attention", *captum}
     assert all(-1 <= v["mean"] <= 1 and 0 <= v["significant"] <= 1 for v in magnitude.values())
     assert saved["seconds"]["gradient_fixed_weights"] >= 0 and saved["min_tokens"] == 1
     assert saved["permutation"]["permutations"] == 10 and len(saved["permutation"]["by_entropy_quartile"]) >= 1
     eraser = saved["eraser"]
     two_or_more = sum(n >= 2 for n in saved["per_review"]["tokens"])  # (the one-token reviews are left out)
     assert eraser["bins"] == ["1pct", "5pct", "10pct", "20pct", "50pct"] and eraser["reviews"] == two_or_more
-    assert set(eraser["sources"]) == {"attention", "gradient", "loo", "random"}
+    assert set(eraser["sources"]) == set(saved["erasure"])
     for v in eraser["sources"].values():
         assert set(v["comprehensiveness"]) == set(eraser["bins"]) and -1 <= v["aopc_sufficiency"] <= 1
         assert v["aopc_comprehensiveness"] == pytest.approx(np.mean(list(v["comprehensiveness"].values())))
@@ -333,6 +335,9 @@ def test_faithfulness_command_writes_json_summary_and_tensorboard(tiny_run, tiny
     assert {"faithfulness/kendall_tau_magnitude_gradient", "faithfulness/significant_magnitude_loo",
             "faithfulness/significant_gradient"} <= set(tags["scalars"])  # fmt: skip
     assert "by magnitude: tau mean ± sd" in md
+    assert set(captum) <= set(saved["agreement"]["kendall_tau"])
+    assert set(saved["seconds_per_review"]) == {"gradient", "gradient_fixed_weights", "loo", *captum}
+    assert "| integrated gradients |" in md
     adversarial = saved["adversarial"]  # faithfulness.py adversarial=<epsilon>: Jain & Wallace's search
     assert adversarial["epsilon"] == 0.05 and 0 <= adversarial["median_jsd"] <= np.log(2)
     assert adversarial["seconds_per_review"] > 0 and len(saved["per_review"]["adversarial_jsd"]) == 30
@@ -346,7 +351,9 @@ def test_faithfulness_command_writes_json_summary_and_tensorboard(tiny_run, tiny
     assert "faithfulness_test/aopc" in tags["images"] and "## ERASER: comprehensiveness and sufficiency" in md
     # the same sample every time (seeded)
     again = faithfulness(compose_faith([*cfg_overrides(cfg), f"output={tmp_path / 'again'}"]))
-    assert again["agreement"] == result["agreement"] and again["erasure"] == result["erasure"]
+    for key in ("kendall_tau", "magnitude"):  # (the first run had Captum's sources too: the shared ones)
+        assert all(again["agreement"][key][n] == result["agreement"][key][n] for n in ("gradient", "loo"))
+    assert all(again["erasure"][n] == result["erasure"][n] for n in again["erasure"])
     assert len(saved["per_review"]["kendall_tau_loo"]) == 30 == len(saved["per_review"]["tokens"])
 
     sys.path.insert(0, str(Path(CONF).parent / "scripts"))
@@ -381,6 +388,8 @@ def test_faithfulness_bad_input(tiny_run, tiny_imdb, tmp_path):
         faithfulness(compose_faith([*base, "permutations=0"]))
     with pytest.raises(AttnclfError, match=r"min_tokens=300; allowed: a whole number from 1 to max_tokens \(256\)"):
         faithfulness(compose_faith([*base, "min_tokens=300"]))
+    with pytest.raises(AttnclfError, match=r"sources='shap'.*allowed: integrated_gradients, feature_ablation"):
+        faithfulness(compose_faith([*base, "sources=[shap]"]))
     for bad in ("0", "-0.1", "1.5"):
         with pytest.raises(AttnclfError, match=r"adversarial=[-.0-9]+: the output's allowed change .* in \(0, 1\)"):
             faithfulness(compose_faith([*base, f"adversarial={bad}"]))
@@ -547,3 +556,38 @@ def test_the_adversarial_attention_stays_within_epsilon_and_beats_a_permutation(
     alone = adversarial_attention(uniform, seqs, epsilon=0.01, candidates=1, steps=150)
     most = [jensenshannon(np.eye(len(s))[0], np.full(len(s), 1 / len(s))) ** 2 for s in seqs]
     assert np.median(alone.jsd / np.array(most)) > 0.75
+
+
+@pytest.mark.parametrize("attention", ["dot", "additive"])
+def test_captum_sources_equal_their_definitions_computed_apart(attention):
+    """Integrated gradients (on the embedding, from all-zero embeddings, 50 Gauss-Legendre points) and feature
+    ablation (a token's embedding set to zeros), each for p(predicted), computed here one review at a time by
+    plain torch; the path's scores add up to p(review) - p(zeros) within the rule's error."""
+    from attnclf.analysis.attribution import IG_STEPS, importance
+
+    torch.manual_seed(2)
+    model = AttentionClassifier(V, 3, embed_dim=8, hidden_dim=6, attention=attention).eval()
+    rng = np.random.default_rng(6)
+    seqs = [rng.integers(1, V, size=n).astype(np.int64) for n in (9, 1, 14, 3)]
+    pred = F.probabilities(model, seqs).argmax(-1)
+    ig = importance(model, seqs, "integrated_gradients", pred, batch_tokens=400)
+    ablation = importance(model, seqs, "feature_ablation", pred, batch_tokens=20)
+    nodes, rule = np.polynomial.legendre.leggauss(IG_STEPS)  # Gauss-Legendre on [-1, 1], then on [0, 1]
+    alphas, rule = (nodes + 1) / 2, rule / 2
+    for i, s in enumerate(seqs):
+        length = torch.tensor([len(s)])
+        x = model.embed(torch.as_tensor(s)[None]).detach()
+
+        def p(e, i=i, length=length):
+            return torch.softmax(model.from_embeddings(e, length)[0], -1)[0, pred[i]]
+
+        path = 0
+        for a, w in zip(alphas, rule, strict=True):
+            point = (a * x).requires_grad_(True)
+            p(point).backward()
+            path = path + float(w) * point.grad
+        np.testing.assert_allclose(ig[i], (path * x).sum(-1)[0].numpy(), atol=1e-6)
+        with torch.no_grad():
+            assert ig[i].sum() == pytest.approx(float(p(x) - p(torch.zeros_like(x))), abs=1e-4)
+            zeroed = [float(p(x) - p(x * (torch.arange(len(s)) != t).view(1, -1, 1))) for t in range(len(s))]
+        np.testing.assert_allclose(ablation[i], zeroed, atol=1e-6)

@@ -574,6 +574,21 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "(0 * away + PENALTY",
         ["tests/test_faithfulness.py::test_the_adversarial_attention_stays_within_epsilon_and_beats_a_permutation"],
     ),
+    # Captum's importance sources: integrated gradients from the zero embedding, ablation a token at a time
+    (
+        "integrated-gradients-from-half-the-review",
+        "attnclf/analysis/attribution.py",
+        r"baselines=torch\.zeros_like\(x\)",
+        "baselines=x * 0.5",
+        ["tests/test_faithfulness.py::test_captum_sources_equal_their_definitions_computed_apart"],
+    ),
+    (
+        "ablation-counted-once-a-dim",
+        "attnclf/analysis/attribution.py",
+        r"scores = scores / x\.size\(-1\)",
+        "scores = scores",
+        ["tests/test_faithfulness.py::test_captum_sources_equal_their_definitions_computed_apart"],
+    ),
 ]
 
 args = sys.argv[1:]

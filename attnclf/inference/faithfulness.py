@@ -16,6 +16,7 @@ from omegaconf import DictConfig
 
 from attnclf.analysis import measures
 from attnclf.analysis.adversarial import CANDIDATES, STEPS, adversarial_attention
+from attnclf.analysis.attribution import importance
 from attnclf.analysis.plausibility import plausibility
 from attnclf.data.rationales import Aligned, LeftOut, align, read_rationales
 from attnclf.errors import AttnclfError
@@ -82,12 +83,14 @@ def measure(
     attr = timed("gradient", measures.attributions, model, seqs, bt)
     fixed = timed("gradient_fixed_weights", measures.attributions, model, seqs, bt, True)
     loo = timed("leave_one_out", measures.leave_one_out, model, seqs, attr.probs, bt)
+    extra = {name: timed(name, importance, model, seqs, name, attr.pred, bt) for name in cfg.sources}  # Captum's
     rng = np.random.default_rng(cfg.seed)
     orders = {
         "attention": [measures.ranking(w) for w in attr.weights],
         "gradient": [measures.ranking(g) for g in attr.gradient],
         "loo": [measures.ranking(np.nan_to_num(x, nan=0.0)) for x in loo],
         "random": [rng.permutation(len(s)) for s in seqs],
+        **{name: [measures.ranking(v) for v in scores] for name, scores in extra.items()},
     }
     erasure = timed("erasure", measures.erasure, model, seqs, attr.probs, orders, ks, bt)
     eraser = timed("eraser", measures.comprehensiveness_sufficiency, model, seqs, attr.probs, orders,
@@ -98,12 +101,12 @@ def measure(
     uni = timed("uniform", measures.uniform, model, seqs, bt)
     if marked is not None:
         scores = {"attention": attr.weights, "gradient": attr.gradient, "loo": [np.nan_to_num(x, nan=0.0) for x in loo],
-                  "random": [by_order(o) for o in orders["random"]]}  # fmt: skip
+                  "random": [by_order(o) for o in orders["random"]], **extra}  # fmt: skip
         plausible = {name: plausibility(v, marked.gold, marked.spans) for name, v in scores.items()}
 
     pred = attr.pred
     lengths = np.array([len(s) for s in seqs])
-    agreed, tau = agreement(attr, fixed, loo)
+    agreed, tau = agreement(attr, fixed, loo, extra)
     flip_frac = share_removed(flip, lengths)
     edges = np.quantile(entropy, np.linspace(0, 1, 5))
     bins = np.clip(np.searchsorted(edges, entropy, side="right") - 1, 0, 3)
@@ -145,6 +148,16 @@ def measure(
             "median_tv": float(np.median(0.5 * np.abs(uni - attr.probs).sum(-1))),
         },
         "seconds": seconds,
+        # what each importance source costs (the attention comes with the gradient's pass)
+        "seconds_per_review": {
+            name: seconds[key] / len(seqs)
+            for name, key in (
+                ("gradient", "gradient"),
+                ("gradient_fixed_weights", "gradient_fixed_weights"),
+                ("loo", "leave_one_out"),
+                *((n, n) for n in extra),
+            )
+        },  # fmt: skip
         # per review, in sample order (null where undefined), for comparing checkpoints
         "per_review": {
             "kendall_tau_gradient": _list(tau["gradient"]),
@@ -209,21 +222,26 @@ def tested(tau: np.ndarray, p: np.ndarray) -> dict:
     return {**summarize(tau), "significant": float(np.mean(p[ok] <= SIGNIFICANT)) if ok.any() else float("nan")}
 
 
-def agreement(attr: measures.Attributions, fixed: measures.Attributions, loo: list[np.ndarray]) -> tuple[dict, dict]:
+def agreement(
+    attr: measures.Attributions, fixed: measures.Attributions, loo: list[np.ndarray], extra: dict | None = None
+) -> tuple[dict, dict]:
     """Kendall tau per review between the attention, gradient x input and leave-one-out under two definitions,
     and the per-review taus. Signed: how much a token supports the predicted class (`attr.gradient`, the drop in
     p(predicted)). By magnitude, Jain & Wallace's: how far the token moves the output either way (|gradient x
     input| with the attention weights held fixed, `fixed.gradient`; |leave-one-out|); `gradient_with_attention`
     is |gradient x input| with the gradient through the weights too. Gradient against leave-one-out is the
-    yardstick of what agreement between two importance measures looks like."""
-    w = attr.weights
-    signed = {"gradient": measures.kendall_test(w, attr.gradient), "loo": measures.kendall_test(w, loo)}
+    yardstick of what agreement between two importance measures looks like. `extra`: more sources (Captum's)
+    by name, each against the attention under both definitions."""
+    w, extra = attr.weights, extra or {}
+    signed = {"gradient": measures.kendall_test(w, attr.gradient), "loo": measures.kendall_test(w, loo),
+              **{name: measures.kendall_test(w, v) for name, v in extra.items()}}  # fmt: skip
     gradient, left_out = measures.magnitude(fixed.gradient), measures.magnitude(loo)
     by_size = {
         "gradient": measures.kendall_test(w, gradient),
         "loo": measures.kendall_test(w, left_out),
         "gradient_vs_loo": measures.kendall_test(gradient, left_out),
         "gradient_with_attention": measures.kendall_test(w, measures.magnitude(attr.gradient)),
+        **{name: measures.kendall_test(w, measures.magnitude(v)) for name, v in extra.items()},
     }
     result = {
         "kendall_tau": {name: tested(*t) for name, t in signed.items()},
@@ -232,10 +250,11 @@ def agreement(attr: measures.Attributions, fixed: measures.Attributions, loo: li
             "gradient": measures.top1_agreement(w, attr.gradient),
             "loo": measures.top1_agreement(w, loo),
             "gradient_vs_loo": measures.top1_agreement(attr.gradient, loo),
+            **{name: measures.top1_agreement(w, v) for name, v in extra.items()},
         },
         "magnitude": {name: tested(*t) for name, t in by_size.items()},
     }
-    taus = {"gradient": signed["gradient"][0], "loo": signed["loo"][0],
+    taus = {**{name: t[0] for name, t in signed.items()},
             "gradient_magnitude": by_size["gradient"][0], "loo_magnitude": by_size["loo"][0]}  # fmt: skip
     return result, taus
 

@@ -62,6 +62,11 @@ def faithfulness_markdown(r: dict) -> str:
                     a["kendall_tau_gradient_vs_loo"],
                     a["top1_same"]["gradient_vs_loo"],
                 ),
+                *(
+                    (name.replace("_", " "), name, t, a["top1_same"][name])
+                    for name, t in tau.items()
+                    if name not in ("gradient", "loo")
+                ),
             )
         ),  # fmt: skip
         "",

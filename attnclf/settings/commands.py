@@ -19,7 +19,7 @@ from attnclf.settings.data import DataConfig, Word2VecConfig
 from attnclf.settings.model import INIT_FROM_PRETRAIN, ClassifierConfig, ModelConfig, classifier_config
 from attnclf.settings.run import PathsConfig, RunConfig, TrainerConfig, TrainRunConfig
 from attnclf.settings.typed import register, typed
-from attnclf.utils.checks import fraction, number, positive_int, positive_number
+from attnclf.utils.checks import fraction, number, one_of, positive_int, positive_number
 from attnclf.utils.files import check_writable_file
 
 
@@ -306,6 +306,7 @@ class FaithfulnessConfig:
     ks: Any = field(default_factory=lambda: [1, 3, 5, 0.1])
     permutations: int = 100
     adversarial: float | None = None  # Jain & Wallace's adversarial attention search, with this epsilon
+    sources: list[str] = field(default_factory=list)  # Captum's importance sources beside the built-in ones
     batch_tokens: int = 8192
     device: str = "cpu"
     output: str | None = None
@@ -323,12 +324,18 @@ class FaithfulnessConfig:
             raise AttnclfError(f"min_tokens={self.min_tokens!r}; allowed: a whole number from 1 to max_tokens "
                                f"({self.max_tokens})")  # fmt: skip
         positive_int("permutations", self.permutations)
+        for source in self.sources:
+            one_of("sources", source, ATTRIBUTION_SOURCES)
         if self.adversarial is not None and not 0 < self.adversarial < 1:
             raise AttnclfError(f"adversarial={self.adversarial!r}: the output's allowed change (total variation) "
                                "must be in (0, 1), e.g. adversarial=0.01; null: no search")  # fmt: skip
         positive_int("batch_tokens", self.batch_tokens)
         self.ks = erasure_sizes(self.ks)
         check_device(self.device)
+
+
+# faithfulness.py's importance sources from Captum (attnclf.analysis.attribution), beside the built-in ones
+ATTRIBUTION_SOURCES = ("integrated_gradients", "feature_ablation")
 
 
 def erasure_sizes(ks) -> list[float]:
