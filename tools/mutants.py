@@ -589,6 +589,22 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "scores = scores",
         ["tests/test_faithfulness.py::test_captum_sources_equal_their_definitions_computed_apart"],
     ),
+    # Wiegreffe & Pinter's tests: the diagnostic pools with the classifier's weights; the adversarial loss weighs
+    # the divergence by lambda
+    (
+        "diagnostic-frozen-weights-ignored",
+        "attnclf/training/guided.py",
+        r'base_w if self\.weights == "frozen" else None',
+        "None",
+        ["tests/test_attention_tests.py::test_the_guided_losses_are_the_tests_definitions"],
+    ),
+    (
+        "adversarial-training-ignores-lambda",
+        "attnclf/training/guided.py",
+        r"\(tvd - self\.lam \* kl\(w, base_w\)\)",
+        "(tvd - 0 * kl(w, base_w))",
+        ["tests/test_attention_tests.py::test_the_guided_losses_are_the_tests_definitions"],
+    ),
 ]
 
 args = sys.argv[1:]

@@ -353,6 +353,48 @@ def faithfulness_settings(cfg: DictConfig) -> FaithfulnessConfig:
     return on_a_run(FaithfulnessConfig, cfg, "faithfulness", rationales=rationales)
 
 
+ATTENTION_TESTS = ("diagnostic", "adversarial")
+
+
+@dataclass
+class AttentionTestsConfig:
+    """attention_tests.py's settings (conf/attention_tests.yaml says each): Wiegreffe & Pinter's tests of a run."""
+
+    ckpt: Any = None
+    test: str = "diagnostic"
+    epochs: int = 8
+    batch_size: int = 32
+    lr: float = 1e-3
+    lambdas: Any = field(default_factory=lambda: [0.001, 0.01, 0.1, 1.0])
+    hidden_dim: int = 128
+    seed: int = 0
+    num_threads: int | None = None
+    output: str | None = None
+    cache_dir: str | None = None
+
+    def check(self) -> None:
+        self.ckpt = checkpoints_given(self.ckpt, "test")[0]
+        one_of("test", self.test, ATTENTION_TESTS)
+        for key in ("epochs", "batch_size", "hidden_dim"):
+            positive_int(key, getattr(self, key))
+        positive_int("num_threads", self.num_threads, "PyTorch's default")
+        positive_number("lr", self.lr)
+        lambdas = self.lambdas if isinstance(self.lambdas, (list, tuple)) else [self.lambdas]
+        for lam in lambdas:
+            if not number(lam) or not 0 <= lam < float("inf"):
+                raise AttnclfError(f"lambdas: {lam!r}; allowed: numbers >= 0 (the weight of the attention's "
+                                   "divergence from the base's), e.g. lambdas=[0.001,0.01,0.1]")  # fmt: skip
+        self.lambdas = [float(x) for x in lambdas]
+
+
+def attention_tests_settings(cfg: DictConfig) -> AttentionTestsConfig:
+    values = {f.name: cfg.get(f.name) for f in fields(AttentionTestsConfig) if f.name in cfg}
+    values = {k: OmegaConf.to_container(v) if OmegaConf.is_config(v) else v for k, v in values.items()}
+    config = typed(AttentionTestsConfig, values, "")
+    config.check()
+    return config
+
+
 PREDICT_INPUTS = (".txt", ".csv", ".jsonl", ".parquet")
 PREDICT_OUTPUTS = (".csv", ".jsonl")
 

@@ -1,0 +1,158 @@
+"""`attention_tests(cfg)`: Wiegreffe & Pinter's tests ("Attention is not not Explanation", EMNLP 2019) of a
+trained classifier's attention, on the data, vocabulary and splits of its own run.
+
+- `test=diagnostic`: a context-free model (each token alone, pooled by weights) trained three times, pooling
+  with uniform weights, with an attention of its own, and with the trained classifier's weights held fixed;
+  its test accuracy each time. Weights that carry what matters lift it above uniform.
+- `test=adversarial`: a model of the classifier's own kind trained from a fresh start (its embedding the
+  classifier's) to give the classifier's predictions while its attention diverges from the classifier's, once
+  for each lambda: its test accuracy, and how far its output (TVD) and weights (JSD) are from the classifier's.
+  Attention that is easy to replace costs little accuracy at a large JSD.
+
+Writes <run folder>/attention_tests/<test>.json and .md (or `output`), and a figure for the adversarial one.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+from omegaconf import DictConfig
+
+from attnclf.data.datamodule import TextDataModule
+from attnclf.data.splits import run_data
+from attnclf.errors import AttnclfError
+from attnclf.inference.trained import Classifier
+from attnclf.models.classifier import AttentionClassifier
+from attnclf.models.context_free import ContextFreeClassifier
+from attnclf.settings.commands import AttentionTestsConfig, attention_tests_settings
+from attnclf.training.checkpoint import best_checkpoint
+from attnclf.training.guided import GuidedModule
+from attnclf.utils.jsonfile import write_json
+
+log = logging.getLogger(__name__)
+DIAGNOSTIC_WEIGHTS = ("uniform", "learned", "frozen")
+
+
+def data_as_trained(clf: Classifier, s: AttentionTestsConfig) -> TextDataModule:
+    """The run's own data, splits and vocabulary (its data.json and seed), batched `s.batch_size` a step."""
+    given = {"batch_size": s.batch_size, **({"cache_dir": s.cache_dir} if s.cache_dir else {})}
+    data, carved, line = run_data(clf.run, clf.vocab.meta, given)
+    log.info(line)
+    dm = TextDataModule(data, int(carved["seed"]) if carved else 42)
+    dm.setup("fit")
+    if dm.vocab.itos != clf.vocab.itos:
+        raise AttnclfError(f"ckpt={s.ckpt!r}: its run's data gives another vocabulary than the checkpoint's; "
+                           "give the data it was trained on")  # fmt: skip
+    return dm
+
+
+def fit_and_test(module: GuidedModule, dm: TextDataModule, s: AttentionTestsConfig) -> dict:
+    """Train `module` s.epochs epochs, then test its best epoch (val/acc): accuracy, and the output's TVD and
+    the weights' JSD (nats) from the classifier's, means over the test rows."""
+    import pytorch_lightning as L
+    from pytorch_lightning.callbacks import ModelCheckpoint
+
+    with tempfile.TemporaryDirectory() as tmp:
+        best = ModelCheckpoint(dirpath=tmp, monitor="val/acc", mode="max", save_top_k=1)
+        trainer = L.Trainer(max_epochs=s.epochs, logger=False, callbacks=[best], enable_model_summary=False,
+                            num_sanity_val_steps=0, accelerator="cpu", devices=1)  # fmt: skip
+        t = time.perf_counter()
+        trainer.fit(module, dm)
+        seconds = time.perf_counter() - t
+        trainer.test(module, dm, ckpt_path="best", verbose=False)
+    out = {k: torch.cat(v).double() for k, v in module.outputs.items()}
+    return {"accuracy": float(out["correct"].mean()), "base_accuracy": float(out["base_correct"].mean()),
+            "tvd_from_base": float(out["tvd"].mean()), "jsd_from_base": float(out["jsd"].mean()),
+            "test_rows": len(out["correct"]), "fit_seconds": round(seconds, 1)}  # fmt: skip
+
+
+def diagnostic(clf: Classifier, dm: TextDataModule, s: AttentionTestsConfig) -> dict:
+    """The context-free model with each kind of weights; its embedding starts from the classifier's."""
+    base = clf.module.model
+    results = {}
+    for weights in DIAGNOSTIC_WEIGHTS:
+        torch.manual_seed(s.seed)
+        student = ContextFreeClassifier(len(clf.vocab), len(clf.labels), base.embed.embedding_dim, s.hidden_dim,
+                                        learned=weights == "learned")  # fmt: skip
+        student.embed.weight.data.copy_(base.embed.weight.data)
+        log.info("diagnostic: the context-free model with %s weights", weights)
+        results[weights] = fit_and_test(GuidedModule(base, student, "diagnostic", weights, lr=s.lr), dm, s)
+    return {"weights": results}
+
+
+def adversarial(clf: Classifier, dm: TextDataModule, s: AttentionTestsConfig) -> dict:
+    """A model of the classifier's kind for each lambda, trained to its predictions away from its weights."""
+    base, hp = clf.module.model, clf.module.hparams
+    runs = []
+    for lam in s.lambdas:
+        torch.manual_seed(s.seed)
+        student = AttentionClassifier(hp.vocab_size, hp.num_classes, attention=hp.attention,
+                                      **clf.module.config.model.network())  # fmt: skip
+        student.embed.weight.data.copy_(base.embed.weight.data)
+        log.info("adversarial: lambda %g", lam)
+        runs.append({"lambda": lam, **fit_and_test(GuidedModule(base, student, "adversarial", lam=lam, lr=s.lr),
+                                                   dm, s)})  # fmt: skip
+    return {"lambdas": runs}
+
+
+def attention_tests(cfg: DictConfig) -> dict:
+    """The test `test` of the run `ckpt`: its result, written as JSON and Markdown (and a figure)."""
+    s = attention_tests_settings(cfg)  # every value checked before any checkpoint or data is read
+    if s.num_threads:
+        torch.set_num_threads(s.num_threads)
+    ckpt = best_checkpoint(s.ckpt)
+    clf = Classifier.from_checkpoint(ckpt)
+    dm = data_as_trained(clf, s)
+    t = time.perf_counter()
+    found = diagnostic(clf, dm, s) if s.test == "diagnostic" else adversarial(clf, dm, s)
+    seconds = round(time.perf_counter() - t, 1)
+    result = {"checkpoint": str(ckpt), "attention": clf.module.hparams.attention, "test": s.test,
+              "epochs": s.epochs, "seed": s.seed, **found, "total_seconds": seconds}  # fmt: skip
+    out = Path(s.output) if s.output else clf.run / "attention_tests"
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / f"{s.test}.json", result)
+    text = tests_markdown(result)
+    (out / f"{s.test}.md").write_text(text)
+    if s.test == "adversarial":
+        adversarial_figure(result).savefig(out / "adversarial_training.png", dpi=110)
+    print(text)
+    print(f"written to {out}")
+    return result
+
+
+def tests_markdown(r: dict) -> str:
+    """The result as a table: accuracy, and the output's and weights' distance from the classifier's."""
+    head = f"# Wiegreffe & Pinter's {r['test']} test of {r['attention']} attention\n\n`{r['checkpoint']}`, " \
+           f"{r['epochs']} epochs a model, seed {r['seed']}, {r['total_seconds']:.0f} s.\n\n"  # fmt: skip
+    rows = r["weights"].items() if r["test"] == "diagnostic" else [(f"lambda {x['lambda']:g}", x) for x in r["lambdas"]]
+    first = next(iter(rows))[1] if rows else None
+    table = ["| model | test accuracy | TVD from the classifier's output | JSD from its weights (nats) |",
+             "|---|---|---|---|"]  # fmt: skip
+    table += [f"| {name} | {v['accuracy']:.2%} | {v['tvd_from_base']:.3f} | {v['jsd_from_base']:.3f} |"
+              for name, v in rows]  # fmt: skip
+    base = f"\n\nThe classifier itself: {first['base_accuracy']:.2%} on the same {first['test_rows']} rows.\n"
+    return head + "\n".join(table) + (base if first else "\n")
+
+
+def adversarial_figure(r: dict):
+    """Accuracy against the JSD from the classifier's weights, one point per lambda (W&P's curve)."""
+    from attnclf.presentation.figures import pyplot
+
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    xs = [x["jsd_from_base"] for x in r["lambdas"]]
+    ys = [x["accuracy"] for x in r["lambdas"]]
+    ax.plot(xs, ys, "o-")
+    for x, y, run in zip(xs, ys, r["lambdas"], strict=True):
+        ax.annotate(f"{run['lambda']:g}", (x, y), fontsize=8, xytext=(3, 3), textcoords="offset points")
+    ax.axhline(r["lambdas"][0]["base_accuracy"], color="grey", lw=0.8, ls="--", label="the classifier")
+    ax.set(title=f"{r['attention']} attention: adversarially trained models (lambda beside each)",
+           xlabel="JSD of their weights from the classifier's (nats)", ylabel="test accuracy")  # fmt: skip
+    ax.title.set_fontsize(9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,71 @@
+"""Models trained under a trained classifier (the base, frozen): Wiegreffe & Pinter's two tests (2019,
+"Attention is not not Explanation"; code: github.com/sarahwie/attention).
+
+- `diagnostic`: a context-free model (attnclf.models.context_free) trained on the labels, pooling with the
+  base's attention weights held fixed (`frozen`), with uniform weights, or with an attention of its own
+  (`learned`).
+- `adversarial`: a model of the base's own architecture trained from a fresh start to give the base's
+  predictions with attention as far as it can from the base's: loss = TVD(its output, the base's) - lambda x
+  KL(its weights || the base's), per review (theirs sum over a batch; here the mean: lambda is per review
+  either way). Adam with AMSGrad at 1e-3 and weight decay 1e-5, as theirs.
+"""
+
+from __future__ import annotations
+
+import pytorch_lightning as L
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from attnclf.analysis.adversarial import jsd
+from attnclf.training.module import unpack
+
+
+def kl(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """KL(p || q) over the last dim (B,): padding (p = 0) adds nothing."""
+    return (p * (p.clamp_min(1e-10).log() - q.clamp_min(1e-10).log())).sum(-1)
+
+
+class GuidedModule(L.LightningModule):
+    def __init__(self, base: nn.Module, student: nn.Module, test: str, weights: str = "frozen", lam: float = 0.0,
+                 lr: float = 1e-3):  # fmt: skip
+        super().__init__()
+        self.base, self.student = base.eval().requires_grad_(False), student
+        self.test, self.weights, self.lam, self.lr = test, weights, lam, lr
+        self.outputs: dict[str, list] = {"correct": [], "base_correct": [], "tvd": [], "jsd": []}
+
+    def _step(self, batch):
+        """(labels, the student's logits and weights, the base's logits and weights) of a batch."""
+        ids, lengths, y, host = unpack(batch)
+        with torch.no_grad():
+            self.base.eval()
+            base_logits, base_w = self.base(ids, lengths, host)
+        if self.test == "diagnostic":
+            logits, w = self.student(ids, lengths, base_w if self.weights == "frozen" else None)
+        else:
+            logits, w = self.student(ids, lengths, host)
+        return y, logits, w, base_logits, base_w
+
+    def training_step(self, batch, batch_idx):
+        y, logits, w, base_logits, base_w = self._step(batch)
+        if self.test == "diagnostic":
+            loss = F.cross_entropy(logits, y)
+        else:
+            tvd = 0.5 * (logits.softmax(-1) - base_logits.softmax(-1)).abs().sum(-1)  # (B,)
+            loss = (tvd - self.lam * kl(w, base_w)).mean()
+        self.log("train/loss", loss, prog_bar=True)
+        return loss
+
+    def validation_step(self, batch, batch_idx):
+        y, logits, *_ = self._step(batch)
+        self.log("val/acc", (logits.argmax(-1) == y).float().mean(), prog_bar=True)
+
+    def test_step(self, batch, batch_idx):
+        y, logits, w, base_logits, base_w = self._step(batch)
+        self.outputs["correct"].append((logits.argmax(-1) == y).cpu())
+        self.outputs["base_correct"].append((base_logits.argmax(-1) == y).cpu())
+        self.outputs["tvd"].append((0.5 * (logits.softmax(-1) - base_logits.softmax(-1)).abs().sum(-1)).cpu())
+        self.outputs["jsd"].append(jsd(w, base_w).cpu())
+
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.student.parameters(), lr=self.lr, weight_decay=1e-5, amsgrad=True)

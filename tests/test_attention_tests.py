@@ -1,0 +1,106 @@
+"""Wiegreffe & Pinter's tests (attention_tests.py): the context-free model, the guided training's losses, and the
+command end to end on a tiny run."""
+
+import json
+
+import pytest
+import torch
+from conftest import CONF
+from hydra import compose, initialize_config_dir
+
+from attnclf.errors import AttnclfError
+from attnclf.inference.attention_tests import attention_tests
+from attnclf.inference.evaluate import evaluate
+from attnclf.models.classifier import AttentionClassifier
+from attnclf.models.context_free import ContextFreeClassifier
+from attnclf.training.guided import GuidedModule
+
+V = 40
+
+
+def test_the_context_free_model_pools_each_token_alone_by_the_weights_given():
+    """logits = fc(sum_t w_t tanh(W e_t + b)), computed apart; no weights: uniform over the real tokens, or its own
+    attention (which puts no weight on padding); a token's state does not depend on its neighbours."""
+    torch.manual_seed(0)
+    ids, lengths = torch.randint(1, V, (2, 6)), torch.tensor([6, 3])
+    ids[1, 3:] = 0
+    model = ContextFreeClassifier(V, 2, embed_dim=5, hidden_dim=4)
+    w = torch.softmax(torch.randn(2, 6), -1) * (torch.arange(6) < lengths[:, None])
+    logits, used = model(ids, lengths, w)
+    h = torch.tanh(model.token(model.embed(ids)))
+    torch.testing.assert_close(logits, model.fc((w[..., None] * h).sum(1)))
+    _, even = model(ids, lengths)
+    torch.testing.assert_close(even[1], torch.tensor([1 / 3] * 3 + [0.0] * 3))
+    own = ContextFreeClassifier(V, 2, embed_dim=5, hidden_dim=4, learned=True)
+    _, mine = own(ids, lengths)
+    assert torch.allclose(mine.sum(-1), torch.ones(2)) and (mine[1, 3:] == 0).all()
+    swapped = ids.clone()
+    swapped[0, 1] = (ids[0, 1] % (V - 1)) + 1  # another word next to token 0 leaves token 0's state as it was
+    h2 = torch.tanh(model.token(model.embed(swapped)))
+    torch.testing.assert_close(h2[0, 0], h[0, 0])
+
+
+def test_the_guided_losses_are_the_tests_definitions():
+    """Adversarial: mean over the batch of TVD(student, base) - lambda KL(student's weights || base's); diagnostic
+    with frozen weights pools with the base's own weights (JSD 0 from them)."""
+    torch.manual_seed(1)
+    base = AttentionClassifier(V, 2, embed_dim=6, hidden_dim=4).eval()
+    student = AttentionClassifier(V, 2, embed_dim=6, hidden_dim=4)
+    ids, lengths, y = torch.randint(1, V, (3, 7)), torch.tensor([7, 5, 2]), torch.tensor([0, 1, 1])
+    for i, n in enumerate(lengths):
+        ids[i, n:] = 0
+    module = GuidedModule(base, student, "adversarial", lam=0.3)
+    student.eval()  # (no dropout: the same numbers twice)
+    loss = module.training_step((ids, lengths, y), 0)
+    logits, w = student(ids, lengths)
+    with torch.no_grad():
+        base_logits, base_w = base(ids, lengths)
+    tvd = 0.5 * (logits.softmax(-1) - base_logits.softmax(-1)).abs().sum(-1)
+    kl = [(w[i, :n] * (w[i, :n].log() - base_w[i, :n].log())).sum() for i, n in enumerate(lengths)]
+    assert float(loss) == pytest.approx(float((tvd - 0.3 * torch.stack(kl)).mean()), abs=1e-5)
+    free = ContextFreeClassifier(V, 2, embed_dim=6, hidden_dim=4)
+    diag = GuidedModule(base, free, "diagnostic", "frozen")
+    diag.test_step((ids, lengths, y), 0)
+    assert float(diag.outputs["jsd"][0].abs().max()) < 1e-6
+    logits, _ = free(ids, lengths, base_w)
+    assert float(diag.training_step((ids, lengths, y), 0)) == pytest.approx(
+        float(torch.nn.functional.cross_entropy(logits, y)), abs=1e-6
+    )
+
+
+def compose_tests(overrides):
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        return compose(config_name="attention_tests", overrides=overrides)
+
+
+@pytest.mark.slow  # (seven short trainings)
+def test_attention_tests_command_on_a_tiny_run(tiny_run, tmp_path, capsys):
+    base = [f"ckpt={tiny_run}", f"paths.cache_dir={tmp_path / 'cache'}", "epochs=2", "num_threads=1"]
+    diag = attention_tests(compose_tests([*base, "test=diagnostic", f"output={tmp_path / 'd'}"]))
+    saved = json.loads((tmp_path / "d" / "diagnostic.json").read_text())
+    assert set(saved["weights"]) == {"uniform", "learned", "frozen"} and saved == json.loads(json.dumps(diag))
+    assert saved["weights"]["frozen"]["jsd_from_base"] < 1e-6 < saved["weights"]["uniform"]["jsd_from_base"]
+    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+        ev = evaluate(compose(config_name="eval", overrides=[f"ckpt={tiny_run}", f"output={tmp_path / 'ev.json'}",
+                                                             f"paths.cache_dir={tmp_path / 'cache'}"]))  # fmt: skip
+    for v in saved["weights"].values():  # the classifier's own test rows, and its own accuracy on them
+        assert v["base_accuracy"] == pytest.approx(ev["accuracy"]) and v["test_rows"] == ev["reviews"]
+    assert "| frozen |" in (tmp_path / "d" / "diagnostic.md").read_text() and "| uniform |" in capsys.readouterr().out
+    adv = attention_tests(compose_tests([*base, "test=adversarial", "lambdas=[0,10]", f"output={tmp_path / 'a'}"]))
+    low, high = adv["lambdas"]
+    assert (low["lambda"], high["lambda"]) == (0.0, 10.0) and high["jsd_from_base"] > low["jsd_from_base"]
+    assert (tmp_path / "a" / "adversarial_training.png").stat().st_size > 5_000
+
+
+def test_attention_tests_bad_values_are_one_line_before_any_work(tiny_run, tmp_path):
+    base = [f"ckpt={tiny_run}", f"output={tmp_path / 'o'}"]
+    for given, message in (
+        ("test=shap", r"test='shap'; allowed: diagnostic, adversarial"),
+        ("lambdas=[0.1,-1]", r"lambdas: -1; allowed: numbers >= 0"),
+        ("epochs=0", r"epochs=0"),
+    ):
+        with pytest.raises(AttnclfError, match=message):
+            attention_tests(compose_tests([*base, given]))
+    with pytest.raises(AttnclfError, match="give the checkpoint to test"):
+        attention_tests(compose_tests([f"output={tmp_path / 'o'}"]))
+    assert not (tmp_path / "o").exists()
