@@ -500,19 +500,29 @@ def test_magnitude_agreement_is_jain_and_wallace_s_definition_computed_apart(att
 
 
 def test_a_learned_query_pools_as_jain_and_wallace():
-    """model.query=learned: one query for every review (a parameter), additive's tanh layer half the encoder's
-    width, dot scaled by the square root of the encoder's width; the default query stays the final states."""
+    """model.query=learned: one query for every review (a parameter); additive v^T tanh(W h + b) with a tanh layer
+    half the encoder's width; dot w . h / sqrt(2H), the weights computed apart here (a given attention_dim keeps
+    the projected form); the default query stays the final states."""
     torch.manual_seed(0)
     ids, lengths = torch.randint(1, V, (3, 7)), torch.tensor([7, 5, 2])
-    for attention, width, scale in (("additive", 6, None), ("dot", 12, 12**-0.5)):
+    for attention in ("additive", "dot"):
         model = AttentionClassifier(V, 2, embed_dim=8, hidden_dim=6, attention=attention, query="learned").eval()
-        _, query, _ = model.encode(model.embed(ids), lengths)
+        out, query, mask = model.encode(model.embed(ids), lengths)
         assert torch.equal(query, model.query.expand(3, -1)) and model.query.requires_grad
-        assert model.attention.k_proj.out_features == width
-        if scale is not None:
-            assert model.attention.scale == pytest.approx(scale)
+        _, w = model(ids, lengths)
+        if attention == "additive":
+            assert model.attention.k_proj.out_features == 6
+            scores = model.attention.score_proj(
+                torch.tanh(model.attention.k_proj(out) + model.attention.q_proj(query)[:, None])
+            )
+        else:
+            scores = (out @ model.query[0] / 12**0.5)[..., None]
+        want = torch.softmax(scores.squeeze(-1).masked_fill(~mask, -torch.inf), -1)
+        torch.testing.assert_close(w, want)
         model(ids, lengths)[0].sum().backward()
         assert model.query.grad is not None and model.query.grad.abs().sum() > 0
+    projected = AttentionClassifier(V, 2, embed_dim=8, hidden_dim=6, query="learned", attention_dim=12)
+    assert projected.attention.k_proj.out_features == 12
     final = AttentionClassifier(V, 2, embed_dim=8, hidden_dim=6, attention="additive").eval()
     out, query, _ = final.encode(final.embed(ids), lengths)
     assert final.query is None and final.attention.k_proj.out_features == 12

@@ -112,6 +112,20 @@ class DotAttention(nn.Module):
         return torch.bmm(self.dropout(weights), values), weights  # (B, Tq, Dv), (B, Tq, Tk)
 
 
+class VectorDotAttention(nn.Module):
+    """softmax(q . k / sqrt(d)) V with the query and keys as given: no projections. With one learned query
+    vector for every review (the classifier's query="learned"), Jain & Wallace's dot attention, w . h / sqrt(d)."""
+
+    def __init__(self, dim: int, scale: bool = True):
+        super().__init__()
+        self.scale = 1.0 / math.sqrt(dim) if scale else 1.0
+
+    def forward(self, query, keys, values, mask=None):
+        scores = torch.bmm(query, keys.transpose(1, 2)) * self.scale  # (B, Tq, Tk)
+        weights = masked_softmax(scores, mask)
+        return torch.bmm(weights, values), weights  # (B, Tq, Dv), (B, Tq, Tk)
+
+
 class _SharedKeysAdditivePool(torch.autograd.Function):
     """One query, keys = values = x: masked softmax of v^T tanh(q + W_k x_t), then the weighted sum of x.
 

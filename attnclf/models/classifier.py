@@ -5,7 +5,8 @@ states of both directions, [forward state at the last token; backward state at
 the first token] (B, 2H). The documents used the first GRU output, whose forward
 half has seen one word only. `query="learned"` takes one learned vector for every
 review instead, as Jain & Wallace (2019) pool: a token's weight then depends on
-its own state alone (additive: v^T tanh(W h + b); dot: w . h / sqrt(2H)).
+its own state alone (additive: v^T tanh(W h + b); dot: w . h / sqrt(2H), with no
+projections unless `attention_dim` asks for them).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import torch
 from torch import nn
 
 from attnclf.data.text import PAD_ID
-from attnclf.models.attention import build_attention
+from attnclf.models.attention import VectorDotAttention, build_attention
 from attnclf.models.dropout import Dropout
 from attnclf.models.encoder import ExactBiGRU
 
@@ -46,11 +47,16 @@ class AttentionClassifier(nn.Module):
         self.embed_dropout = Dropout(embed_dropout)
         self.encoder = ExactBiGRU(embed_dim, hidden_dim, num_layers, dropout=dropout, kernel=gru_kernel)
         d = 2 * hidden_dim
-        # a learned query: one vector (1, 2H) for every review; None: the encoder's final states
-        self.query = nn.Parameter(torch.randn(1, d) * d**-0.5) if query == "learned" else None
-        if query == "learned" and attention == "additive" and attention_dim is None:
-            attention_dim = hidden_dim  # Jain & Wallace's tanh layer: half the encoder's width
-        self.attention = build_attention(attention, d, d, attention_dim, scale=attention_scale, init=attention_init)
+        # a learned query: one vector (1, 2H) for every review (started as a Linear(2H, 1)'s weight is); None: the
+        # encoder's final states
+        self.query = nn.Parameter(torch.empty(1, d).uniform_(-(d**-0.5), d**-0.5)) if query == "learned" else None
+        if query == "learned" and attention_dim is None:  # Jain & Wallace's forms, exactly
+            if attention == "dot":  # w . h / sqrt(2H): the learned query against the states themselves
+                self.attention = VectorDotAttention(d, scale=attention_scale)
+            else:  # v^T tanh(W h + b), a tanh layer half the encoder's width (b: the query's projection)
+                self.attention = build_attention(attention, d, d, hidden_dim, init=attention_init)
+        else:
+            self.attention = build_attention(attention, d, d, attention_dim, scale=attention_scale, init=attention_init)
         self.dropout = nn.Dropout(dropout)
         self.fc = nn.Linear(d, num_classes)
 

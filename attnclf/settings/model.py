@@ -46,8 +46,8 @@ class ModelConfig:
     num_layers: int = 1
     dropout: float = 0.4  # before the classifier (and between GRU layers)
     embed_dropout: float = 0.2
-    # dot: q/k projections (None: 2 * hidden_dim); additive: its tanh layer (None: 2 * hidden_dim, or hidden_dim
-    # with query=learned, Jain & Wallace's half of the encoder's width)
+    # dot: q/k projections (None: 2 * hidden_dim); additive: its tanh layer (None: 2 * hidden_dim). With
+    # query=learned, None is Jain & Wallace's forms: dot without projections, additive's tanh layer hidden_dim
     attention_dim: int | None = None
     attention_scale: bool = True  # dot: scores divided by sqrt(attention_dim)
     attention_init: str = "xavier"
