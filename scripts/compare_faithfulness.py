@@ -95,6 +95,13 @@ def by_attention(results: list[dict]) -> str:
         ("flipped, top-1 by attention removed", lambda r: r["erasure"]["attention"][r["ks"][0]]["flipped"], "{:.1%}"),
         ("uniform weights: decisions changed", lambda r: r["uniform"]["decisions_changed"], "{:.1%}"),
     ]
+    if all("magnitude" in r["agreement"] for r in results):  # Jain & Wallace's definition, and significance
+        for pair, name in (("gradient", "attention vs gradient"), ("loo", "attention vs leave-one-out"),
+                           ("gradient_vs_loo", "gradient vs leave-one-out")):  # fmt: skip
+            rows.append((f"tau by magnitude, {name} (mean)",
+                         lambda r, p=pair: r["agreement"]["magnitude"][p]["mean"], "{:.3f}"))  # fmt: skip
+            rows.append((f"  significant (p <= 0.05), {name}",
+                         lambda r, p=pair: r["agreement"]["magnitude"][p]["significant"], "{:.2f}"))  # fmt: skip
     for score, better in (("comprehensiveness", "higher"), ("sufficiency", "lower")):
         for n in sources:
             rows.append((f"AOPC {score}, {n} ({better}: more faithful)",

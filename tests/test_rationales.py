@@ -330,6 +330,9 @@ def test_faithfulness_with_eraser_rationales(tiny_run, tiny_run_additive, movies
     assert f"| plausibility: AUPRC, attention | {auprc:.3f} ± 0.000 | " in table
     comp = saved["eraser"]["sources"]["loo"]["aopc_comprehensiveness"]
     assert f"| AOPC comprehensiveness, loo (higher: more faithful) | {comp:.3f} ± 0.000 | " in table
+    tau = saved["agreement"]["magnitude"]["gradient_vs_loo"]  # Jain & Wallace's definition, and significance
+    assert f"| tau by magnitude, gradient vs leave-one-out (mean) | {tau['mean']:.3f} ± 0.000 | " in table
+    assert f"|   significant (p <= 0.05), gradient vs leave-one-out | {tau['significant']:.2f} ± 0.00 | " in table
 
 
 def test_faithfulness_rationales_bad_input(tiny_run, movies_like, tmp_path):
