@@ -1,17 +1,7 @@
-"""Wiegreffe & Pinter's tests of a run's attention:
-`python attention_tests.py ckpt=<run> test=diagnostic|adversarial [lambdas=[...]]`."""
+"""Wiegreffe & Pinter's tests of a run's attention: `python attention_tests.py ckpt=<run> test=diagnostic|adversarial`
+(or `attnclf attention-tests ...`)."""
 
-import hydra
-from omegaconf import DictConfig
-
-from attnclf.cli import main_entry, run
-from attnclf.inference.attention_tests import attention_tests
-
-
-@hydra.main(version_base="1.3", config_path="conf", config_name="attention_tests")
-def main(cfg: DictConfig) -> None:
-    run(attention_tests, cfg)
-
+from attnclf.commands.attention_tests import entry
 
 if __name__ == "__main__":
-    main_entry(main, "attention_tests")
+    entry()

@@ -1,16 +1,7 @@
-"""Faithfulness of the attention: `python faithfulness.py ckpt=<path> [reviews=1000] [data.path=...]`."""
+"""Faithfulness of the attention: `python faithfulness.py ckpt=<path> [reviews=1000] [data.path=...]`
+(or `attnclf faithfulness ...`)."""
 
-import hydra
-from omegaconf import DictConfig
-
-from attnclf.cli import main_entry, run
-from attnclf.inference.faithfulness import faithfulness
-
-
-@hydra.main(version_base="1.3", config_path="conf", config_name="faithfulness")
-def main(cfg: DictConfig) -> None:
-    run(faithfulness, cfg)
-
+from attnclf.commands.faithfulness import entry
 
 if __name__ == "__main__":
-    main_entry(main, "faithfulness")
+    entry()

@@ -1,9 +1,7 @@
-"""Predict: `python predict.py ckpt=<path> text="a wonderful film"` or `input=<file> [output=...] [html=...]`."""
+"""Predict: `python predict.py ckpt=<path> text="a wonderful film"` or `input=<file> [output=...] [html=...]`
+(or `attnclf predict ...`)."""
 
-import sys
-
-from attnclf.cli import run
-from attnclf.inference.predict import predict
+from attnclf.commands.predict import entry
 
 if __name__ == "__main__":
-    run(predict, sys.argv[1:])
+    entry()

@@ -356,8 +356,7 @@ def test_faithfulness_command_writes_json_summary_and_tensorboard(tiny_run, tiny
     assert all(again["erasure"][n] == result["erasure"][n] for n in again["erasure"])
     assert len(saved["per_review"]["kendall_tau_loo"]) == 30 == len(saved["per_review"]["tokens"])
 
-    sys.path.insert(0, str(Path(CONF).parent / "scripts"))
-    from compare_faithfulness import main
+    from attnclf.tools.compare_faithfulness import main
 
     assert main([str(out), str(tmp_path / "again" / "faithfulness.json"), "--out", str(tmp_path / "c.png")]) == 0
     table = capsys.readouterr().out
@@ -365,7 +364,7 @@ def test_faithfulness_command_writes_json_summary_and_tensorboard(tiny_run, tiny
     flipped = f"{result['erasure']['random']['k3']['flipped']:.1%}"
     assert f"| flipped, top-3 by random removed | {flipped} | {flipped} |" in table
     # five runs: every run's three erasure lines are drawn, each named by its run (not only its attention)
-    from compare_faithfulness import figure, load
+    from attnclf.tools.compare_faithfulness import figure, load
 
     runs = [{**load(str(out)), "_label": f"dot (run {i})"} for i in range(5)]
     erasure = figure(runs, str(tmp_path / "five.png")).axes[1]
@@ -408,8 +407,7 @@ def test_attention_agreement_across_seeds_and_attentions(tiny_run, tiny_run_addi
     """Two copies of one run agree exactly (distance 0); dot against additive does not; bad input is one line."""
     import shutil
 
-    sys.path.insert(0, str(Path(CONF).parent / "scripts"))
-    from attention_agreement import main
+    from attnclf.tools.agreement import main
 
     twin = tmp_path / "twin"
     shutil.copytree(tiny_run, twin)

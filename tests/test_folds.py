@@ -90,8 +90,8 @@ def test_a_cross_validation_sweep_and_its_report_pair_dot_and_additive_by_fold(t
     metrics = [json.loads(p.read_text()) for p in sweep.rglob("metrics.json")]
     tests = sorted((m["attention"], m["splits"]["test"]) for m in metrics)
     assert len(tests) == 6 and len({t for _, t in tests}) == 3  # both attentions on each of the 3 folds
-    r = subprocess.run([sys.executable, "scripts/report.py", str(sweep)], cwd=ROOT, capture_output=True, text=True,
-                       timeout=120)  # fmt: skip
+    cmd = [sys.executable, "-m", "attnclf", "report", str(sweep)]
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     text = (sweep / "report.md").read_text()
     assert "(3 pairs over 1 setting(s), paired t-test)" in text and "42 (3 folds)" in text

@@ -158,7 +158,7 @@ def test_eval_and_predict_help_list_only_what_they_take(capsys):
     with pytest.raises(SystemExit) as e:
         predict(["--help"])
     out = capsys.readouterr().out
-    assert e.value.code == 0 and out.startswith("usage: python predict.py") and "column=" in out
+    assert e.value.code == 0 and out.startswith("usage: attnclf predict") and "column=" in out
 
 
 @pytest.mark.slow  # (a process of its own, or more training than a tiny run)

@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import logging
 import random
-import sys
-from pathlib import Path
 
 import datasets
 import numpy as np
@@ -318,8 +316,7 @@ def test_faithfulness_with_eraser_rationales(tiny_run, tiny_run_additive, movies
     # side by side, per attention: mean ± sd over the runs (dot twice: sd 0), and the AOPC figure
     additive = tmp_path / "a"
     faithfulness(compose_faith([*base[1:], f"ckpt={tiny_run_additive}", f"output={additive}"]))
-    sys.path.insert(0, str(Path(CONF).parent / "scripts"))
-    from compare_faithfulness import main
+    from attnclf.tools.compare_faithfulness import main
 
     capsys.readouterr()
     png = tmp_path / "aopc.png"

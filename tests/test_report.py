@@ -1,4 +1,4 @@
-"""scripts/report.py on sweep folders written here (metrics.json and Hydra's overrides.yaml and config.yaml,
+"""attnclf report on sweep folders written here (metrics.json and Hydra's overrides.yaml and config.yaml,
 no training)."""
 
 import json
@@ -35,7 +35,11 @@ def write_run(root, name, attention, seed, lr, hidden, acc, loss, overrides=None
 
 def report(folder, *args):
     return subprocess.run(
-        [sys.executable, "scripts/report.py", str(folder), *args], cwd=ROOT, capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "attnclf", "report", str(folder), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -133,12 +137,9 @@ def test_a_setting_is_the_composed_config_not_how_it_was_spelled(tmp_path):
 
 
 def load_report_module():
-    import importlib.util
+    from attnclf.tools import report
 
-    spec = importlib.util.spec_from_file_location("report", ROOT / "scripts" / "report.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return report
 
 
 @pytest.mark.slow  # (a process of its own, or more training than a tiny run)
@@ -210,11 +211,8 @@ def test_each_run_has_its_own_colour_and_one_validation_its_time(tmp_path):
 def test_the_bootstrap_interval_resamples_runs_and_spans_their_spread():
     """The 95% interval of the mean resamples the runs (with replacement): for five runs 2 points apart it
     spans about +-1.8 points around their mean, not a collapsed interval at the mean."""
-    import importlib.util
+    from attnclf.tools import report as report_module
 
-    spec = importlib.util.spec_from_file_location("report", ROOT / "scripts" / "report.py")
-    report_module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(report_module)
     xs = [0.80, 0.82, 0.84, 0.86, 0.88]
     lo, hi = report_module.bootstrap_ci(xs)
     assert 0.80 <= lo < 0.83 and 0.85 < hi <= 0.88, (lo, hi)

@@ -1,4 +1,5 @@
-"""The benchmark scripts run (timings are not tested, only that they run and agree with the references)."""
+"""The benchmark scripts of scripts/ run (timings are not tested, only that they run and agree with the references:
+`pytest -m bench`), and the tools that were scripts before they were `attnclf` commands."""
 
 import json
 import os
@@ -11,7 +12,8 @@ import torch
 from conftest import ROOT
 
 
-@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
+@pytest.mark.bench  # (a benchmark script on tiny inputs, in a process of its own)
+@pytest.mark.slow
 def test_bench_attention_quick(tmp_path):
     r = subprocess.run(
         [sys.executable, "scripts/bench_attention.py", "--quick", "--out", str(tmp_path)],
@@ -28,7 +30,8 @@ def test_bench_attention_quick(tmp_path):
     assert (tmp_path / "attention_cpu.png").stat().st_size > 0
 
 
-@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
+@pytest.mark.bench  # (a benchmark script on tiny inputs, in a process of its own)
+@pytest.mark.slow
 def test_bench_train_quick(tiny_imdb, tmp_path):
     """Contenders run on tiny data and their ratios are printed (the documents' loop and the product here:
     each contender is a process of its own, ~10 s of imports; the kernel runs in the interleaved test)."""
@@ -55,7 +58,8 @@ def test_bench_train_quick(tiny_imdb, tmp_path):
     assert re.search(r"^ratio product/doc: \d+\.\d\d$", r.stdout, re.M), r.stdout
 
 
-@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
+@pytest.mark.bench  # (a benchmark script on tiny inputs, in a process of its own)
+@pytest.mark.slow
 def test_bench_step_tiny():
     """The step breakdown runs for both attentions and prints every part (additive: its matmul floor too)."""
     args = ["--batch", "4", "--length", "12", "--embed-dim", "8", "--hidden-dim", "8", "--vocab", "50"]
@@ -72,7 +76,8 @@ def test_bench_step_tiny():
     assert re.search(r"^  its key-projection matmuls +- +[\d.]+ \( *\d+%\)$", r.stdout, re.M), r.stdout
 
 
-@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
+@pytest.mark.bench  # (a benchmark script on tiny inputs, in a process of its own)
+@pytest.mark.slow
 def test_bench_precision_tiny():
     """The three precisions run; fp32 is the reference (error 0), the bf16 rows differ from it."""
     args = ["--batch", "4", "--length", "20", "--vocab", "100", "--repeats", "1", "--device", "cpu"]
@@ -88,7 +93,8 @@ def test_bench_precision_tiny():
         assert 0 < float(rows[mode][3]) < 0.1, r.stdout  # bf16 rounding: small, not zero
 
 
-@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
+@pytest.mark.bench  # (a benchmark script on tiny inputs, in a process of its own)
+@pytest.mark.slow
 def test_bench_tokenize(tiny_imdb):
     """The tokenising contenders run and give the same ids as the one-process tokenizer."""
     r = subprocess.run(
@@ -109,7 +115,9 @@ def test_compare_attention(tiny_run, tiny_run_additive, tiny_imdb, tmp_path):
     r = subprocess.run(
         [
             sys.executable,
-            "scripts/compare_attention.py",
+            "-m",
+            "attnclf",
+            "compare-attention",
             *ckpts,
             "--data",
             str(tiny_imdb),
@@ -137,7 +145,9 @@ def test_compare_attention(tiny_run, tiny_run_additive, tiny_imdb, tmp_path):
     swapped = subprocess.run(
         [
             sys.executable,
-            "scripts/compare_attention.py",
+            "-m",
+            "attnclf",
+            "compare-attention",
             *reversed(ckpts),
             "--data",
             str(tiny_imdb),
@@ -152,7 +162,8 @@ def test_compare_attention(tiny_run, tiny_run_additive, tiny_imdb, tmp_path):
     assert swapped.returncode != 0 and "trained with attention=additive" in swapped.stderr
 
 
-@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
+@pytest.mark.bench  # (a benchmark script on tiny inputs, in a process of its own)
+@pytest.mark.slow
 def test_bench_train_interleaved_quick(tiny_imdb, tmp_path):
     """--interleaved: the model with both GRU kernels and the kernel, in one process, with ratios to the kernel."""
     r = subprocess.run(
@@ -170,7 +181,8 @@ def test_bench_train_interleaved_quick(tiny_imdb, tmp_path):
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="on a GPU the script runs for real (minutes)")
-@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
+@pytest.mark.bench  # (a benchmark script on tiny inputs, in a process of its own)
+@pytest.mark.slow
 def test_gpu_check_says_why_it_stops_without_a_gpu(tiny_imdb):
     """With this interpreter given (PYTHON), not whichever `python` is on PATH: here none is."""
     env = {**os.environ, "PYTHON": sys.executable, "PATH": "/usr/bin:/bin"}
@@ -180,7 +192,8 @@ def test_gpu_check_says_why_it_stops_without_a_gpu(tiny_imdb):
     assert r.returncode != 0 and "no CUDA device" in r.stderr, r.stderr[-2000:]
 
 
-@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
+@pytest.mark.bench  # (a benchmark script on tiny inputs, in a process of its own)
+@pytest.mark.slow
 def test_bench_lm_runs():
     r = subprocess.run(
         [sys.executable, "scripts/bench_lm.py", "--vocab", "300", "--batch", "4", "--length", "10", "--repeats", "1",
@@ -202,7 +215,7 @@ def test_compare_datasets_runs_each_protocol_and_reports_each_dataset_apart(tiny
     out = tmp_path / "out"
     tiny = ["experiment=smoke", "logger=none", "model.embed_dim=16", "model.hidden_dim=16", "data.batch_size=16",
             f"paths.cache_dir={tmp_path / 'cache'}"]  # fmt: skip
-    cmd = [sys.executable, "scripts/compare_datasets.py", "--cr", str(short), "--data", f"reviews={tiny_imdb}",
+    cmd = [sys.executable, "-m", "attnclf", "compare-datasets", "--cr", str(short), "--data", f"reviews={tiny_imdb}",
            "--folds", "2", "--seeds", "1", "--out", str(out), "--", *tiny]  # fmt: skip
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
@@ -215,13 +228,15 @@ def test_compare_datasets_runs_each_protocol_and_reports_each_dataset_apart(tiny
     again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and "cr: 4 runs already in" in again.stdout
     bad = subprocess.run([sys.executable, "scripts/compare_datasets.py"], cwd=ROOT, capture_output=True, text=True)
+    assert "scripts/compare_datasets.py is `attnclf compare-datasets` now" in bad.stderr  # (the old line forwards)
     assert bad.returncode == 2 and "give at least one dataset" in bad.stderr
-    named = [sys.executable, "scripts/compare_datasets.py", "--data", "no-path", "--out", str(out)]
+    named = [sys.executable, "-m", "attnclf", "compare-datasets", "--data", "no-path", "--out", str(out)]
     bad = subprocess.run(named, cwd=ROOT, capture_output=True, text=True)
     assert bad.returncode == 2 and "--data 'no-path': give NAME=PATH" in bad.stderr
 
 
-@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
+@pytest.mark.bench  # (a benchmark script on tiny inputs, in a process of its own)
+@pytest.mark.slow
 def test_bench_short_texts_prints_both_speeds_and_their_ratio(tiny_imdb, tmp_path):
     from test_own_data import examples, write
 
@@ -245,7 +260,9 @@ def test_imbalance_makes_a_smaller_copy_with_a_rare_class(tmp_path):
         )
     args = [
         sys.executable,
-        "scripts/imbalance.py",
+        "-m",
+        "attnclf",
+        "imbalance",
         str(src),
         str(out),
         "--rows",
@@ -260,9 +277,9 @@ def test_imbalance_makes_a_smaller_copy_with_a_rare_class(tmp_path):
     assert len(rows) == 100 and sum(r["label"] == 2 for r in rows) == 10 and len({r["text"] for r in rows}) == 100
     assert sum(json.loads(x)["label"] == 2 for x in (out / "test.jsonl").read_text().splitlines()) == 5
     assert "train {'0': " in r.stdout and "'2': 10}" in r.stdout
-    subprocess.run([*args[:3], str(tmp_path / "again"), *args[4:]], cwd=ROOT, capture_output=True, timeout=60)
+    subprocess.run([*args[:5], str(tmp_path / "again"), *args[6:]], cwd=ROOT, capture_output=True, timeout=60)
     assert (tmp_path / "again" / "train.jsonl").read_text() == (out / "train.jsonl").read_text()  # (seeded)
-    too_many = subprocess.run([*args[:7], "test=90", "--rare", "2=0.5"], cwd=ROOT, capture_output=True, text=True)
+    too_many = subprocess.run([*args[:9], "test=90", "--rare", "2=0.5"], cwd=ROOT, capture_output=True, text=True)
     assert (
         too_many.returncode != 0 and "test has 33 rows of class 2 and 67 others; asked for 45 and 45" in too_many.stderr
     )

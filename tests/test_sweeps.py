@@ -54,7 +54,7 @@ def test_grid_sweep_and_report(tiny_imdb, tmp_path):
     assert {(m["attention"], m["seed"]) for m in runs} == {(a, s) for a in ("dot", "additive") for s in (1, 2)}
 
     ranked = subprocess.run(
-        [sys.executable, "scripts/report.py", str(tmp_path / "sweep")],
+        [sys.executable, "-m", "attnclf", "report", str(tmp_path / "sweep")],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -1,7 +1,7 @@
 """`predict(args)`: label, probability and top-weighted words for new reviews.
 
-    python predict.py ckpt=<path> text="a wonderful film"
-    python predict.py ckpt=<path> input=reviews.txt|.csv|.jsonl|.parquet [output=out.csv|.jsonl] [html=out.html]
+    attnclf predict ckpt=<path> text="a wonderful film"
+    attnclf predict ckpt=<path> input=reviews.txt|.csv|.jsonl|.parquet [output=out.csv|.jsonl] [html=out.html]
 
 Arguments are key=value, taken literally (a review may hold any character, so
 they are not parsed as Hydra overrides).
@@ -24,7 +24,7 @@ from attnclf.training.checkpoint import best_checkpoint
 from attnclf.utils.files import write_atomic, write_text_atomic
 from attnclf.utils.jsonfile import dumps
 
-HELP = """usage: python predict.py ckpt=<.ckpt or run folder> (text="a review" | input=<file>) [key=value ...]
+HELP = """usage: attnclf predict ckpt=<.ckpt or run folder> (text="a review" | input=<file>) [key=value ...]
 
   ckpt=PATH        a checkpoint, or a run folder (its best checkpoint)
   text=REVIEW      one review, taken literally

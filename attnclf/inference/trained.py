@@ -63,7 +63,7 @@ class Classifier:
         if checkpoint_kind(ckpt.get("hyper_parameters") or {}) == LANGUAGE_MODEL:
             raise AttnclfError(
                 f"{path} is a pretrain.py language model, not a classifier; train one from it: "
-                f"python train.py model.init_from={path}"
+                f"attnclf train model.init_from={path}"
             )
         vocab_path = run_dir_of(path) / "vocab.json"
         if not vocab_path.is_file():

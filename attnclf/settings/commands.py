@@ -128,7 +128,7 @@ RUNS_OWN = ("data", "model.embed_dim", "model.hidden_dim", "num_threads", "paths
 
 
 def pretraining_config(cfg: DictConfig, run: TrainRunConfig, model: ModelConfig) -> DictConfig:
-    """model.init_from=pretrain: conf/pretrain.yaml with `pretraining`'s overrides, as `python pretrain.py
+    """model.init_from=pretrain: conf/pretrain.yaml with `pretraining`'s overrides, as `attnclf pretrain
     <them>` composes it, but with the run's data, embedding and GRU sizes, threads and cache folder; checked
     whole (pretrain_settings), before any data work. Its folder (paths.output_dir) is set where the texts
     are known (attnclf/training/init_from.py)."""

@@ -1,13 +1,14 @@
 """A command's config composed from conf/ outside its own entry point: `model.init_from=pretrain` composes
-pretrain.yaml from within train.py, as `python pretrain.py <overrides>` would."""
+pretrain.yaml from within train.py, as `attnclf pretrain <overrides>` would."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from importlib.resources import files
 
 from omegaconf import DictConfig
 
-CONF = Path(__file__).resolve().parents[2] / "conf"
+# the configs: the checkout's conf/ (an editable install), or the copy an installed wheel holds (attnclf.conf)
+CONF = files("attnclf.conf")
 
 
 def compose_config(name: str, overrides: list[str]) -> DictConfig:

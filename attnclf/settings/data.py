@@ -88,7 +88,7 @@ class DataConfig:
         if fold is None or not 0 <= fold < folds:
             raise AttnclfError(
                 f"data.fold={fold!r} must be one of 0..{folds - 1} with data.folds={folds} "
-                f"(all of them: python train.py -m data.folds={folds} 'data.fold=range({folds})')"
+                f"(all of them: attnclf train -m data.folds={folds} 'data.fold=range({folds})')"
             )
 
     def recorded(self) -> dict:

@@ -221,7 +221,7 @@ class AttentionMaps(L.Callback):
     @staticmethod
     def importance(pl_module, reviews: list[np.ndarray]):
         """attnclf.analysis.measures's attributions (attention weights, probabilities, gradient x input) and
-        leave-one-out of each review, in eval mode (`python faithfulness.py` for the measures over many
+        leave-one-out of each review, in eval mode (`attnclf faithfulness` for the measures over many
         reviews)."""
         from attnclf.analysis import measures
 

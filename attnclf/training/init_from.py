@@ -35,9 +35,7 @@ def latest_pretraining(root: Path) -> Path:
     runs = sorted((p.parent for p in root.glob("*/metrics.json")), key=lambda p: p.stat().st_mtime)
     runs = [r for r in runs if json.loads((r / "metrics.json").read_text()).get("kind") == KIND]
     if not runs:
-        raise AttnclfError(
-            f"model.init_from=latest: no finished pretraining under {root}; run python pretrain.py first"
-        )
+        raise AttnclfError(f"model.init_from=latest: no finished pretraining under {root}; run attnclf pretrain first")
     return runs[-1]
 
 

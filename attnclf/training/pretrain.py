@@ -1,5 +1,5 @@
 """`pretrain(cfg)`: the forward and backward language models (attnclf/training/lm_module.py) that a
-classifier can start from (`python train.py model.init_from=<run>`: attnclf/training/init_from.py)."""
+classifier can start from (`attnclf train model.init_from=<run>`: attnclf/training/init_from.py)."""
 
 from __future__ import annotations
 
@@ -109,7 +109,7 @@ def pretrain(cfg: DictConfig) -> float:
     }
     if trainer.is_global_zero:
         write_json(out / "metrics.json", metrics)
-        log.info("val/loss %.4f  val/ppl %.1f  %.0f s  %.0f tokens/s  -> %s  (python train.py model.init_from=%s)",
+        log.info("val/loss %.4f  val/ppl %.1f  %.0f s  %.0f tokens/s  -> %s  (attnclf train model.init_from=%s)",
                  val_loss, metrics["val/ppl"], metrics["fit_seconds"], metrics["train_tokens_per_sec"],
                  out / "metrics.json", out)  # fmt: skip
     return val_loss

@@ -1,0 +1,71 @@
+"""`attnclf <command> [arguments]`: every tool of attnclf as one installed command, as litgpt's `litgpt <cmd>`.
+
+The Hydra apps (train, eval, faithfulness, attention-tests, pretrain) take Hydra's key=value overrides, as
+`python train.py ...` does, and predict key=value too; the others take flags. `attnclf <command> --help` says
+each one's. The root entry points of a checkout (`python train.py ...`) call the same code.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+COMMANDS = {  # name: (module, one line on what it does)
+    "train": ("attnclf.commands.train", "train a classifier: attnclf train attention=additive [key=value ...]"),
+    "eval": ("attnclf.commands.eval", "accuracy, loss, macro-F1 and confusion of a run on its own test rows"),
+    "predict": ("attnclf.commands.predict", "classify texts, each word's attention beside (text=... or input=...)"),
+    "faithfulness": (
+        "attnclf.commands.faithfulness",
+        "can a run's attention maps be trusted? agreement, erasure, ERASER, adversarial attention",
+    ),  # fmt: skip
+    "attention-tests": (
+        "attnclf.commands.attention_tests",
+        "Wiegreffe & Pinter's tests of a run's attention: test=diagnostic or adversarial",
+    ),  # fmt: skip
+    "pretrain": ("attnclf.commands.pretrain", "pretrain the encoder as two language models"),
+    "report": ("attnclf.tools.report", "summarise a sweep folder: ranking, mean ± sd, dot vs additive paired"),
+    "compare-datasets": (
+        "attnclf.tools.compare_datasets",
+        "dot vs additive on several datasets, each by its protocol, then one report",
+    ),  # fmt: skip
+    "compare-faithfulness": (
+        "attnclf.tools.compare_faithfulness",
+        "faithfulness results side by side, or mean ± sd per attention",
+    ),  # fmt: skip
+    "compare-attention": (
+        "attnclf.tools.compare_attention",
+        "a dot and an additive run's attention maps over the same reviews",
+    ),  # fmt: skip
+    "agreement": ("attnclf.tools.agreement", "how far runs' attention maps agree, across seeds and attentions"),
+    "imbalance": ("attnclf.tools.imbalance", "a copy of a dataset with a rare class (class-weight experiments)"),
+}
+
+
+def usage() -> str:
+    width = max(map(len, COMMANDS))
+    lines = ["usage: attnclf <command> [arguments]   (attnclf <command> --help: the command's own)", "", "commands:"]
+    return "\n".join([*lines, *(f"  {name:<{width}}  {what}" for name, (_, what) in COMMANDS.items())])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run `attnclf <command> ...`; its exit status (2: no command, or one that is not attnclf's)."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in ("-h", "--help"):
+        print(usage())
+        return 0
+    if not argv or argv[0] not in COMMANDS:
+        said = f"unknown command {argv[0]!r}" if argv else "give a command"
+        print(f"error: {said}; allowed: {', '.join(COMMANDS)} (attnclf --help says what each does)", file=sys.stderr)
+        return 2
+    name, rest = argv[0], argv[1:]
+    module = importlib.import_module(COMMANDS[name][0])
+    if hasattr(module, "entry"):  # a Hydra app (or predict): it reads sys.argv, exits with its status
+        sys.argv = [f"attnclf {name}", *rest]
+        module.entry()
+        return 0
+    return module.main(rest)
+
+
+def run_command() -> None:
+    """The `attnclf` console script."""
+    sys.exit(main())

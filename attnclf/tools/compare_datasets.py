@@ -1,0 +1,94 @@
+"""Dot against additive attention beyond IMDb: the short-text suite of Kim (2014), or any datasets by name,
+each by its protocol, then one report of every dataset.
+
+    attnclf compare-datasets --mr /path/to/mr.csv --subj /path/to/subj.jsonl --cr /path/to/cr.txt \
+        --sst5 /path/to/sst5 [--imdb /path/to/imdb] [--data NAME=PATH ...] [--out outputs/compare_datasets] \
+        [--folds 10] [--seeds 1 2 3] [-- key=value ...]
+
+- data without a test split of its own (MR, Subj, CR: one file each): `--folds`-fold cross-validation,
+  both attentions on every fold (`data.folds=K 'data.fold=range(K)'`);
+- data with one (SST-5, IMDb): `--seeds`, both attentions.
+`--data NAME=PATH` (repeated) adds any dataset under its own name, its protocol chosen the same way from its
+splits (read as train.py reads them); `--mr PATH` is `--data mr=PATH`, and so on.
+
+Every run is a Hydra multirun of `attnclf train` under OUT/<dataset>, so a stopped suite is continued by running
+the missing datasets again (a dataset whose folder already holds all its runs is skipped). Overrides after
+`--` go to every run (e.g. `num_threads=1`). Then `attnclf report OUT` reports each dataset apart: mean
+± sd per attention, the paired difference (by fold, or by seed) with its tests, and time per run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+BUILT_IN = {"mr": False, "subj": False, "cr": False, "sst5": True, "imdb": True}  # has a test split of its own
+
+
+def has_test_split(path: str) -> bool:
+    """Whether the data at `path` has a test split of its own (its splits read as train.py reads them)."""
+    from attnclf.data.loading import load_splits
+
+    return "test" in load_splits(path)
+
+
+def runs(name: str, path: str, args, extra: list[str], own_test: bool) -> tuple[list[str], int]:
+    """The `attnclf train` multirun arguments for one dataset, and how many runs it makes."""
+    common = [f"data.path={path}", "attention=dot,additive", "callbacks.rich_progress_bar=null", *extra]
+    if not own_test:
+        folds = args.folds
+        return [*common, f"data.folds={folds}", f"data.fold=range({folds})"], 2 * folds
+    return [*common, "seed=" + ",".join(str(s) for s in args.seeds)], 2 * len(args.seeds)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="attnclf compare-datasets", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    for name in ("mr", "subj", "cr", "sst5", "imdb"):
+        p.add_argument(f"--{name}", help=f"the {name.upper()} data (a file, or a folder with its splits)")
+    p.add_argument("--data", action="append", default=[], metavar="NAME=PATH", help="any dataset, by a name of yours")
+    p.add_argument("--out", type=Path, default=Path("outputs/compare_datasets"))
+    p.add_argument("--folds", type=int, default=10)
+    p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    argv = sys.argv[1:] if argv is None else argv
+    extra = argv[argv.index("--") + 1 :] if "--" in argv else []
+    args = p.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
+    given = {n: getattr(args, n) for n in BUILT_IN if getattr(args, n)}
+    protocol = {n: BUILT_IN[n] for n in given}  # (--data's: from its splits)
+    for item in args.data:
+        name, eq, path = item.partition("=")
+        if not eq or not name or not path or not name.replace("_", "").replace("-", "").isalnum():
+            p.error(f"--data {item!r}: give NAME=PATH, a name of letters, digits, - and _ (e.g. --data trec=trec.csv)")
+        if name in given:
+            p.error(f"--data {item!r}: {name} is given twice")
+        given[name] = path
+    if not given:
+        p.error("give at least one dataset (--mr, --subj, --cr, --sst5, --imdb, or --data NAME=PATH)")
+    if args.folds < 2:
+        p.error(f"--folds={args.folds} must be 2 or more")
+    for name, path in given.items():
+        if not Path(path).expanduser().exists():
+            p.error(f"--{name} {path}: does not exist")
+    start = time.perf_counter()
+    for name, path in given.items():
+        sweep = args.out.resolve() / name
+        own_test = protocol[name] if name in protocol else has_test_split(str(Path(path).expanduser()))
+        overrides, expected = runs(name, path, args, extra, own_test)
+        done = len(list(sweep.rglob("metrics.json"))) if sweep.is_dir() else 0
+        if done >= expected:
+            print(f"{name}: {done} runs already in {sweep}; skipped", flush=True)
+            continue
+        t = time.perf_counter()
+        print(f"{name}: {expected} runs -> {sweep}", flush=True)
+        cmd = [sys.executable, "-m", "attnclf", "train", "-m", *overrides, f"hydra.sweep.dir={sweep}"]
+        result = subprocess.run(cmd)
+        print(f"{name}: exit {result.returncode} in {time.perf_counter() - t:.0f} s", flush=True)
+        if result.returncode != 0:
+            return result.returncode
+    print(f"all datasets in {time.perf_counter() - start:.0f} s; the report:", flush=True)
+    from attnclf.tools.report import main as report
+
+    return report([str(args.out.resolve())])

@@ -1,0 +1,374 @@
+"""Summarise a multirun or sweep folder: ranking, and the dot vs additive comparison.
+
+    attnclf report outputs/multirun/<date_time> [--objective val/acc] [--target 0.85]
+
+Reads every run's metrics.json (and its TensorBoard scalars) under the folder,
+prints the runs ranked by the objective and the best overrides, and writes
+report.md and PNG plots into the folder:
+- per attention: test accuracy mean +- sd and a 95% bootstrap interval over runs;
+  the paired difference between runs that differ only in the attention (same
+  seed and every other setting) with a paired t-test and an exact sign-flip
+  permutation test;
+- seconds per epoch, useful training tokens/s, evaluation reviews/s, and time
+  to reach the target validation accuracy, each mean +- sd;
+- validation accuracy against step and against wall-clock (val_acc.png);
+- attention sharpness: entropy of the weights and the share on the top-5 tokens;
+- by setting (every setting but the seed, as in the claim_* experiments): best
+  validation accuracy, and the optimizer steps and seconds to the target, mean +- sd.
+
+A run's setting is its composed config (Hydra's .hydra/config.yaml), so runs
+that reach the same config through different overrides (a value an experiment
+sets, or the same value given on the command line) are one setting; where a
+run has no config.yaml, its overrides.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import itertools
+import json
+import math
+import statistics as st
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+# config keys that do not make a run a different setting: replicates (seeds, cross-validation folds), and
+# where a run is logged and shown, which does not change what it learns (a group's keys: the prefix)
+NOT_SETTINGS = ("seed", "ckpt_path", "data.fold", "logger", "paths", "callbacks.rich_progress_bar")
+
+
+def is_setting(word: str) -> bool:
+    """A `key=value` word that makes a run a different setting."""
+    key = word.split("=", 1)[0]
+    return not any(key == k or key.startswith(k + ".") for k in NOT_SETTINGS)
+
+
+# config keys that say which data a run learned from: runs of different data are reported apart
+DATA_KEYS = ("data.path", "data.name", "data.train_file")
+
+
+def flatten(config: dict, prefix: str = "") -> list[str]:
+    """["model.hidden_dim=128", ...]: a nested config as key=value words, in YAML's spelling."""
+    words = []
+    for key, value in config.items():
+        if isinstance(value, dict):
+            words += flatten(value, f"{prefix}{key}.")
+        else:
+            words.append(f"{prefix}{key}={json.dumps(value) if not isinstance(value, str) else value}")
+    return words
+
+
+def load_runs(root: Path) -> list[dict]:
+    import yaml  # (PyYAML: OmegaConf's own dependency)
+
+    runs = []
+    for path in sorted(root.rglob("metrics.json")):
+        # (a value not measured, such as test/acc with test=false, is null in the file: nan here)
+        m = {k: math.nan if v is None else v for k, v in json.loads(path.read_text()).items()}
+        overrides = path.parent / ".hydra" / "overrides.yaml"
+        config = path.parent / ".hydra" / "config.yaml"
+        m["dir"] = path.parent
+        m["overrides"] = [ln[2:].strip() for ln in overrides.read_text().splitlines()] if overrides.exists() else []
+        if config.exists():
+            words = flatten(yaml.safe_load(config.read_text()) or {})
+            # (a key set to null is no setting: runs from before the key existed read the same)
+            m["setting"] = sorted(w for w in words if is_setting(w) and not w.endswith("=null"))
+        else:
+            m["setting"] = [o for o in m["overrides"] if is_setting(o)]
+        record = path.parent / "data.json"  # (the run's data, as train.py recorded it)
+        if record.exists():
+            r = json.loads(record.read_text())
+            m["fold"] = r["data"]["fold"]
+            data = [r["data"][key.split(".", 1)[1]] for key in DATA_KEYS]
+        else:  # (a run from before data.json: its config's words)
+            words = flatten(yaml.safe_load(config.read_text()) or {}) if config.exists() else m["overrides"]
+            fold = next((w.split("=", 1)[1] for w in words if w.startswith("data.fold=")), "null")
+            m["fold"] = None if fold in ("null", "None") else int(fold)
+            data = [w.split("=", 1)[1] for w in m["setting"] if w.split("=", 1)[0] in DATA_KEYS]
+        m["data"] = " ".join(str(d) for d in data if d not in (None, "null", "None")) or "(the default data)"
+        runs.append(m)
+    return runs
+
+
+@functools.cache  # the compare table, the by-setting table and the plot all read the same curves
+def curve(run_dir: Path, tag: str = "val/acc") -> list[tuple[int, float, float]]:
+    """(step, seconds since the run's first event, value) of a scalar, from TensorBoard's event files."""
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    tb = run_dir / "tensorboard"
+    if not tb.exists():
+        return []
+    ea = EventAccumulator(str(tb), size_guidance={"scalars": 0})
+    ea.Reload()
+    if tag not in ea.Tags()["scalars"]:
+        return []
+    start = ea.FirstEventTimestamp()  # (the log's opening, at the fit's start: not the first scalar, which may
+    # be this very validation where a run validates once)
+    return [(e.step, e.wall_time - start, e.value) for e in ea.Scalars(tag)]
+
+
+def mean_sd(xs: list[float]) -> str:
+    xs = [x for x in xs if x is not None and not math.isnan(x)]
+    if not xs:
+        return "-"
+    sd = st.stdev(xs) if len(xs) > 1 else 0.0
+    scale = 100 if all(0 <= x <= 1 for x in xs) else 1
+    fmt = ".2f" if scale == 100 else (",.0f" if st.mean(xs) >= 100 else ".2f")
+    return f"{st.mean(xs) * scale:{fmt}} ± {sd * scale:{fmt}}"
+
+
+def bootstrap_ci(xs: list[float], reps: int = 10000, seed: int = 0) -> tuple[float, float]:
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    means = rng.choice(np.asarray(xs), size=(reps, len(xs)), replace=True).mean(1)
+    return float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def sign_flip_p(diffs: list[float]) -> float:
+    """Exact two-sided permutation test of mean(diffs) = 0 (paired, by flipping signs)."""
+    observed = abs(sum(diffs))
+    flips = list(itertools.product((1, -1), repeat=len(diffs)))
+    return sum(abs(sum(s * d for s, d in zip(signs, diffs, strict=True))) >= observed - 1e-12 for signs in flips) / len(
+        flips
+    )
+
+
+def paired_t_p(diffs: list[float]) -> float:
+    """Two-sided paired t-test of mean(diffs) = 0; nan with fewer than 2 pairs or no spread."""
+    from scipy import stats
+
+    if len(diffs) < 2 or st.pstdev(diffs) == 0:
+        return math.nan
+    return float(stats.ttest_1samp(diffs, 0.0).pvalue)
+
+
+def to_target(run: dict, target: float) -> tuple[int | None, float | None]:
+    """(optimizer steps, seconds) at the first validation that reached the target accuracy."""
+    for step, seconds, value in curve(run["dir"]):
+        if value >= target:
+            return step, seconds
+    return None, None
+
+
+def setting_of(run: dict, common: set[str]) -> str:
+    """A run's setting (without the seed) less what every run shares: what sets it apart."""
+    return " ".join(w for w in run["setting"] if w not in common) or "(defaults)"
+
+
+def replicates(ms: list[dict]) -> str:
+    """The seeds of a setting's runs, and how many cross-validation folds where they have folds."""
+    seeds = ", ".join(str(s) for s in sorted({m["seed"] for m in ms}))
+    folds = {m.get("fold") for m in ms} - {None}
+    return (
+        f"{seeds} ({len(folds)} folds)"
+        if folds
+        else ", ".join(str(m["seed"]) for m in sorted(ms, key=lambda m: m["seed"]))
+    )
+
+
+def by_setting(runs: list[dict], target: float) -> list[str]:
+    """One row per setting (everything but the seed): the claims' table."""
+    common = set.intersection(*(set(m["setting"]) for m in runs))
+    groups = defaultdict(list)
+    for m in runs:
+        groups[setting_of(m, common)].append(m)
+    lines = [
+        f"| setting | seeds | best val/acc % (mean ± sd) | test/acc % | steps to val/acc ≥ {target} | "
+        f"s to val/acc ≥ {target} | train tokens/s |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for setting, ms in sorted(groups.items()):
+        reach = [to_target(m, target) for m in ms]
+        steps = [s for s, _ in reach if s is not None]
+        secs = [t for _, t in reach if t is not None]
+        cells = [
+            setting,
+            replicates(ms),
+            mean_sd([m["val/acc"] for m in ms]),
+            mean_sd([m.get("test/acc") for m in ms]),
+            f"{mean_sd(steps)} ({len(steps)}/{len(ms)} reached)",
+            mean_sd(secs),
+            mean_sd([m.get("train_tokens_per_sec") for m in ms]),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+# what --objective can rank by, and which way is better
+OBJECTIVES = {"val/acc": "max", "test/acc": "max", "test/loss": "min", "train_tokens_per_sec": "max"}
+
+
+def ranked(runs: list[dict], objective: str) -> list[dict]:
+    """Best first; runs without the value (nan: e.g. test=false) last."""
+    sign = -1 if OBJECTIVES[objective] == "max" else 1
+
+    def key(m: dict) -> tuple[bool, float]:
+        v = m.get(objective, math.nan)
+        return (v is None or math.isnan(v), sign * (v if v is not None and not math.isnan(v) else 0.0))
+
+    return sorted(runs, key=key)
+
+
+def rank(runs: list[dict], objective: str) -> list[str]:
+    ranked_runs = ranked(runs, objective)
+    lines = [f"| rank | {objective} | test/acc | attention | seed | overrides |", "|---|---|---|---|---|---|"]
+    for i, m in enumerate(ranked_runs, 1):
+        lines.append(
+            f"| {i} | {m[objective]:.4f} | {m['test/acc']:.4f} | {m['attention']} | {m['seed']} | "
+            f"{' '.join(m['overrides'])} |"
+        )
+    return lines
+
+
+def compare(runs: list[dict], target: float) -> list[str]:
+    by_att = defaultdict(list)
+    for m in runs:
+        by_att[m["attention"]].append(m)
+    lines = [
+        "| attention | runs | test/acc % (mean ± sd) | 95% interval | best val/acc % | s / epoch | "
+        f"train tokens/s | eval reviews/s | s to val/acc ≥ {target} | attention entropy | top-5 share |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for att, ms in sorted(by_att.items()):
+        accs = [m["test/acc"] for m in ms if not math.isnan(m["test/acc"])]  # (nan: run with test=false)
+        lo, hi = bootstrap_ci(accs) if len(accs) > 1 else ((accs[0], accs[0]) if accs else (math.nan, math.nan))
+        reach = [to_target(m, target)[1] for m in ms]
+        reached = [x for x in reach if x is not None]
+
+        def col(key: str, ms: list[dict] = ms) -> str:
+            return mean_sd([m.get(key) for m in ms])
+
+        per_epoch = mean_sd([m["fit_seconds"] / max(m["epochs"], 1) for m in ms])
+        cells = [
+            att,
+            str(len(ms)),
+            mean_sd(accs),
+            f"{lo * 100:.2f} – {hi * 100:.2f}" if accs else "-",
+            col("val/acc"),
+            per_epoch,
+            col("train_tokens_per_sec"),
+            col("eval_reviews_per_sec"),
+            f"{mean_sd(reached)} ({len(reached)}/{len(ms)} reached)",
+            col("test/attn_entropy"),
+            col("test/attn_top5"),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    if {"dot", "additive"} <= set(by_att):
+        pairs = paired_by_setting(runs)
+        if pairs:
+            diffs = [add["test/acc"] - dot["test/acc"] for dot, add in pairs]
+            mean = st.mean(diffs) * 100
+            who = "additive" if mean > 0 else "dot"
+            settings = len({setting_key(dot)[0] for dot, _ in pairs})
+            for test, p in (("paired t-test", paired_t_p(diffs)), ("exact sign-flip test", sign_flip_p(diffs))):
+                verdict = (
+                    f"{who} is {abs(mean):.2f} pt more accurate, p = {p:.3g}"
+                    if p < 0.05
+                    else f"no significant difference (mean difference additive − dot {mean:+.2f} pt, p = {p:.3g})"
+                )
+                lines += [
+                    "",
+                    f"Paired runs that differ only in the attention ({len(pairs)} pairs over {settings} "
+                    f"setting(s), {test}): {verdict}.",
+                ]
+            if len(pairs) < 6:
+                lines.append(
+                    f"(With {len(pairs)} pairs the sign-flip test's smallest possible p is {2 / 2 ** len(pairs):.3g}; "
+                    "the t-test assumes the differences are roughly normal.)"
+                )
+        else:
+            lines += ["", "No dot and additive runs differ only in the attention: nothing to pair."]
+    return lines
+
+
+def setting_key(run: dict) -> tuple[tuple, object]:
+    """(everything but the attention, the seed and the fold; (the seed, the fold)): runs equal in both differ
+    only in the attention (with k-fold cross-validation, dot and additive are paired fold by fold)."""
+    return tuple(sorted(w for w in run["setting"] if not w.startswith("attention="))), (run["seed"], run.get("fold"))
+
+
+def paired_by_setting(runs: list[dict]) -> list[tuple[dict, dict]]:
+    """(dot run, additive run) pairs that differ only in the attention, both with a test accuracy."""
+    by_key: dict = defaultdict(dict)
+    for m in runs:
+        if m["attention"] in ("dot", "additive") and not math.isnan(m.get("test/acc", math.nan)):
+            setting, seed = setting_key(m)
+            by_key[(setting, seed)][m["attention"]] = m
+    return [(v["dot"], v["additive"]) for _, v in sorted(by_key.items(), key=str) if len(v) == 2]
+
+
+def plot(runs: list[dict], out: Path) -> None:
+    from attnclf.presentation.figures import pyplot, validation_curves
+
+    fig = validation_curves(runs, {str(m["dir"]): curve(m["dir"]) for m in runs})
+    fig.savefig(out, dpi=110)
+    pyplot().close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="attnclf report", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p.add_argument("folder", type=Path)
+    p.add_argument("--objective", default="val/acc", help=f"one of {', '.join(OBJECTIVES)}")
+    p.add_argument("--target", type=float, default=0.85, help="validation accuracy for 'time to reach'")
+    args = p.parse_args(argv)
+    if args.objective not in OBJECTIVES:
+        print(f"error: --objective={args.objective!r}; allowed: {', '.join(OBJECTIVES)}", file=sys.stderr)
+        return 2
+    runs = load_runs(args.folder)
+    if not runs:
+        print(f"error: no metrics.json under {args.folder}", file=sys.stderr)
+        return 2
+    groups = defaultdict(list)  # runs of different data are never pooled or paired
+    for m in runs:
+        groups[m["data"]].append(m)
+    if len(groups) > 1:
+        print(f"{len(runs)} runs of {len(groups)} datasets: reported one dataset at a time ({', '.join(groups)})")
+    report = [
+        f"# Report: {args.folder}",
+        "",
+        f"{len(runs)} runs" + (f" of {len(groups)} datasets." if len(groups) > 1 else "."),
+        "",
+    ]
+    for i, (data, group) in enumerate(sorted(groups.items())):
+        figure = "val_acc.png" if len(groups) == 1 else f"val_acc_{i + 1}.png"
+        h = "##" if len(groups) == 1 else "###"
+        if len(groups) > 1:
+            report += [f"## Data: {data} ({len(group)} runs)", ""]
+            print(f"\n{data}:")
+        ranking = rank(group, args.objective)
+        best = ranked(group, args.objective)[0]
+        print("\n".join(ranking))
+        print(f"\nbest: {args.objective} {best[args.objective]:.4f}  {' '.join(best['overrides']) or '(defaults)'}")
+        plot(group, args.folder / figure)
+        report += [
+            f"{h} Dot vs additive",
+            "",
+            *compare(group, args.target),
+            "",
+            f"![validation accuracy]({figure})",
+            "",
+            f"{h} By setting (everything but the seed; mean ± sd over seeds)",
+            "",
+            *by_setting(group, args.target),
+            "",
+            f"{h} Runs ranked by {args.objective}",
+            "",
+            *ranking,
+            "",
+        ]
+    if len(groups) > 1:  # the per-dataset differences in one figure
+        from attnclf.presentation.figures import differences_figure, pyplot
+
+        rows = [(data, [add["test/acc"] - dot["test/acc"] for dot, add in paired_by_setting(group)])
+                for data, group in sorted(groups.items())]  # fmt: skip
+        fig = differences_figure([(Path(d).name or d, diffs) for d, diffs in rows if diffs])
+        fig.savefig(args.folder / "differences.png", dpi=110)
+        pyplot().close(fig)
+        report[4:4] = ["![additive − dot per dataset](differences.png)", ""]
+    (args.folder / "report.md").write_text("\n".join(report))
+    print(f"written {args.folder / 'report.md'} and its figures (val_acc*.png)")
+    return 0

@@ -1,0 +1,81 @@
+"""attnclf as an installed command: `attnclf <command>` for every tool, and a copy installed from the wheel
+(not editable) that trains from an empty folder, its configs inside the package."""
+
+import csv
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tomllib
+from conftest import ROOT
+
+from attnclf.commands import COMMANDS, main
+
+
+def test_the_packages_listed_are_every_package_there():
+    """pyproject.toml names its packages one by one (the configs are mapped from conf/): none left out."""
+    listed = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    found = {".".join(p.parent.relative_to(ROOT).parts) for top in ("attnclf", "hydra_plugins")
+             for p in (ROOT / top).rglob("__init__.py")}  # fmt: skip
+    # (hydra_plugins: a namespace package, without __init__.py, as Hydra's plugins must be)
+    assert sorted(listed) == sorted(found | {"attnclf.conf", "hydra_plugins"})
+    assert (ROOT / "conf" / "__init__.py").is_file()
+
+
+def test_attnclf_lists_its_commands_and_refuses_others(capsys):
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"  {name} " in out for name in COMMANDS) and out.startswith("usage: attnclf <command>")
+    assert main([]) == 2 and "error: give a command; allowed: train, eval," in capsys.readouterr().err
+    assert main(["trian"]) == 2 and "error: unknown command 'trian'; allowed: train" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # (a process a command)
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_every_command_answers_help(command, tmp_path):
+    r = subprocess.run([sys.executable, "-m", "attnclf", command, "--help"], cwd=tmp_path, capture_output=True,
+                       text=True, timeout=120)  # fmt: skip
+    assert r.returncode == 0 and len(r.stdout.splitlines()) >= 3, r.stderr[-2000:]
+    assert not list(tmp_path.iterdir())  # (asking for help leaves nothing behind)
+
+
+def tiny_csv(path: Path) -> Path:
+    rng = random.Random(0)
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["text", "label"])
+        for i in range(200):
+            words = ["good", "great", "fine"] if i % 2 else ["bad", "awful", "dull"]
+            w.writerow([" ".join(rng.choice(words) for _ in range(3)) + " film plot", i % 2])
+    return path
+
+
+@pytest.mark.slow  # (a wheel built and installed, and a training run)
+def test_an_installed_copy_trains_from_an_empty_folder(tmp_path):
+    """`pip install .` (not editable) of a copy of the project, then, in an empty folder elsewhere, `attnclf
+    train experiment=smoke` trains with the configs the package carries and writes outputs/ there; `attnclf
+    report` reads its run."""
+    source, target, work = tmp_path / "source", tmp_path / "installed", tmp_path / "work"
+    skip = (".git", ".venv", "outputs", "build", "*.egg-info", "__pycache__", ".ruff_cache", ".pytest_cache")
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(*skip))
+    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(target)]
+    r = subprocess.run([*pip, str(source)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    shutil.rmtree(source)  # (nothing of the project is left but what was installed)
+    work.mkdir()
+    tiny_csv(work / "tiny.csv")
+    env = {"PYTHONPATH": str(target), "PATH": str(Path(sys.executable).parent), "HOME": str(tmp_path)}
+    where = subprocess.run([sys.executable, "-c", "import attnclf.conf; print(attnclf.conf.__file__)"], cwd=work,
+                           env=env, capture_output=True, text=True)  # fmt: skip
+    assert where.stdout.startswith(str(target / "attnclf" / "conf")), where.stderr[-2000:]
+    train = [sys.executable, "-m", "attnclf", "train", "experiment=smoke", "data=csv", "data.path=tiny.csv",
+             "model.embeddings=random", "logger=none", "num_threads=1", "model.hidden_dim=16"]  # fmt: skip
+    r = subprocess.run(train, cwd=work, env=env, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr[-3000:]
+    (metrics,) = (work / "outputs" / "runs").glob("*/metrics.json")
+    r = subprocess.run([str(target / "bin" / "attnclf"), "report", str(work / "outputs" / "runs")], cwd=work, env=env,
+                       capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert r.returncode == 0 and (work / "outputs" / "runs" / "report.md").is_file(), r.stderr[-3000:]
