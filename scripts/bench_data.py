@@ -17,11 +17,12 @@ Each measurement is a fresh process against a fresh cache folder, imports includ
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from harness import isolated  # (scripts/harness.py: what the benchmarks share)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -51,7 +52,7 @@ print(f"{{time.perf_counter() - t:.2f}}", f"{{n}} reviews in splits {{', '.join(
 
 
 def python(code: str) -> tuple[float, str]:
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = isolated([sys.executable, "-c", code])
     secs, what = out.stdout.strip().splitlines()[-1].split(" ", 1)
     return float(secs), what
 
@@ -67,11 +68,9 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as cache_all:
             rows.append(("all splits (tokenise + cache)", *python(ALL_SPLITS.format(**{**fmt, "cache": cache_all}))))
         t = time.perf_counter()
-        subprocess.run(
-            [sys.executable, "train.py", f"data.path={args.data}", f"paths.cache_dir={cache}",
-             f"hydra.run.dir={out}", "trainer.max_steps=1", "trainer.limit_val_batches=0", "test=false"],
-            cwd=ROOT, capture_output=True, check=True,
-        )  # fmt: skip
+        isolated([sys.executable, "train.py", f"data.path={args.data}", f"paths.cache_dir={cache}",
+                  f"hydra.run.dir={out}", "trainer.max_steps=1", "trainer.limit_val_batches=0", "test=false"],
+                 cwd=ROOT)  # fmt: skip
         rows.append(("train.py to its first step", time.perf_counter() - t, "warm cache, whole process"))
     for name, secs, what in rows:
         print(f"{name:<32} {secs:6.2f} s   {what}")

@@ -13,9 +13,9 @@ as a multiple of the GRUs'.
 from __future__ import annotations
 
 import argparse
-import time
 
 import torch
+from harness import medians_ms  # (scripts/harness.py: what the benchmarks share)
 from torch import nn
 
 from attnclf.models.language_model import AdaptiveSoftmax, SampledSoftmax, adaptive_cutoffs
@@ -60,15 +60,8 @@ def main(argv=None) -> None:
                 loss = loss + h.square().mean()
         loss.backward()
 
-    results = {}
-    for head in ("none", "adaptive", "sampled", "full"):
-        step(head)  # warm-up
-        times = []
-        for _ in range(args.repeats):
-            t = time.perf_counter()
-            step(head)
-            times.append(time.perf_counter() - t)
-        results[head] = sorted(times)[len(times) // 2] * 1000
+    results = medians_ms({head: lambda head=head: step(head) for head in ("none", "adaptive", "sampled", "full")},
+                         args.repeats)  # fmt: skip
     gru = results["none"]
     print(f"vocab {V}, batch {B} x {T} tokens, dim {D}, {args.threads} threads, adaptive cutoffs {args.cutoffs}; "
           f"sampled softmax {args.samples} words; median of {args.repeats} steps")  # fmt: skip

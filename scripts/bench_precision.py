@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import argparse
 import copy
-import statistics
-import time
 
 import torch
 import torch.nn.functional as F
+from harness import medians_ms  # (scripts/harness.py: what the benchmarks share)
 
 from attnclf.models.classifier import AttentionClassifier
 from attnclf.models.encoder import ExactBiGRU
@@ -76,19 +75,12 @@ def main() -> None:
         if device.type == "cuda":
             torch.cuda.synchronize()
 
-    for name in MODES:
-        step(name)  # warm-up
-    times = {name: [] for name in MODES}
-    for _ in range(args.repeats):
-        for name in MODES:
-            t = time.perf_counter()
-            step(name)
-            times[name].append(time.perf_counter() - t)
+    ms_of = medians_ms({name: lambda name=name: step(name) for name in MODES}, args.repeats)
     ExactBiGRU.float32_under_autocast = True
     print(f"device {device} | batch {B} x ~{T} tokens | torch {torch.__version__} | {torch.get_num_threads()} threads")
     print(f"{'mode':<20}{'step ms':>9}{'tokens/s':>11}{'GRU grad rel. err':>19}{'all grads rel. err':>20}")
     for name in MODES:
-        ms = 1000 * statistics.median(times[name])
+        ms = ms_of[name]
         print(
             f"{name:<20}{ms:>9.1f}{int(host.sum()) / ms * 1000:>11,.0f}"
             f"{rel(errors[name], 'encoder.'):>19.2e}{rel(errors[name]):>20.2e}"

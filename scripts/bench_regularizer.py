@@ -15,7 +15,8 @@ from __future__ import annotations
 import argparse
 
 import torch
-from bench_step import medians_ms, random_reviews  # (scripts/, this script's own folder)
+from bench_step import random_reviews  # (scripts/, this script's own folder)
+from harness import medians_ms
 
 from attnclf.settings.model import REGULARIZERS
 from attnclf.training.module import AttnClassifierModule, adamw

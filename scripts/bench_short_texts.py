@@ -16,10 +16,11 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from harness import isolated  # (scripts/harness.py: what the benchmarks share)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -29,9 +30,7 @@ def tokens_per_sec(data: str, steps: int, threads: int, extra: list[str], out: P
            "trainer.limit_val_batches=0", "trainer.num_sanity_val_steps=0", "test=false", "logger=none",
            "callbacks.rich_progress_bar=null", "callbacks.attention_maps=null", f"num_threads={threads}",
            f"hydra.run.dir={out}", *extra]  # fmt: skip
-    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
-    if r.returncode != 0:
-        sys.exit(f"bench_short_texts: {data} failed:\n{r.stderr[-3000:]}")
+    isolated(cmd, cwd=ROOT)
     return json.loads((out / "metrics.json").read_text())["train_tokens_per_sec"]
 
 

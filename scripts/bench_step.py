@@ -21,27 +21,13 @@ from __future__ import annotations
 
 import argparse
 import copy
-import statistics
-import time
 
 import torch
 import torch.nn.functional as F
+from harness import medians_ms  # (scripts/harness.py: what the benchmarks share)
 
 from attnclf.models.classifier import AttentionClassifier, real_tokens
 from attnclf.training.module import adamw
-
-
-def medians_ms(fns: dict, repeats: int) -> dict:
-    """Median ms of each function, timed in turn (round robin), so that a busy spell on the machine hits them all."""
-    for fn in fns.values():
-        fn()  # warm-up
-    times = {key: [] for key in fns}
-    for _ in range(repeats):
-        for key, fn in fns.items():
-            t = time.perf_counter()
-            fn()
-            times[key].append(time.perf_counter() - t)
-    return {key: 1000 * statistics.median(ts) for key, ts in times.items()}
 
 
 def random_reviews(n: int, length: int, vocab: int) -> tuple[torch.Tensor, torch.Tensor]:

@@ -42,11 +42,12 @@ import json
 import math
 import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from harness import isolated  # (scripts/harness.py: what the benchmarks share)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -317,9 +318,7 @@ def run_worker(args, name: str) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         user = [a for a in sys.argv[1:] if a != "--quick"]
         argv = [sys.executable, __file__, "--worker", name, "--out", tmp, *(QUICK if args.quick else []), *user]
-        proc = subprocess.run(argv, capture_output=True, text=True)
-        if proc.returncode:
-            sys.exit(f"bench_train: the {name} worker failed:\n{proc.stderr[-3000:]}")
+        proc = isolated(argv)
         return json.loads(proc.stdout.strip().splitlines()[-1])
 
 

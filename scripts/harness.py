@@ -1,0 +1,44 @@
+"""What the benchmarks of scripts/ share: timing (each callable's median over repeats, timed round robin after a
+warm-up), process isolation (a command in a process of its own, its output back), and printing (a table)."""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+
+
+def medians_ms(fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 1) -> dict[str, float]:
+    """Median ms of each function, timed in turn (round robin), so that a busy spell on the machine hits them all.
+    A function that must wait for a device does so itself (torch.cuda.synchronize) before it returns."""
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    times: dict[str, list[float]] = {key: [] for key in fns}
+    for _ in range(repeats):
+        for key, fn in fns.items():
+            t = time.perf_counter()
+            fn()
+            times[key].append(time.perf_counter() - t)
+    return {key: 1000 * statistics.median(ts) for key, ts in times.items()}
+
+
+def isolated(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
+    """`cmd` in a process of its own (a cold start, its own allocator and threads), its output captured; one line
+    with the end of its stderr where it fails."""
+    r = subprocess.run(cmd, capture_output=True, text=True, **kwargs)
+    if r.returncode != 0:
+        sys.exit(f"error: {' '.join(cmd[:4])} ... exited {r.returncode}: {r.stderr.strip().splitlines()[-1:]}")
+    return r
+
+
+def table(header: list[str], rows: list[list], widths: list[int] | None = None) -> str:
+    """Rows under a header, the first column left-aligned, the others right-aligned (numbers as given)."""
+    cells = [header, *[[str(c) for c in row] for row in rows]]
+    widths = widths or [max(len(r[i]) for r in cells) + 2 for i in range(len(header))]
+    return "\n".join(
+        "".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+        for r in cells
+    )
