@@ -1,5 +1,6 @@
 """What the benchmarks of scripts/ share: timing (each callable's median over repeats, timed round robin after a
-warm-up), process isolation (a command in a process of its own, its output back), and printing (a table)."""
+warm-up) and process isolation (a command in a process of its own, its output back). Each prints its own table:
+their columns have nothing in common."""
 
 from __future__ import annotations
 
@@ -32,13 +33,3 @@ def isolated(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
     if r.returncode != 0:
         sys.exit(f"error: {' '.join(cmd[:4])} ... exited {r.returncode}: {r.stderr.strip().splitlines()[-1:]}")
     return r
-
-
-def table(header: list[str], rows: list[list], widths: list[int] | None = None) -> str:
-    """Rows under a header, the first column left-aligned, the others right-aligned (numbers as given)."""
-    cells = [header, *[[str(c) for c in row] for row in rows]]
-    widths = widths or [max(len(r[i]) for r in cells) + 2 for i in range(len(header))]
-    return "\n".join(
-        "".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
-        for r in cells
-    )
