@@ -1,3 +1,5 @@
+import logging
+
 import datasets
 import numpy as np
 import pytest
@@ -102,7 +104,7 @@ def test_awkward_reviews_are_encoded(tiny_imdb, tmp_path):
     assert len(test.tokens(3)) == 7  # ein großartiger film ! 素晴らしい映画 très émouvant
 
 
-def test_validation_and_test_read_longer_reviews_than_training(tiny_imdb, tmp_path):
+def test_validation_and_test_read_longer_reviews_than_training(tiny_imdb, tmp_path, caplog):
     """data.max_length bounds training; validation and test read up to data.eval_max_length (at least
     max_length; None: whole reviews), and the saved vocabulary says so for eval.py and predict.py."""
     dm = setup_dm(tiny_imdb, tmp_path, eval_max_length=48)
@@ -114,7 +116,9 @@ def test_validation_and_test_read_longer_reviews_than_training(tiny_imdb, tmp_pa
     whole = setup_dm(tiny_imdb, tmp_path, eval_max_length=None).test_set
     assert whole.lengths[4] == len(whole.tokens(4)) == 160_000  # the 1 MB review ("awful boring " * 80000)
     assert Vocab.load(tmp_path / "vocab.json").meta["eval_max_length"] is None
-    assert setup_dm(tiny_imdb, tmp_path, eval_max_length=8).val_set.lengths.max() == 32  # at least max_length
+    with caplog.at_level(logging.INFO, logger="attnclf"):
+        assert setup_dm(tiny_imdb, tmp_path, eval_max_length=8).val_set.lengths.max() == 32  # at least max_length
+    assert "data.eval_max_length=8 is below data.max_length=32: validation and test read 32 tokens" in caplog.text
 
 
 @pytest.mark.parametrize("mode,expected", [("head", [0, 1, 2, 3]), ("tail", [6, 7, 8, 9]), ("head_tail", [0, 1, 8, 9])])
@@ -291,6 +295,12 @@ def test_train_size_keeps_a_fixed_subset_of_training_rows(tiny_imdb, tmp_path):
     assert (again.train_set.rows == half.train_set.rows).all()  # the same subset each time
     with pytest.raises(AttnclfError, match=r"data.train_size=500 gives 500 rows; need 1..180"):
         setup_dm(tiny_imdb, tmp_path, train_size=500)
+    # a whole number is a count (1 is one row), a float a share below 1; 2.0 is neither and is refused
+    with pytest.raises(AttnclfError, match="the 1 training rows all have label"):  # (one row: one class)
+        setup_dm(tiny_imdb, tmp_path, train_size=1)
+    for bad in (2.0, 1.0, 0.0, -3):
+        with pytest.raises(AttnclfError, match=rf"data.train_size={bad} must be a share in \(0, 1\) \(a number with"):
+            setup_dm(tiny_imdb, tmp_path, train_size=bad)
 
 
 def test_attnclf_cache_sets_the_cache_folder(tmp_path, monkeypatch):

@@ -49,6 +49,8 @@ def test_bad_values(override, message, tiny_imdb, tmp_path):
         ("num_threads=-1", "num_threads=-1 must be a positive integer or null"),
         ("num_threads=0", "num_threads=0 must be a positive integer or null"),
         ("trainer.max_epochs=-2", "trainer.max_epochs=-2 must be a whole number >= -1 (-1: no limit)"),
+        ("trainer.max_epochs=0", "trainer.max_epochs=0 would train nothing; allowed: 1 or more, or -1 (no limit)"),
+        ("data.train_size=2.0", "data.train_size=2.0 must be a share in (0, 1) (a number with a point), a whole"),
         ("trainer.max_steps=-5", "trainer.max_steps=-5 must be a whole number >= -1"),
         ("trainer.min_epochs=-1", "trainer.min_epochs=-1 must be a whole number >= 0"),
         ("trainer.log_every_n_steps=0", "trainer.log_every_n_steps=0 must be a positive integer"),

@@ -358,6 +358,10 @@ def test_faithfulness_command_writes_json_summary_and_tensorboard(tiny_run, tiny
 
     from attnclf.tools.compare_faithfulness import main
 
+    with pytest.raises(SystemExit) as missing:  # a path without a result: one line, exit 2 like every user error
+        main([str(tmp_path / "nothing")])
+    assert missing.value.code == 2 and "error: no faithfulness.json at" in capsys.readouterr().err
+
     assert main([str(out), str(tmp_path / "again" / "faithfulness.json"), "--out", str(tmp_path / "c.png")]) == 0
     table = capsys.readouterr().out
     assert "| flipped, top-1 by attention removed |" in table and (tmp_path / "c.png").stat().st_size > 10_000

@@ -162,7 +162,7 @@ def test_eval_and_predict_help_list_only_what_they_take(capsys):
 
 
 @pytest.mark.slow  # (a process of its own, or more training than a tiny run)
-def test_predict_command_text_and_files(tiny_run, tmp_path):
+def test_predict_command_text_and_files(tiny_run, tmp_path, capsys):
     r = cli("predict.py", f"ckpt={best(tiny_run)}", "text=I don't think it's great, (really) 5/10!")
     assert r.returncode == 0, r.stderr[-2000:]
     assert "top:" in r.stdout
@@ -181,6 +181,8 @@ def test_predict_command_text_and_files(tiny_run, tmp_path):
     assert [r["text"] for r in rows] == ["great, great film", "boring"] and len(preds) == 2
     assert [r["id"] for r in rows] == ["1", "2"]  # the input's other columns are kept, to join back on
     assert "<span" in page.read_text() and "great" in page.read_text()
+    said = capsys.readouterr().err  # where each file went, a line each
+    assert f"predictions written to {out}" in said and f"attention page written to {page}" in said
     predict([f"ckpt={best(tiny_run)}", f"input={tmp_path / 'in.txt'}", f"output={tmp_path / 'out.csv'}"])
     assert (tmp_path / "out.csv").read_text().splitlines()[0] == "text,label,prob,top_words"
     # an input with gold labels keeps them; the prediction's columns are then predicted_*

@@ -605,6 +605,28 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "(tvd - 0 * kl(w, base_w))",
         ["tests/test_attention_tests.py::test_the_guided_losses_are_the_tests_definitions"],
     ),
+    # values once taken silently: a float train_size read as a count, max_epochs=0, the raised eval_max_length
+    (
+        "train-size-float-as-count",
+        "attnclf/data/splits.py",
+        r"if isinstance\(train_size, float\) else int\(train_size\)",
+        "if train_size <= 1 else int(train_size)",
+        ["tests/test_data.py::test_train_size_keeps_a_fixed_subset_of_training_rows"],
+    ),
+    (
+        "max-epochs-zero-taken",
+        "attnclf/settings/run.py",
+        r"if self\.max_epochs == 0:",
+        "if self.max_epochs == -99:",
+        ["tests/test_errors.py::test_bad_values_are_refused_before_any_data_work"],
+    ),
+    (
+        "eval-max-length-raised-silently",
+        "attnclf/data/datamodule.py",
+        r"if config\.eval_max_length is not None and config\.eval_max_length < config\.max_length:",
+        "if False:",
+        ["tests/test_data.py::test_validation_and_test_read_longer_reviews_than_training"],
+    ),
 ]
 
 args = sys.argv[1:]

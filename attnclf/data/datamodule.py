@@ -58,6 +58,9 @@ class TextDataModule(L.LightningDataModule):
         self.eval_max_length = (
             None if config.eval_max_length is None else max(config.eval_max_length, config.max_length)
         )
+        if config.eval_max_length is not None and config.eval_max_length < config.max_length:
+            log.info("data.eval_max_length=%d is below data.max_length=%d: validation and test read %d tokens, as "
+                     "training does", config.eval_max_length, config.max_length, config.max_length)  # fmt: skip
         self.num_classes: int | None = None  # from the data, in setup
         self.splits: dict[str, str] = {}  # where each of train / val / test came from (metrics.json)
         self.length_stats: dict[str, float] = {}  # the training texts' length percentiles (metrics.json)

@@ -153,10 +153,11 @@ def split_rows(carved: dict, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 
 def training_subset(train_rows: np.ndarray, train_size: int | float | None, seed: int) -> np.ndarray:
-    """data.train_size: a fixed random subset of the training rows (quick runs, scaling); None: all."""
+    """data.train_size: a fixed random subset of the training rows (quick runs, scaling): a share of them (a float
+    in (0, 1)) or a count (a whole number); None: all."""
     if train_size is None:
         return train_rows
-    n = int(round(train_size * len(train_rows))) if train_size <= 1 else int(train_size)
+    n = int(round(train_size * len(train_rows))) if isinstance(train_size, float) else int(train_size)
     if not 0 < n <= len(train_rows):
         raise AttnclfError(f"data.train_size={train_size} gives {n} rows; need 1..{len(train_rows)}")
     return np.sort(np.random.default_rng([seed, 1]).permutation(train_rows)[:n])

@@ -136,6 +136,8 @@ def predict(argv: list[str]) -> list[Prediction]:
         print(f"{p.label_name}\t{p.prob:.3f}\t{preview!r}\ttop: {top}")
     if args.output is not None:
         write_output(Path(args.output), rows, preds, args.top_k)
+        print(f"predictions written to {args.output}", file=sys.stderr)
     if args.html is not None:
         write_text_atomic(args.html, predictions_page(preds))  # (its folder made where missing)
+        print(f"attention page written to {args.html}", file=sys.stderr)
     return preds

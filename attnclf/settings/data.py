@@ -72,9 +72,10 @@ class DataConfig:
             size = getattr(self, key)
             if not (0 < size < 1 or (size >= 1 and float(size).is_integer())):
                 raise AttnclfError(f"data.{key}={size!r} must be a fraction in (0, 1) or a row count >= 1")
-        if self.train_size is not None and not 0 < self.train_size:
-            raise AttnclfError(f"data.train_size={self.train_size!r} must be a fraction in (0, 1], a row count "
-                               "or null (all training rows)")  # fmt: skip
+        size = self.train_size
+        if size is not None and not (0 < size < 1 if isinstance(size, float) else size >= 1):
+            raise AttnclfError(f"data.train_size={size!r} must be a share in (0, 1) (a number with a point), a "
+                               "whole number of rows, or null (all training rows)")  # fmt: skip
 
     def check_folds(self) -> None:
         """data.folds (k-fold cross-validation: null, or 2 or more) and data.fold (0..folds-1), in one line."""

@@ -87,6 +87,8 @@ class TrainerConfig:
 
     def check(self) -> None:
         at_least("trainer.max_epochs", self.max_epochs, -1, " (-1: no limit)")
+        if self.max_epochs == 0:  # (an untrained model's metrics.json would read as a result)
+            raise AttnclfError("trainer.max_epochs=0 would train nothing; allowed: 1 or more, or -1 (no limit)")
         at_least("trainer.min_epochs", self.min_epochs, 0)
         at_least("trainer.max_steps", self.max_steps, -1, " (-1: no limit)")
         at_least("trainer.num_sanity_val_steps", self.num_sanity_val_steps, -1, " (-1: the whole validation set)")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,8 @@ def load(path: str) -> dict:
     p = Path(path)
     p = p / "faithfulness.json" if p.is_dir() else p
     if not p.is_file():
-        raise SystemExit(f"error: no faithfulness.json at {path} (run faithfulness.py first)")
+        print(f"error: no faithfulness.json at {path} (run attnclf faithfulness first)", file=sys.stderr)
+        raise SystemExit(2)
     r = not_measured(json.loads(p.read_text()))  # (a value not measured is null in the file)
     r["_label"] = f"{r['attention']} ({Path(r['checkpoint']).parent.parent.name})"
     return r
