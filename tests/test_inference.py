@@ -80,7 +80,8 @@ def test_eval_command_on_a_run_folder_against_an_independent_computation(tiny_ru
     from attnclf.inference.evaluate import evaluate
 
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        overrides = [f"ckpt={run}", f"data.path={data}", f"paths.cache_dir={tmp_path}", f"paths.output_dir={tmp_path}"]
+        overrides = [f"ckpt={run}", f"data.path={data}", f"paths.cache_dir={tmp_path}", f"paths.output_dir={tmp_path}",
+                     "num_threads=1"]  # fmt: skip
         evaluate(compose("eval", overrides))
     stdout = capsys.readouterr().out
     result = strict_json(run / "eval_test.json")  # the default output: beside the checkpoint's run
@@ -279,6 +280,10 @@ def test_bad_predict_inputs(tiny_run, tmp_path):
     error_of([nothing, "text=hi", f"output={tmp_path / 'a_file' / 'o.csv'}"], "output=", "a_file is a file")
     error_of([nothing, "text=hi", f"html={tmp_path / 'a_file' / 'x.html'}"], "html=", "a_file is a file")
     error_of([nothing, "text=hi", f"html={tmp_path}"], "is a folder; give a file name")
+    error_of([nothing, "text=hi", f"output={tmp_path}"], f"output={tmp_path} is a folder; give a file (.csv, .jsonl)")
+    error_of([nothing, f"input={tmp_path}"], f"input={tmp_path} is a folder; give a file (.txt, .csv")
+    error_of([nothing, "text=hi", "num_threads=0"], "num_threads='0' must be a positive integer")
+    predict([ckpt, "text=a great film", "num_threads=1"])  # (as train.py takes it)
     # a page in a folder that is not there yet: the folder is made
     predict([ckpt, "text=a great film", f"html={tmp_path / 'new' / 'deeper' / 'page.html'}"])
     assert "great" in (tmp_path / "new" / "deeper" / "page.html").read_text()

@@ -64,6 +64,8 @@ def test_pairs_runs_that_differ_only_in_the_attention(tmp_path):
     # every pair differs by +1.00 pt (no spread: the t-test has no p); the sign-flip test sees 4 of 4 positive
     assert "(4 pairs over 4 setting(s), exact sign-flip test): no significant difference " in text
     assert "additive − dot +1.00 pt, p = 0.125" in text
+    # the mean ± sd table is on the terminal too, drawn as a table, and the run says where report.md is
+    assert "(mean ± sd)" in r.stdout and "additive" in r.stdout and f"written {tmp_path / 'report.md'}" in r.stdout
 
 
 def test_objective_direction_and_unknown_objective(tmp_path):

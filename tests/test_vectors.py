@@ -177,6 +177,7 @@ def test_bad_vectors_files(tiny_imdb, tmp_path):
     for path, dim, message in (
         (text, 16, f"model.embeddings='{text}' has 8-dim vectors, model.embed_dim=16; set model.embed_dim=8"),
         (tmp_path / "none.vec", 16, "no such file; allowed: random, word2vec or a vectors file"),
+        (tmp_path, 16, f"model.embeddings='{tmp_path}' is a folder; allowed: random, word2vec or a vectors file"),
     ):
         with pytest.raises(AttnclfError, match=message.replace("(", r"\(").replace(")", r"\)")):
             read_vectors(str(path), dim)

@@ -627,6 +627,14 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "if False:",
         ["tests/test_data.py::test_validation_and_test_read_longer_reviews_than_training"],
     ),
+    # a folder where a file is expected: said so
+    (
+        "predict-input-folder-not-said",
+        "attnclf/settings/commands.py",
+        r"if self\.input is not None and Path\(self\.input\)\.is_dir\(\):",
+        "if False:",
+        ["tests/test_inference.py::test_bad_predict_inputs"],
+    ),
 ]
 
 args = sys.argv[1:]

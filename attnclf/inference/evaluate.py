@@ -31,6 +31,8 @@ def evaluate(cfg: DictConfig) -> dict:
     each model reading the reviews with its own vocabulary). Each reads the data its run was trained on
     (its data.json), with the data.* keys given over it."""
     s = eval_settings(cfg)  # every value typed and checked, before any checkpoint or data is read
+    if s.num_threads:
+        torch.set_num_threads(s.num_threads)
     ckpts = [best_checkpoint(c) for c in s.ckpt]
     for c, ckpt in zip(s.ckpt, ckpts, strict=True):
         if ckpt != Path(c):

@@ -15,6 +15,8 @@ import json
 import sys
 from pathlib import Path
 
+import torch
+
 from attnclf.data.loading import decode_utf8
 from attnclf.errors import AttnclfError
 from attnclf.inference.trained import Classifier, Prediction, check_not_empty
@@ -34,7 +36,8 @@ HELP = """usage: attnclf predict ckpt=<.ckpt or run folder> (text="a review" | i
   html=FILE        the reviews with their words shaded by attention
   top_k=N          top-weighted words shown (default 5)
   batch_size=N     reviews per batch (default 64)
-  device=DEVICE    cpu (default) or cuda"""
+  device=DEVICE    cpu (default) or cuda
+  num_threads=N    torch CPU threads (default: PyTorch's)"""
 
 
 def read_rows(path: Path, column: str = "text") -> tuple[list[str], list[dict]]:
@@ -123,6 +126,8 @@ def predict(argv: list[str]) -> list[Prediction]:
         print(HELP)
         raise SystemExit(0)
     args = predict_settings(argv)  # (the files to write too are checked before any work, not after it)
+    if args.num_threads:
+        torch.set_num_threads(args.num_threads)
     if args.text is not None:
         texts, rows = [args.text], [{"text": args.text}]
     else:

@@ -224,12 +224,14 @@ class EvalConfig:
     output: str | None = None
     batch_size: int = 256
     device: str = "cpu"
+    num_threads: int | None = None  # torch CPU threads, as train.py's; None: PyTorch's default
     split: str = "test"  # (data.split on the command line)
     data: dict = field(default_factory=dict)
 
     def check(self) -> None:
         self.ckpt = checkpoints_given(self.ckpt, "evaluate")
         positive_int("batch_size", self.batch_size)
+        positive_int("num_threads", self.num_threads, "PyTorch's default")
         check_device(self.device)
 
 
@@ -412,6 +414,7 @@ class PredictConfig:
     top_k: int = 5
     device: str = "cpu"
     column: str = "text"
+    num_threads: int | None = None  # torch CPU threads, as train.py's; None: PyTorch's default
 
     def check(self) -> None:
         if self.ckpt is None:
@@ -420,7 +423,11 @@ class PredictConfig:
             raise AttnclfError('give exactly one of text="a review" or input=<file>')
         if self.text is not None and not self.text.strip():
             raise AttnclfError('text= is empty; give a review: text="a wonderful film"')
+        if self.input is not None and Path(self.input).is_dir():
+            raise AttnclfError(f"input={self.input} is a folder; give a file ({', '.join(PREDICT_INPUTS)})")
         if self.output is not None:  # the files to write are checked before any work, not after it
+            if Path(self.output).is_dir():
+                raise AttnclfError(f"output={self.output} is a folder; give a file ({', '.join(PREDICT_OUTPUTS)})")
             suffix = Path(self.output).suffix.lower()
             if suffix not in PREDICT_OUTPUTS:
                 raise AttnclfError(
@@ -441,7 +448,7 @@ def predict_settings(argv: list[str]) -> PredictConfig:
         if not eq or key not in keys:
             raise AttnclfError(f"unknown argument {a!r}; give key=value with key one of: {', '.join(sorted(keys))}")
         args[key] = value
-    for key in ("batch_size", "top_k"):
+    for key in ("batch_size", "top_k", "num_threads"):
         if key in args:
             if not args[key].isdigit() or int(args[key]) <= 0:
                 raise AttnclfError(f"{key}={args[key]!r} must be a positive integer")

@@ -78,6 +78,9 @@ class ModelConfig:
         if path in EMBEDDINGS:
             return True
         p = Path(path)
+        if p.is_dir():
+            raise AttnclfError(f"model.embeddings={path!r} is a folder; allowed: {', '.join(EMBEDDINGS)} or a vectors "
+                               "file")  # fmt: skip
         if not p.is_file():
             raise AttnclfError(
                 f"model.embeddings={path!r}: no such file; allowed: {', '.join(EMBEDDINGS)} or a vectors file"

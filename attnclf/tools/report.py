@@ -308,6 +308,14 @@ def plot(runs: list[dict], out: Path) -> None:
     pyplot().close(fig)
 
 
+def show_markdown(text: str) -> None:
+    """Markdown on the terminal (rich: tables drawn as tables)."""
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    Console(width=160).print(Markdown(text))
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="attnclf report", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
@@ -344,10 +352,12 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(ranking))
         print(f"\nbest: {args.objective} {best[args.objective]:.4f}  {' '.join(best['overrides']) or '(defaults)'}")
         plot(group, args.folder / figure)
+        versus = compare(group, args.target)
+        show_markdown("\n".join(versus))  # (the table report.md holds, on the terminal too)
         report += [
             f"{h} Dot vs additive",
             "",
-            *compare(group, args.target),
+            *versus,
             "",
             f"![validation accuracy]({figure})",
             "",
