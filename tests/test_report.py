@@ -65,7 +65,7 @@ def test_pairs_runs_that_differ_only_in_the_attention(tmp_path):
     assert "(4 pairs over 4 setting(s), exact sign-flip test): no significant difference " in text
     assert "additive − dot +1.00 pt, p = 0.125" in text
     # the mean ± sd table is on the terminal too, drawn as a table, and the run says where report.md is
-    assert "(mean ± sd)" in r.stdout and "additive" in r.stdout and f"written {tmp_path / 'report.md'}" in r.stdout
+    assert " additive   4     56.00 ± 12.91 " in r.stdout and f"written {tmp_path / 'report.md'}" in r.stdout
 
 
 def test_objective_direction_and_unknown_objective(tmp_path):
