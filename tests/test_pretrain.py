@@ -414,6 +414,7 @@ def test_init_from_pretrain_settings_are_checked_before_any_data_work(tiny_imdb,
         ("pretraining=[lm.softmax]", "pretraining: 'lm.softmax' is not key=value"),
         ('pretraining=["lm.softmax=bad"]', "pretraining: lm.softmax='bad'; allowed: adaptive, sampled"),
         ('pretraining=["lm.nope=1"]', r"pretraining=\['lm.nope=1'\]: Could not override 'lm.nope'"),
+        ('pretraining=["bogus.key=1"]', r"Could not override 'bogus.key'.*; the settings it takes: .*lm\.\*.*seed"),
         ("model.num_layers=2", "model.init_from needs model.num_layers=1"),
     ):
         cfg = compose_cfg([*tiny_overrides(tiny_imdb, out), "logger=none", "model.init_from=pretrain", given])

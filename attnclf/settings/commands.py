@@ -127,6 +127,12 @@ class LMConfig:
 RUNS_OWN = ("data", "model.embed_dim", "model.hidden_dim", "num_threads", "paths", "ckpt_path", "hydra")
 
 
+def pretraining_keys() -> list[str]:
+    """The groups and top-level keys of conf/pretrain.yaml that a run's `pretraining` may set (not its own)."""
+    pcfg = compose_config("pretrain", [])
+    return sorted(f"{k}.*" if isinstance(pcfg.get(k), DictConfig) else k for k in pcfg if k not in RUNS_OWN)
+
+
 def pretraining_config(cfg: DictConfig, run: TrainRunConfig, model: ModelConfig) -> DictConfig:
     """model.init_from=pretrain: conf/pretrain.yaml with `pretraining`'s overrides, as `attnclf pretrain
     <them>` composes it, but with the run's data, embedding and GRU sizes, threads and cache folder; checked
@@ -150,7 +156,8 @@ def pretraining_config(cfg: DictConfig, run: TrainRunConfig, model: ModelConfig)
     try:
         pcfg = compose_config("pretrain", list(run.pretraining))
     except HydraException as e:
-        raise AttnclfError(f"pretraining={list(run.pretraining)}: {str(e).splitlines()[0]}") from None
+        raise AttnclfError(f"pretraining={list(run.pretraining)}: {str(e).splitlines()[0]}; the settings it takes: "
+                           f"{', '.join(pretraining_keys())} (attnclf pretrain --help)") from None  # fmt: skip
     folder = str(Path(cfg.paths.cache_dir) / "pretrain")
     with open_dict(pcfg):
         pcfg.data = OmegaConf.to_container(cfg.data, resolve=True)
