@@ -435,7 +435,7 @@ def test_faithfulness_command_line(tiny_run, tmp_path):
 
     root = Path(CONF).parent
     help_ = subprocess.run([sys.executable, "faithfulness.py", "--help"], cwd=root, capture_output=True, text=True)
-    assert help_.returncode == 0 and "max_tokens" in help_.stdout and "attention_agreement.py" in help_.stdout
+    assert help_.returncode == 0 and "max_tokens" in help_.stdout and "attnclf agreement" in help_.stdout
     bad = subprocess.run(
         [sys.executable, "faithfulness.py", f"ckpt={tiny_run}", "ks=[1,2.5]", f"hydra.run.dir={tmp_path / 'h'}"],
         cwd=root, capture_output=True, text=True, timeout=120,

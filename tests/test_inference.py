@@ -283,7 +283,9 @@ def test_bad_predict_inputs(tiny_run, tmp_path):
     error_of([nothing, "text=hi", f"output={tmp_path}"], f"output={tmp_path} is a folder; give a file (.csv, .jsonl)")
     error_of([nothing, f"input={tmp_path}"], f"input={tmp_path} is a folder; give a file (.txt, .csv")
     error_of([nothing, "text=hi", "num_threads=0"], "num_threads='0' must be a positive integer")
+    before = torch.get_num_threads()
     predict([ckpt, "text=a great film", "num_threads=1"])  # (as train.py takes it)
+    assert torch.get_num_threads() == before  # the caller's threads, put back after the command
     # a page in a folder that is not there yet: the folder is made
     predict([ckpt, "text=a great film", f"html={tmp_path / 'new' / 'deeper' / 'page.html'}"])
     assert "great" in (tmp_path / "new" / "deeper" / "page.html").read_text()

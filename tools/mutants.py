@@ -635,6 +635,13 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "if False:",
         ["tests/test_inference.py::test_bad_predict_inputs"],
     ),
+    (
+        "num-threads-outlive-the-command",
+        "attnclf/utils/threads.py",
+        r"finally:\n        torch\.set_num_threads\(before\)",
+        "finally:\n        pass",
+        ["tests/test_inference.py::test_bad_predict_inputs"],
+    ),
 ]
 
 args = sys.argv[1:]

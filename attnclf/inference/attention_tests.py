@@ -32,6 +32,7 @@ from attnclf.settings.commands import AttentionTestsConfig, attention_tests_sett
 from attnclf.training.checkpoint import best_checkpoint
 from attnclf.training.guided import GuidedModule
 from attnclf.utils.jsonfile import write_json
+from attnclf.utils.threads import torch_threads
 
 log = logging.getLogger(__name__)
 DIAGNOSTIC_WEIGHTS = ("uniform", "learned", "frozen")
@@ -102,8 +103,12 @@ def adversarial(clf: Classifier, dm: TextDataModule, s: AttentionTestsConfig) ->
 def attention_tests(cfg: DictConfig) -> dict:
     """The test `test` of the run `ckpt`: its result, written as JSON and Markdown (and a figure)."""
     s = attention_tests_settings(cfg)  # every value checked before any checkpoint or data is read
-    if s.num_threads:
-        torch.set_num_threads(s.num_threads)
+    with torch_threads(s.num_threads):
+        return run_tests(s)
+
+
+def run_tests(s: AttentionTestsConfig) -> dict:
+    """attention_tests() with its settings read and checked."""
     ckpt = best_checkpoint(s.ckpt)
     clf = Classifier.from_checkpoint(ckpt)
     dm = data_as_trained(clf, s)

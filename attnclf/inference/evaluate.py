@@ -17,11 +17,12 @@ from attnclf.data.loading import VALIDATION_SPLITS, label_ids
 from attnclf.data.splits import carving, open_data, run_data, split_rows
 from attnclf.errors import AttnclfError
 from attnclf.inference.trained import Classifier
-from attnclf.settings.commands import eval_settings
+from attnclf.settings.commands import EvalConfig, eval_settings
 from attnclf.settings.data import DataConfig
 from attnclf.training.checkpoint import best_checkpoint, run_dir_of
 from attnclf.utils.files import check_writable_file
 from attnclf.utils.jsonfile import write_json
+from attnclf.utils.threads import torch_threads
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +32,12 @@ def evaluate(cfg: DictConfig) -> dict:
     each model reading the reviews with its own vocabulary). Each reads the data its run was trained on
     (its data.json), with the data.* keys given over it."""
     s = eval_settings(cfg)  # every value typed and checked, before any checkpoint or data is read
-    if s.num_threads:
-        torch.set_num_threads(s.num_threads)
+    with torch_threads(s.num_threads):
+        return evaluate_as_set(s, cfg)
+
+
+def evaluate_as_set(s: EvalConfig, cfg: DictConfig) -> dict:
+    """evaluate() with its settings read and checked (`cfg.paths.output_dir`: where an ensemble's result goes)."""
     ckpts = [best_checkpoint(c) for c in s.ckpt]
     for c, ckpt in zip(s.ckpt, ckpts, strict=True):
         if ckpt != Path(c):

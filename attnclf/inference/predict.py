@@ -15,16 +15,15 @@ import json
 import sys
 from pathlib import Path
 
-import torch
-
 from attnclf.data.loading import decode_utf8
 from attnclf.errors import AttnclfError
 from attnclf.inference.trained import Classifier, Prediction, check_not_empty
 from attnclf.presentation.html import predictions_page
-from attnclf.settings.commands import PREDICT_INPUTS, predict_settings
+from attnclf.settings.commands import PREDICT_INPUTS, PredictConfig, predict_settings
 from attnclf.training.checkpoint import best_checkpoint
 from attnclf.utils.files import write_atomic, write_text_atomic
 from attnclf.utils.jsonfile import dumps
+from attnclf.utils.threads import torch_threads
 
 HELP = """usage: attnclf predict ckpt=<.ckpt or run folder> (text="a review" | input=<file>) [key=value ...]
 
@@ -126,8 +125,12 @@ def predict(argv: list[str]) -> list[Prediction]:
         print(HELP)
         raise SystemExit(0)
     args = predict_settings(argv)  # (the files to write too are checked before any work, not after it)
-    if args.num_threads:
-        torch.set_num_threads(args.num_threads)
+    with torch_threads(args.num_threads):
+        return predict_as_set(args)
+
+
+def predict_as_set(args: PredictConfig) -> list[Prediction]:
+    """predict() with its arguments read and checked."""
     if args.text is not None:
         texts, rows = [args.text], [{"text": args.text}]
     else:
