@@ -27,15 +27,17 @@ from attnclf.models.classifier import AttentionClassifier
 CANDIDATES, STEPS, LR, PENALTY, NOISE = 5, 500, 0.01, 500.0, 3.0
 
 
+def kl(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
+    """KL(p || q) (nats) over the last dim, as their code computes it (logs of p + 1e-10): padding, where p is 0,
+    adds nothing."""
+    return (p * ((p + 1e-10).log() - (q + 1e-10).log())).sum(-1)
+
+
 def jsd(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
     """Jensen-Shannon divergence (nats, in [0, ln 2]) between distributions over the last dim, as theirs
-    (probabilities clamped to [0, 1], logs of p + 1e-10)."""
+    (probabilities clamped to [0, 1])."""
     p, q = p.clamp(0, 1), q.clamp(0, 1)
     m = 0.5 * (p + q)
-
-    def kl(a, b):
-        return (a * ((a + 1e-10).log() - (b + 1e-10).log())).sum(-1)
-
     return 0.5 * (kl(p, m) + kl(q, m))
 
 

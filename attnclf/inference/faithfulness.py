@@ -36,7 +36,7 @@ def sample(
     lengths: np.ndarray, reviews: int, max_tokens: int, seed: int, split: str, min_tokens: int = 1
 ) -> np.ndarray:
     """`reviews` positions drawn without replacement (seeded) among those of `min_tokens` to `max_tokens` tokens."""
-    eligible = np.flatnonzero((lengths <= max_tokens) & (lengths >= min_tokens))
+    eligible = np.flatnonzero(eligible_reviews(lengths, max_tokens, min_tokens))
     if reviews > len(eligible):
         least = f"{min_tokens} to " if min_tokens > 1 else "at most "
         raise AttnclfError(
@@ -44,6 +44,11 @@ def sample(
             f"({len(eligible)} of {len(lengths)}); lower reviews or raise max_tokens"
         )
     return np.sort(np.random.default_rng(seed).choice(eligible, reviews, replace=False))
+
+
+def eligible_reviews(lengths: np.ndarray, max_tokens: int, min_tokens: int = 1) -> np.ndarray:
+    """Which reviews the sample may draw: those of `min_tokens` to `max_tokens` tokens (a mask)."""
+    return (lengths <= max_tokens) & (lengths >= min_tokens)
 
 
 def summarize(x: np.ndarray) -> dict:
@@ -108,8 +113,6 @@ def measure(
     lengths = np.array([len(s) for s in seqs])
     agreed, tau = agreement(attr, fixed, loo, extra)
     flip_frac = share_removed(flip, lengths)
-    edges = np.quantile(entropy, np.linspace(0, 1, 5))
-    bins = np.clip(np.searchsorted(edges, entropy, side="right") - 1, 0, 3)
     result = {
         "accuracy": float((pred == labels).mean()),
         "agreement": agreed,
@@ -130,16 +133,7 @@ def measure(
             "mean_tv": float(np.mean(tv)),
             "share_tv_below_0.05": float(np.mean(tv < 0.05)),
             "spearman_entropy_tv": measures.spearman(entropy, tv),
-            "by_entropy_quartile": [
-                {
-                    "entropy_from": float(edges[b]),
-                    "entropy_to": float(edges[b + 1]),
-                    "median_tv": float(np.median(tv[bins == b])),
-                    "reviews": int((bins == b).sum()),
-                }
-                for b in range(4)
-                if (bins == b).any()
-            ],
+            "by_entropy_quartile": by_entropy_quartile(entropy, tv, "tv"),
         },
         "uniform": {
             "accuracy": float((uni.argmax(-1) == labels).mean()),
@@ -185,8 +179,6 @@ def measure(
 def adversarial_summary(adv, entropy: np.ndarray, epsilon: float, seconds: float) -> dict:
     """The adversarial search's JSDs (nats): median and quartiles, by quartile of the attention's entropy, a
     random permutation's beside them, and the cost a review."""
-    edges = np.quantile(entropy, np.linspace(0, 1, 5))
-    bins = np.clip(np.searchsorted(edges, entropy, side="right") - 1, 0, 3)
     q = np.quantile(adv.jsd, [0.25, 0.5, 0.75])
     return {
         "epsilon": float(epsilon),
@@ -198,18 +190,22 @@ def adversarial_summary(adv, entropy: np.ndarray, epsilon: float, seconds: float
         "mean_jsd": float(adv.jsd.mean()),
         "mean_tv": float(adv.tv.mean()),
         "permuted_median_jsd": float(np.median(adv.permuted_jsd)),
-        "by_entropy_quartile": [
-            {
-                "entropy_from": float(edges[b]),
-                "entropy_to": float(edges[b + 1]),
-                "median_jsd": float(np.median(adv.jsd[bins == b])),
-                "reviews": int((bins == b).sum()),
-            }
-            for b in range(4)
-            if (bins == b).any()
-        ],  # fmt: skip
+        "by_entropy_quartile": by_entropy_quartile(entropy, adv.jsd, "jsd"),
         "seconds_per_review": seconds / max(len(adv.jsd), 1),
     }
+
+
+def by_entropy_quartile(entropy: np.ndarray, values: np.ndarray, name: str) -> list[dict]:
+    """The median of a per-review measure (`values`, reported as median_<name>) within each quartile of the
+    attention weights' entropy, with the quartile's bounds and its reviews (empty quartiles left out)."""
+    edges = np.quantile(entropy, np.linspace(0, 1, 5))
+    bins = np.clip(np.searchsorted(edges, entropy, side="right") - 1, 0, 3)
+    return [
+        {"entropy_from": float(edges[b]), "entropy_to": float(edges[b + 1]),
+         f"median_{name}": float(np.median(values[bins == b])), "reviews": int((bins == b).sum())}
+        for b in range(4)
+        if (bins == b).any()
+    ]  # fmt: skip
 
 
 # a review's tau counts as significant at this p-value or below (Jain & Wallace's threshold, and their <=)
@@ -304,7 +300,7 @@ def faithfulness(cfg: DictConfig) -> dict:
         picked = sample(dataset.lengths, cfg.reviews, cfg.max_tokens, cfg.seed, cfg.split, cfg.min_tokens)
         seqs = [dataset.tokens(i).astype(np.int64) for i in picked]
         labels = dataset.labels[dataset.rows[picked]]
-        eligible = (dataset.lengths <= cfg.max_tokens) & (dataset.lengths >= cfg.min_tokens)
+        eligible = eligible_reviews(dataset.lengths, cfg.max_tokens, cfg.min_tokens)
         about = {"data": str(data.path or data.train_file), "split": cfg.split, "max_tokens": int(cfg.max_tokens),
                  "min_tokens": int(cfg.min_tokens), "eligible_share": float(np.mean(eligible))}  # fmt: skip
         folder = f"faithfulness_{cfg.split}"

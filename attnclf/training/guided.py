@@ -17,13 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnclf.analysis.adversarial import jsd
+from attnclf.analysis.adversarial import jsd, kl
 from attnclf.training.module import unpack
-
-
-def kl(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
-    """KL(p || q) over the last dim (B,): padding (p = 0) adds nothing."""
-    return (p * (p.clamp_min(1e-10).log() - q.clamp_min(1e-10).log())).sum(-1)
 
 
 class GuidedModule(L.LightningModule):
