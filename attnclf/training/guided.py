@@ -29,12 +29,17 @@ class GuidedModule(L.LightningModule):
         self.test, self.weights, self.lam, self.lr = test, weights, lam, lr
         self.outputs: dict[str, list] = {"correct": [], "base_correct": [], "tvd": [], "jsd": []}
 
-    def _step(self, batch):
-        """(labels, the student's logits and weights, the base's logits and weights) of a batch."""
+    def _step(self, batch, everything: bool = False):
+        """(labels, the student's logits and weights, the base's logits and weights) of a batch. The base runs
+        only where its output is used: always with `everything` (the test), else where the loss needs it (the
+        adversarial loss) or the student pools with its weights (the diagnostic's frozen weights); (None, None)
+        in its place otherwise."""
         ids, lengths, y, host = unpack(batch)
-        with torch.no_grad():
-            self.base.eval()
-            base_logits, base_w = self.base(ids, lengths, host)
+        base_logits = base_w = None
+        if everything or self.test == "adversarial" or self.weights == "frozen":
+            with torch.no_grad():
+                self.base.eval()
+                base_logits, base_w = self.base(ids, lengths, host)
         if self.test == "diagnostic":
             logits, w = self.student(ids, lengths, base_w if self.weights == "frozen" else None)
         else:
@@ -56,7 +61,7 @@ class GuidedModule(L.LightningModule):
         self.log("val/acc", (logits.argmax(-1) == y).float().mean(), prog_bar=True)
 
     def test_step(self, batch, batch_idx):
-        y, logits, w, base_logits, base_w = self._step(batch)
+        y, logits, w, base_logits, base_w = self._step(batch, everything=True)
         self.outputs["correct"].append((logits.argmax(-1) == y).cpu())
         self.outputs["base_correct"].append((base_logits.argmax(-1) == y).cpu())
         self.outputs["tvd"].append((0.5 * (logits.softmax(-1) - base_logits.softmax(-1)).abs().sum(-1)).cpu())
