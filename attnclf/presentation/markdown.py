@@ -24,6 +24,10 @@ def faithfulness_markdown(r: dict) -> str:
     """faithfulness.py's summary.md from its faithfulness.json result."""
     a, e, p, u = r["agreement"], r["erasure"], r["permutation"], r["uniform"]
     tau = a["kendall_tau"]
+    # each pair the attention is set against (and the yardstick), by its label, key and signed tau
+    pairs = [("gradient x input", "gradient", tau["gradient"]), ("leave-one-out", "loo", tau["loo"]),
+             ("(gradient vs leave-one-out)", "gradient_vs_loo", a["kendall_tau_gradient_vs_loo"])]  # fmt: skip
+    pairs += [(name.replace("_", " "), name, t) for name, t in tau.items() if name not in ("gradient", "loo")]
     if "rationales" in r:
         left = r["rationales"]["left_out"]
         sample = (
@@ -51,24 +55,7 @@ def faithfulness_markdown(r: dict) -> str:
         "| attention vs | signed tau mean ± sd | median | significant | top-1 token the same | "
         "by magnitude: tau mean ± sd | significant |",
         "|---|---|---|---|---|---|---|",
-        *(
-            _agreement_row(label, tau_s, a["magnitude"][name], top1)
-            for label, name, tau_s, top1 in (
-                ("gradient x input", "gradient", tau["gradient"], a["top1_same"]["gradient"]),
-                ("leave-one-out", "loo", tau["loo"], a["top1_same"]["loo"]),
-                (
-                    "(gradient vs leave-one-out)",
-                    "gradient_vs_loo",
-                    a["kendall_tau_gradient_vs_loo"],
-                    a["top1_same"]["gradient_vs_loo"],
-                ),
-                *(
-                    (name.replace("_", " "), name, t, a["top1_same"][name])
-                    for name, t in tau.items()
-                    if name not in ("gradient", "loo")
-                ),
-            )
-        ),  # fmt: skip
+        *(_agreement_row(label, t, a["magnitude"][name], a["top1_same"][name]) for label, name, t in pairs),
         "",
         "## Erasure: decisions flipped (mean drop in p(predicted)) after removing the most important tokens",
         "",
