@@ -6,7 +6,7 @@ import json
 import logging
 
 import pytest
-from conftest import CONF
+from conftest import CONF, tiny_overrides
 from hydra import compose, initialize_config_dir
 from test_own_data import examples, fit, write
 
@@ -87,3 +87,33 @@ def test_a_run_from_before_data_json_evaluates_from_its_vocabulary_record_and_ge
     assert resumed["epochs"] == 5 and json.loads((run / "data.json").read_text())["carved"]["rows"] == 200
     again = evaluated(run, out=tmp_path / "again.json")
     assert again["reviews"] == 20 and again["accuracy"] == pytest.approx(resumed["test/acc"], abs=1e-6)
+
+
+def test_a_resumed_run_reads_its_own_data_and_refuses_other_data(tmp_path, monkeypatch, capsys):
+    """`attnclf train ckpt_path=<run>` with no data.* key continues on the run's own file and columns (not
+    the default, IMDb from the Hub); a data.* key given that differs from the run's record is refused in one
+    line before any work, and the run is left as it was."""
+    from attnclf.commands.train import main
+
+    data = write(tmp_path / "tickets.csv", columns(examples(200, 2, 0, names=["neg", "pos"])), "csv")
+    run = tmp_path / "run"
+    fit(data, run, "logger=none", "seed=3", "data.text_column=body", "data.label_column=y")
+    (run / "metrics.json").unlink()  # (unfinished: its last.ckpt resumes)
+    same = [o for o in tiny_overrides(data, run) if not o.startswith(("data.", "paths.output_dir"))]
+    command = ["attnclf train", *same, "trainer.max_epochs=5", "optimizer.lr=1e-2", "logger=none", "seed=3",
+               "callbacks.rich_progress_bar=null", "callbacks.attention_maps=null", f"ckpt_path={run}",
+               f"hydra.run.dir={tmp_path / 'fresh'}"]  # fmt: skip
+    monkeypatch.setattr("sys.argv", [*command, "data.max_length=32"])
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stop:
+        main()
+    assert stop.value.code == 2 and not (tmp_path / "fresh").exists() and not (run / "metrics.json").exists()
+    err = capsys.readouterr().err.strip()
+    assert err == (f"error: data.max_length=32: the run resumed was trained with data.max_length=64 "
+                   f"({run / 'data.json'}); leave data.max_length out to resume on the run's own data")  # fmt: skip
+    monkeypatch.setattr("sys.argv", [*command, "data.label_column=y", "data.batch_size=16"])  # (the same)
+    main()
+    resumed = json.loads((run / "metrics.json").read_text())
+    assert resumed["epochs"] == 5 and resumed["test/confusion_matrix"] is not None
+    assert resumed["splits"]["test"].startswith("carved from train")
+    assert json.loads((run / "data.json").read_text())["data"]["text_column"] == "body"

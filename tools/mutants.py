@@ -642,6 +642,21 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "finally:\n        pass",
         ["tests/test_inference.py::test_bad_predict_inputs"],
     ),
+    # a resumed run continues on its own data (data.json), a data key given over it must agree
+    (
+        "resume-ignores-the-data-record",
+        "attnclf/training/resume.py",
+        r"        record = read_json\(run / RECORD\)\[\"data\"\]",
+        "        record = read_json(run / 'no-such-record')[\"data\"]",
+        ["tests/test_run_data.py::test_a_resumed_run_reads_its_own_data_and_refuses_other_data"],
+    ),
+    (
+        "resume-takes-a-differing-data-key",
+        "attnclf/training/resume.py",
+        r"and now\[key\] != record\[key\]:",
+        "and now[key] != record[key] and False:",
+        ["tests/test_run_data.py::test_a_resumed_run_reads_its_own_data_and_refuses_other_data"],
+    ),
 ]
 
 args = sys.argv[1:]

@@ -6,12 +6,17 @@ from __future__ import annotations
 import logging
 import shutil
 import warnings
+from dataclasses import asdict
 from pathlib import Path
+
+from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from attnclf.data.splits import RECORD
 from attnclf.errors import AttnclfError
+from attnclf.settings.data import RECORDED, DataConfig
 from attnclf.settings.model import CLASSIFIER, ClassifierConfig, setting_differences
 from attnclf.settings.run import PathsConfig
+from attnclf.settings.typed import typed
 from attnclf.training.checkpoint import checkpoint_kind, find_resume, load_checkpoint, run_dir_of
 from attnclf.utils.jsonfile import read_json
 
@@ -53,6 +58,39 @@ def resume_point(ckpt_path: str | None, paths: PathsConfig, matches, mismatch=No
     # the run's own checkpoints are in its checkpoints/: Lightning's warning that the folder is not empty is no news
     warnings.filterwarnings("ignore", message=r"Checkpoint directory .* exists and is not empty")
     return resume
+
+
+def resumed_data(data: DataConfig, run: Path, given: set[str] | None) -> DataConfig:
+    """The data a resumed run continues on: its own record (`run`/data.json), how it is read (batch sizes,
+    workers, caches) this command's. `given`: the data keys this command names (None: every one); one that
+    differs from the run's record is refused in one line. A run from before the record: `data` as given."""
+    try:
+        record = read_json(run / RECORD)["data"]
+    except FileNotFoundError:
+        return data
+    record = {k: v for k, v in record.items() if k in RECORDED}  # (a key the record lacks: this command's)
+    now = data.recorded()
+    for key in RECORDED:
+        if key in record and (given is None or key in given) and now[key] != record[key]:
+            raise AttnclfError(
+                f"data.{key}={now[key]!r}: the run resumed was trained with data.{key}={record[key]!r} "
+                f"({run / RECORD}); leave data.{key} out to resume on the run's own data"
+            )
+    log.info("data: the run's own (%s)", run / RECORD)
+    return typed(DataConfig, {**asdict(data), **record}, "data")
+
+
+def data_keys_given(overrides: list[str], data: DataConfig) -> set[str]:
+    """The data keys a command line names: data.<key>=..., and for a group that sets data (data=<name>,
+    experiment=<name>) the keys it sets away from the defaults."""
+    keys, defaults, now = set(), DataConfig().recorded(), data.recorded()
+    for o in OverridesParser.create().parse_overrides(overrides):
+        name = o.key_or_group
+        if name in ("data", "experiment"):
+            keys.update(k for k in RECORDED if now[k] != defaults[k])
+        elif name.startswith("data."):
+            keys.add(name.split(".")[1])
+    return keys
 
 
 def same_settings(hparams: dict, config: ClassifierConfig) -> bool:

@@ -15,12 +15,15 @@ from attnclf.data.splits import RECORD, record_of
 from attnclf.data.vectors import initial_embeddings
 from attnclf.settings.commands import train_settings
 from attnclf.settings.model import INIT_FROM_PRETRAIN
+from attnclf.training.checkpoint import run_dir_of
 from attnclf.training.init_from import cached_pretraining, check_init_from, load_pretrained
 from attnclf.training.module import AttnClassifierModule
 from attnclf.training.resume import (
     START,
     check_resumed_vocab,
+    data_keys_given,
     resume_point,
+    resumed_data,
     resumed_step_of,
     same_settings,
     settings_mismatch,
@@ -42,8 +45,10 @@ from attnclf.utils.jsonfile import write_json
 log = logging.getLogger(__name__)
 
 
-def train(cfg: DictConfig) -> float:
-    """Fit, test the best checkpoint, write metrics.json; return the metric `cfg.optimized_metric`."""
+def train(cfg: DictConfig, overrides: list[str] | None = None) -> float:
+    """Fit, test the best checkpoint, write metrics.json; return the metric `cfg.optimized_metric`.
+    `overrides`: the command line's (a resumed run reads the data keys they leave out from its own record;
+    None: every data key of `cfg` counts as given)."""
     s = train_settings(cfg)  # every value typed and checked, before any data work (attnclf/settings/)
     config, m, run = s.classifier, s.classifier.model, s.run
     init_from, lm_run = None, str(m.init_from)
@@ -55,6 +60,9 @@ def train(cfg: DictConfig) -> float:
     if resume is not None and run.ckpt_path == "last":
         log.info("ckpt_path=last: the newest unfinished run with attention=%s and these model settings",
                  config.attention)  # fmt: skip
+    if resume is not None:  # (it continues on its own data: the data.* keys given must agree with it)
+        given = None if overrides is None else data_keys_given(overrides, s.data)
+        s.data = resumed_data(s.data, run_dir_of(resume), given)
     cfg.paths.output_dir = s.paths.output_dir  # (a resumed run's own: the loggers and checkpoints built from cfg)
     L.seed_everything(run.seed, workers=True, verbose=False)  # (the seed is in the run's config and metrics)
     out = Path(s.paths.output_dir)
