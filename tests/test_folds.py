@@ -54,6 +54,18 @@ def test_bad_fold_values_are_one_line(override, message, tmp_path):
         fit(data, tmp_path / "run", "data.folds=5", "data.fold=5")
 
 
+def test_more_folds_than_the_smallest_class_has_rows_are_refused_before_any_work(tmp_path):
+    rows = examples(60, 2, 0, names=["neg", "pos"])
+    rows["label"] = ["pos"] * 55 + ["neg"] * 5
+    data = write(tmp_path / "r.csv", rows, "csv")
+    with pytest.raises(AttnclfError) as e:
+        fit(data, tmp_path / "run", "data.folds=6", "data.fold=0")
+    assert str(e.value) == "data.folds=6 is more than the 5 rows of the smallest class (of 60 rows, 2 classes); " \
+        "give data.folds=5 or fewer"  # fmt: skip
+    assert not (tmp_path / "run" / "checkpoints").exists()
+    assert len(fold_rows(np.array(rows["label"]) == "neg", 5, 4, seed=1)) == 12  # (5 folds: one row of neg each)
+
+
 def test_folds_on_data_with_its_own_test_split_are_refused(tiny_imdb, tmp_path):
     with pytest.raises(AttnclfError, match=r"data.folds=3: .* has a 'test' split of its own; k-fold cross-validation"):
         fit(tiny_imdb, tmp_path / "run", "data.folds=3", "data.fold=0")

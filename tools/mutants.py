@@ -657,6 +657,13 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "and now[key] != record[key] and False:",
         ["tests/test_run_data.py::test_a_resumed_run_reads_its_own_data_and_refuses_other_data"],
     ),
+    (
+        "folds-beyond-the-smallest-class-taken",
+        "attnclf/data/splits.py",
+        r"    if folds > counts.min\(\):",
+        "    if folds > len(labels):",
+        ["tests/test_folds.py::test_more_folds_than_the_smallest_class_has_rows_are_refused_before_any_work"],
+    ),
 ]
 
 args = sys.argv[1:]

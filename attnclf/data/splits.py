@@ -33,7 +33,13 @@ def fold_rows(labels: np.ndarray, folds: int, fold: int, seed: int) -> np.ndarra
     """The rows of fold `fold` of `folds` stratified, seeded folds over rows of class ids `labels`: each
     class's rows shuffled and dealt round the folds in turn (the next class going on where the last one
     stopped), so every fold holds about 1/folds of each class and of the rows. The folds are disjoint and
-    together cover every row."""
+    together cover every row. More folds than the smallest class has rows are refused (a fold without it)."""
+    classes, counts = np.unique(labels, return_counts=True)
+    if folds > counts.min():
+        raise AttnclfError(
+            f"data.folds={folds} is more than the {counts.min()} rows of the smallest class (of {len(labels)} "
+            f"rows, {len(classes)} classes); give data.folds={max(2, int(counts.min()))} or fewer"
+        )
     rng = np.random.default_rng([seed, 4])
     assign = np.empty(len(labels), dtype=np.int64)
     dealt = 0
