@@ -41,18 +41,37 @@ def run(fn, cfg):
     except AttnclfError as e_:
         e = e_
     print(f"error: {e}", file=sys.stderr)
-    try:
-        out = OmegaConf.select(cfg, "paths.output_dir")
-    except Exception:  # (outside Hydra its resolver is not there)
-        out = None
-    if out:  # a failed start leaves no run folder behind (one with checkpoints or metrics stays)
-        close_logs_in(Path(out))
-        remove_if_unused(Path(out))
+    for folder in folders_of(cfg):  # a failed start leaves no run folder behind (one with results stays)
+        close_logs_in(folder)
+        remove_if_unused(folder)
+        remove_empty_parents(folder)
     if isinstance(e, Interrupted):
         sys.exit(e.status)
     if in_multirun():  # (a sweep's other jobs go on: Hydra gives each its own log)
         raise SweepJobError(str(e)) from e
     sys.exit(2)
+
+
+def folders_of(cfg) -> set[Path]:
+    """The run folder a command made (`paths.output_dir`: Hydra's, or where a resumed run continues)."""
+    try:
+        out = OmegaConf.select(cfg, "paths.output_dir")
+    except Exception:  # (outside Hydra its resolver is not there)
+        out = None
+    return {Path(out).resolve()} if out else set()
+
+
+def remove_empty_parents(folder: Path) -> None:
+    """The folders above a removed run folder (outputs/eval/ ...), where they are empty and inside the
+    working directory: a failed start leaves nothing behind."""
+    here = Path.cwd().resolve()
+    for parent in folder.parents:
+        if parent == here or here not in parent.parents or folder.exists():
+            return
+        try:
+            parent.rmdir()  # (only where empty)
+        except OSError:
+            return
 
 
 def os_error_line(e: OSError) -> str:

@@ -137,3 +137,21 @@ def tiny_run(tiny_imdb, tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_run_additive(tiny_imdb, tmp_path_factory) -> Path:
     return train_tiny(tiny_imdb, tmp_path_factory.mktemp("tiny_run_additive"), "additive")
+
+
+@pytest.fixture
+def in_process():
+    """For a test that calls an entry point's Hydra main itself: the logging Hydra sets up (console handlers
+    on pytest's captured streams, log files in the run folder) taken down again after it."""
+    import logging
+
+    loggers = [logging.getLogger(), logging.getLogger("gensim")]
+    saved = [(lg, lg.handlers[:], lg.level, lg.propagate) for lg in loggers]
+    yield
+    for logger, handlers, level, propagate in saved:
+        for h in logger.handlers:
+            if h not in handlers:
+                h.close()
+        logger.handlers[:] = handlers
+        logger.setLevel(level)
+        logger.propagate = propagate

@@ -321,3 +321,20 @@ def test_a_data_error_is_the_only_line_a_run_prints(tmp_path):
     assert r.stderr.strip().splitlines() == [
         "error: data.path '/no/such/data' does not exist (give a local dataset folder or file, or a Hub id)"
     ], r.stderr
+
+
+@pytest.mark.parametrize("command", ["train", "eval", "faithfulness", "attention_tests"])
+def test_a_failed_start_from_the_command_line_leaves_nothing_behind(command, tmp_path, monkeypatch, capsys, in_process):
+    """The Hydra entry points themselves, in an empty working folder: a refused start is one line, exit 2,
+    and neither the run folder Hydra made (its config and log) nor outputs/ above it is left."""
+    import importlib
+
+    main = importlib.import_module(f"attnclf.commands.{command}").main
+    given = "data.path=/no/such/data" if command == "train" else f"ckpt={tmp_path / 'no_such_run'}"
+    (tmp_path / "work").mkdir()
+    monkeypatch.chdir(tmp_path / "work")
+    monkeypatch.setattr("sys.argv", [f"attnclf {command}", given])
+    with pytest.raises(SystemExit) as e:
+        main()
+    assert e.value.code == 2 and capsys.readouterr().err.startswith("error: ")
+    assert list((tmp_path / "work").iterdir()) == []

@@ -664,6 +664,21 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "    if folds > len(labels):",
         ["tests/test_folds.py::test_more_folds_than_the_smallest_class_has_rows_are_refused_before_any_work"],
     ),
+    # a failed start leaves neither Hydra's run folder nor the empty outputs/ above it
+    (
+        "failed-start-keeps-eval-log-folders",
+        "attnclf/training/resume.py",
+        r"if p.suffix != \".log\"",
+        'if p.name != "train.log"',
+        ["tests/test_errors.py::test_a_failed_start_from_the_command_line_leaves_nothing_behind"],
+    ),
+    (
+        "failed-start-keeps-empty-parents",
+        "attnclf/cli.py",
+        r"        remove_empty_parents\(folder\)",
+        "        pass",
+        ["tests/test_errors.py::test_a_failed_start_from_the_command_line_leaves_nothing_behind"],
+    ),
 ]
 
 args = sys.argv[1:]

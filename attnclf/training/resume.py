@@ -144,19 +144,24 @@ def move_log_to(run: Path, fresh: Path) -> None:
 
 
 def close_logs_in(folder: Path) -> list[logging.FileHandler]:
-    """Take the log files kept in `folder` off the root logger and close them (so that the folder can go);
-    the handlers, closed."""
+    """Take the log files kept in `folder` off the loggers (the root's, and gensim's own: conf/hydra) and
+    close them, so that the folder can go; the root's handlers, closed."""
     root, closed = logging.getLogger(), []
-    for h in list(root.handlers):
-        if isinstance(h, logging.FileHandler) and Path(h.baseFilename).parent.resolve() == folder.resolve():
-            root.removeHandler(h)
-            h.close()
-            closed.append(h)
+    named = [logging.getLogger(name) for name in list(logging.root.manager.loggerDict)]
+    for logger in [root, *named]:
+        for h in list(logger.handlers):
+            if isinstance(h, logging.FileHandler) and Path(h.baseFilename).parent.resolve() == folder.resolve():
+                logger.removeHandler(h)
+                h.close()
+                if logger is root:
+                    closed.append(h)
     return closed
 
 
 def remove_if_unused(folder: Path) -> None:
-    """Remove a run folder that holds nothing but Hydra's config, an empty or only-started log, the
-    vocabulary and the start record (a start that failed or was stopped before training)."""
-    if folder.is_dir() and {p.name for p in folder.iterdir()} <= {".hydra", "train.log", "vocab.json", START, RECORD}:
+    """Remove a run folder that holds nothing but Hydra's config, an only-started log (train.log,
+    eval.log ...), the vocabulary and the start record (a start that failed or was stopped before training,
+    an evaluation that failed)."""
+    kept = {p.name for p in folder.iterdir() if p.suffix != ".log"} if folder.is_dir() else {"(none)"}
+    if folder.is_dir() and kept <= {".hydra", "vocab.json", START, RECORD}:
         shutil.rmtree(folder, ignore_errors=True)
