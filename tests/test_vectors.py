@@ -207,6 +207,19 @@ def test_glove_text_without_a_header_line_is_read_as_it_comes(tiny_imdb, tmp_pat
         np.testing.assert_allclose(wv[w], v, rtol=1e-6)
     with pytest.raises(AttnclfError, match="has 8-dim vectors, model.embed_dim=16; set model.embed_dim=8"):
         read_vectors(str(glove), 16)
+    # a line with a number missing (a file cut or joined badly): the file, the line and both counts
+    ragged = tmp_path / "ragged.txt"
+    lines = glove.read_text().splitlines()
+    lines[3] = " ".join(lines[3].split(" ")[:-2])
+    ragged.write_text("\n".join(lines) + "\n")
+    with pytest.raises(AttnclfError) as e:
+        read_vectors(str(ragged), 8)
+    assert str(e.value) == f"model.embeddings='{ragged}': line 4 has 6 numbers after its word, the vectors 8; " \
+        "every line is a word and 8 numbers"  # fmt: skip
+    header = tmp_path / "header.txt"  # (with word2vec's header line: its size is the one expected)
+    header.write_text("5 8\n" + "\n".join(lines) + "\n")
+    with pytest.raises(AttnclfError, match=r"': line 5 has 6 numbers after its word, the vectors 8; "):
+        read_vectors(str(header), 8)
     # a run starts from it (kept fixed here): the vocabulary's words it has are its vectors
     out = tmp_path / "run"
     overrides = [f"model.embeddings={glove}", "model.embed_dim=8", "model.freeze_embeddings=true"]

@@ -679,6 +679,13 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "        pass",
         ["tests/test_errors.py::test_a_failed_start_from_the_command_line_leaves_nothing_behind"],
     ),
+    (
+        "ragged-vectors-line-counted-from-zero",
+        "attnclf/data/vectors.py",
+        r"for number, line in enumerate\(f, start=1\):",
+        "for number, line in enumerate(f):",
+        ["tests/test_vectors.py::test_glove_text_without_a_header_line_is_read_as_it_comes"],
+    ),
 ]
 
 args = sys.argv[1:]

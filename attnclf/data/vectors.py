@@ -141,8 +141,31 @@ def read_vectors(path: str, dim: int):
     try:
         wv = KeyedVectors.load_word2vec_format(str(path), binary=Path(path).suffix == ".bin", no_header=not header)
     except (ValueError, UnicodeDecodeError, EOFError) as e:
+        ragged = None if Path(path).suffix == ".bin" or isinstance(e, UnicodeDecodeError) else ragged_line(path, header)
+        if ragged:
+            line, found, expected = ragged
+            raise AttnclfError(f"model.embeddings={path!r}: line {line} has {found} numbers after its word, the "
+                               f"vectors {expected}; every line is a word and {expected} numbers") from e  # fmt: skip
         raise AttnclfError(f"model.embeddings={path!r} is not a word2vec vectors file: {e}") from e
     return wv
+
+
+def ragged_line(path: str, header: bool) -> tuple[int, int, int] | None:
+    """The first line of a text vectors file whose count of numbers differs from the vectors' size (the
+    header's, or the first vector's): (line number, numbers found, numbers expected); None: none does."""
+    expected = None
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for number, line in enumerate(f, start=1):
+            parts = line.rstrip("\n").rstrip(" ").split(" ")
+            if number == 1 and header:
+                expected = int(parts[1])
+                continue
+            if not line.strip():
+                continue
+            expected = len(parts) - 1 if expected is None else expected
+            if len(parts) - 1 != expected:
+                return number, len(parts) - 1, expected
+    return None
 
 
 def embedding_matrix(wv, vocab: Vocab, seed: int = 0) -> tuple[np.ndarray, float]:
