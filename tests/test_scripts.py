@@ -217,8 +217,21 @@ def test_compare_datasets_runs_each_protocol_and_reports_each_dataset_apart(tiny
             f"paths.cache_dir={tmp_path / 'cache'}"]  # fmt: skip
     cmd = [sys.executable, "-m", "attnclf", "compare-datasets", "--cr", str(short), "--data", f"reviews={tiny_imdb}",
            "--folds", "2", "--seeds", "1", "--out", str(out), "--", *tiny]  # fmt: skip
+    # a value every run would refuse, or data none can train on: one line before any run, no sweep folder
+    for extra, message in (
+        (["model.hidden_dim=0"], "error: cr ({short}): model.hidden_dim=0 must be a positive"),
+        (["data.label_column=text"], "error: cr ({short}): data.label_column='text' is data."),
+    ):
+        bad = subprocess.run([*cmd, *extra], cwd=ROOT, capture_output=True, text=True, timeout=600)
+        assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1].startswith(message.format(short=short))
+        assert bad.stderr.count("error:") == 1 and not out.exists()
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
+    said = [line for line in r.stdout.splitlines() if " runs] " in line]  # one line a run finished
+    expected = [f"[{k} of 6 runs] cr run {k} of 4 finished" for k in (1, 2, 3, 4)]
+    expected += [f"[{k + 4} of 6 runs] reviews run {k} of 2 finished" for k in (1, 2)]
+    assert [line.split(";")[0] for line in said] == expected
+    assert all(" so far, about " in line and line.endswith(" left") for line in said)
     # (--data's protocol from its splits: tiny_imdb has a test split, so seeds)
     assert (
         len(list((out / "cr").rglob("metrics.json"))) == 4 and len(list((out / "reviews").rglob("metrics.json"))) == 2

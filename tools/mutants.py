@@ -686,6 +686,20 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "for number, line in enumerate(f):",
         ["tests/test_vectors.py::test_glove_text_without_a_header_line_is_read_as_it_comes"],
     ),
+    (
+        "compare-datasets-launches-unchecked",
+        "attnclf/tools/compare_datasets.py",
+        r"        why = first_run_refused\(plans\[name\]\[0\]\)",
+        "        why = None",
+        ["tests/test_scripts.py::test_compare_datasets_runs_each_protocol_and_reports_each_dataset_apart"],
+    ),
+    (
+        "compare-datasets-counts-runs-once-a-dataset",
+        "attnclf/tools/compare_datasets.py",
+        r"            for k in range\(seen \+ 1, now \+ 1\):",
+        "            for k in range(seen + 1, min(now, seen + 1) + 1):",
+        ["tests/test_scripts.py::test_compare_datasets_runs_each_protocol_and_reports_each_dataset_apart"],
+    ),
 ]
 
 args = sys.argv[1:]

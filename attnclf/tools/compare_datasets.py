@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -42,6 +43,73 @@ def runs(name: str, path: str, args, extra: list[str], own_test: bool) -> tuple[
         folds = args.folds
         return [*common, f"data.folds={folds}", f"data.fold=range({folds})"], 2 * folds
     return [*common, "seed=" + ",".join(str(s) for s in args.seeds)], 2 * len(args.seeds)
+
+
+def first_run_refused(overrides: list[str]) -> str | None:
+    """Why the first run of a multirun would be refused (its settings composed and checked, its data read
+    as train.py reads it: columns, labels, classes, folds), in one line; None: it starts."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import HydraException
+
+    from attnclf.cli import composition_error
+    from attnclf.data.datamodule import TextDataModule
+    from attnclf.errors import AttnclfError
+    from attnclf.settings.commands import train_settings
+    from attnclf.settings.compose import compose_config
+
+    try:
+        parsed = OverridesParser.create().parse_overrides(overrides)
+        first = [f"{o.get_key_element()}={next(o.sweep_string_iterator())}" if o.is_sweep_override() else o.input_line
+                 for o in parsed]  # (each sweep's first value)  # fmt: skip
+        with tempfile.TemporaryDirectory() as where:  # (the run folder Hydra would make: nothing is written)
+            settings = train_settings(compose_config("train", [*first, f"paths.output_dir={where}"]))
+        TextDataModule(settings.data, settings.run.seed).setup("fit")  # (its encoding cached for the runs)
+    except HydraException as e:
+        return composition_error(e, "train")
+    except AttnclfError as e:
+        return str(e)
+    return None
+
+
+def finished(sweep: Path) -> int:
+    """The runs of a sweep folder that finished (their metrics.json)."""
+    return len(list(sweep.rglob("metrics.json"))) if sweep.is_dir() else 0
+
+
+class Progress:
+    """One line a run finished, over every dataset: k of n, the time so far and an estimate of what is left
+    (from the runs finished by this call)."""
+
+    def __init__(self, total: int):
+        self.total, self.done, self.ran, self.start = total, 0, 0, time.perf_counter()
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def skip(self, n: int) -> None:
+        self.done += n
+
+    def follow(self, process: subprocess.Popen, sweep: Path, name: str, expected: int) -> int:
+        """Wait for a dataset's multirun, saying each run it finishes; its exit status."""
+        before = seen = finished(sweep)
+        while True:
+            running = process.poll() is None
+            now = finished(sweep)
+            for k in range(seen + 1, now + 1):
+                self.done, self.ran = self.done + 1, self.ran + 1
+                left = self.elapsed() / self.ran * (self.total - self.done)
+                print(f"[{self.done} of {self.total} runs] {name} run {k - before} of {expected} finished; "
+                      f"{clock(self.elapsed())} so far, about {clock(left)} left", flush=True)  # fmt: skip
+            seen = max(seen, now)
+            if not running:
+                return process.returncode
+            time.sleep(2)
+
+
+def clock(seconds: float) -> str:
+    """Seconds as h:mm:ss."""
+    s = int(round(seconds))
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,23 +140,30 @@ def main(argv: list[str] | None = None) -> int:
     for name, path in given.items():
         if not Path(path).expanduser().exists():
             p.error(f"--{name} {path}: does not exist")
-    start = time.perf_counter()
+    plans = {}  # name: (its multirun's overrides, how many runs it makes)
     for name, path in given.items():
-        sweep = args.out.resolve() / name
         own_test = protocol[name] if name in protocol else has_test_split(str(Path(path).expanduser()))
-        overrides, expected = runs(name, path, args, extra, own_test)
-        done = len(list(sweep.rglob("metrics.json"))) if sweep.is_dir() else 0
+        plans[name] = runs(name, path, args, extra, own_test)
+        why = first_run_refused(plans[name][0])  # (once here, not once a run: each would fail alike)
+        if why:
+            print(f"error: {name} ({path}): {why}", file=sys.stderr)
+            return 2
+    progress = Progress(sum(n for _, n in plans.values()))
+    for name, (overrides, expected) in plans.items():
+        sweep = args.out.resolve() / name
+        done = finished(sweep)
         if done >= expected:
             print(f"{name}: {done} runs already in {sweep}; skipped", flush=True)
+            progress.skip(expected)
             continue
         t = time.perf_counter()
         print(f"{name}: {expected} runs -> {sweep}", flush=True)
         cmd = [sys.executable, "-m", "attnclf", "train", "-m", *overrides, f"hydra.sweep.dir={sweep}"]
-        result = subprocess.run(cmd)
-        print(f"{name}: exit {result.returncode} in {time.perf_counter() - t:.0f} s", flush=True)
-        if result.returncode != 0:
-            return result.returncode
-    print(f"all datasets in {time.perf_counter() - start:.0f} s; the report:", flush=True)
+        code = progress.follow(subprocess.Popen(cmd), sweep, name, expected - done)
+        print(f"{name}: exit {code} in {time.perf_counter() - t:.0f} s", flush=True)
+        if code != 0:
+            return code
+    print(f"all datasets in {progress.elapsed():.0f} s; the report:", flush=True)
     from attnclf.tools.report import main as report
 
     return report([str(args.out.resolve())])
