@@ -4,6 +4,7 @@ import csv
 import json
 import logging
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -396,6 +397,11 @@ def test_init_from_pretrain_pretrains_the_run_s_texts_once_then_reuses_them(with
     first, said = run("first")
     (lm,) = [p.parent for p in (cache / "pretrain").glob("*/metrics.json")]
     assert "none cached: running" in said and json.loads((lm / "metrics.json").read_text())["val/ppl"] > 1
+    # its length said before it starts (an hour and more at full size): steps, texts and tokens
+    length = re.search(r"pretraining: (\d+) steps \(1 epochs of (\d+) batches\) of both language models on (\d+) "
+                       r"texts, ([\d.]+) million tokens an epoch", said)  # fmt: skip
+    texts = json.loads((lm / "metrics.json").read_text())["texts"]["train"]
+    assert length and length[1] == length[2] == "14" and f"{length[3]} texts" == texts == "220 texts"
     assert Path(first["init_from"]["checkpoint"]).parent.parent == lm
     assert first["init_from"]["pretraining_seconds"] == json.loads((lm / "metrics.json").read_text())["fit_seconds"]
     second, said = run("second")

@@ -700,6 +700,35 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "            for k in range(seen + 1, min(now, seen + 1) + 1):",
         ["tests/test_scripts.py::test_compare_datasets_runs_each_protocol_and_reports_each_dataset_apart"],
     ),
+    # progress displays: counted as they go, quiet where asked
+    (
+        "eval-bar-never-advances",
+        "attnclf/inference/evaluate.py",
+        r"                advance\(len\(positions\)\)",
+        "                pass",
+        ["tests/test_progress.py::test_eval_shows_the_reviews_it_has_read"],
+    ),
+    (
+        "word2vec-bar-ignores-quiet",
+        "attnclf/data/vectors.py",
+        r'with stage\("word2vec", epochs, "epochs", quiet\)',
+        'with stage("word2vec", epochs, "epochs")',
+        ["tests/test_progress.py::test_word2vec_counts_its_epochs_on_the_display"],
+    ),
+    (
+        "quiet-ignores-the-logger",
+        "attnclf/training/trainer.py",
+        r"return not trainer.loggers or trainer.progress_bar_callback is None",
+        "return trainer.progress_bar_callback is None",
+        ["tests/test_progress.py::test_a_run_without_a_logger_or_a_progress_bar_is_quiet"],
+    ),
+    (
+        "pretraining-length-unsaid",
+        "attnclf/training/pretrain.py",
+        r"    say_length\(trainer, datamodule\)\n",
+        "\n",
+        ["tests/test_pretrain.py::test_init_from_pretrain_pretrains_the_run_s_texts_once_then_reuses_them"],
+    ),
 ]
 
 args = sys.argv[1:]

@@ -23,6 +23,7 @@ from attnclf.errors import AttnclfError
 from attnclf.settings.data import Word2VecConfig
 from attnclf.settings.model import ModelConfig
 from attnclf.utils.files import write_atomic
+from attnclf.utils.progress import stage
 
 log = logging.getLogger(__name__)
 
@@ -65,30 +66,44 @@ class Sentences:
                     yield table[enc.ids[a:b]].tolist()
 
 
-def train_word2vec(texts: Texts, dim: int, settings: dict):
+def train_word2vec(texts: Texts, dim: int, settings: dict, quiet: bool = False):
     """gensim KeyedVectors of `dim` dimensions trained on the texts. One worker gives the same vectors from
-    the same texts and seed every time; more are faster but vary with thread timing."""
+    the same texts and seed every time; more are faster but vary with thread timing. On a terminal a bar
+    counts the epochs (`quiet`: none)."""
     from gensim.models import Word2Vec
+    from gensim.models.callbacks import CallbackAny2Vec
+
+    class EpochCounted(CallbackAny2Vec):
+        def __init__(self, advance):
+            self.advance = advance
+
+        def on_epoch_end(self, model):
+            self.advance(1)
 
     algorithm = settings.get("algorithm", "skipgram")  # (checked with the settings: Word2VecConfig)
+    epochs = int(settings.get("epochs", AUTO_EPOCHS[0]))
     t = time.perf_counter()
-    model = Word2Vec(
-        Sentences(texts),
-        vector_size=dim,
-        sg=int(algorithm == "skipgram"),
-        window=int(settings.get("window", 5)),
-        min_count=int(settings.get("min_count", 2)),
-        negative=int(settings.get("negative", 5)),
-        epochs=int(settings.get("epochs", AUTO_EPOCHS[0])),
-        workers=int(settings.get("workers") or max(1, min(4, os.cpu_count() or 1))),
-        seed=int(settings.get("seed", 0)),
-    )
+    with stage("word2vec", epochs, "epochs", quiet) as advance:
+        model = Word2Vec(
+            Sentences(texts),
+            vector_size=dim,
+            sg=int(algorithm == "skipgram"),
+            window=int(settings.get("window", 5)),
+            min_count=int(settings.get("min_count", 2)),
+            negative=int(settings.get("negative", 5)),
+            epochs=epochs,
+            workers=int(settings.get("workers") or max(1, min(4, os.cpu_count() or 1))),
+            seed=int(settings.get("seed", 0)),
+            callbacks=[EpochCounted(advance)],
+        )
     log.info("word2vec: %d words x %d dims in %.0f s", len(model.wv), dim, time.perf_counter() - t)
     return model.wv
 
 
-def cached_word2vec(texts: Texts, fingerprints: list[str], dim: int, settings: dict, cache_dir: str | None):
-    """Trained vectors from the cache, or trained now and cached."""
+def cached_word2vec(
+    texts: Texts, fingerprints: list[str], dim: int, settings: dict, cache_dir: str | None, quiet: bool = False
+):
+    """Trained vectors from the cache, or trained now (`quiet`: without a progress display) and cached."""
     from gensim.models import KeyedVectors
 
     key = hashlib.sha1(
@@ -96,7 +111,7 @@ def cached_word2vec(texts: Texts, fingerprints: list[str], dim: int, settings: d
     ).hexdigest()[:16]
     path = Path(cache_dir) / "word2vec" / f"{key}.bin" if cache_dir else None
     if path is None:
-        return _train_logged(texts, dim, settings), None
+        return _train_logged(texts, dim, settings, quiet), None
 
     def cached():
         """The cached vectors, or None where the file cannot be read (cut short, or not ours): then it goes,
@@ -118,19 +133,19 @@ def cached_word2vec(texts: Texts, fingerprints: list[str], dim: int, settings: d
     with FileLock(str(path.with_name(f".{path.name}.lock"))):
         if path.is_file() and (found := cached()) is not None:
             return found
-        wv = _train_logged(texts, dim, settings)
+        wv = _train_logged(texts, dim, settings, quiet)
         write_atomic(path, lambda tmp: wv.save_word2vec_format(str(tmp), binary=True))  # (whole, or no file)
     log.info("word2vec: cached as %s", path)
     return wv, path
 
 
-def _train_logged(texts: Texts, dim: int, settings: dict):
+def _train_logged(texts: Texts, dim: int, settings: dict, quiet: bool):
     n = sum(len(rows) for _, rows in texts)
     parts = "the training split's rows (validation rows carved from them included; never test)"
     if len(texts) > 1:
         parts += f" and {sum(len(rows) for _, rows in texts[1:])} unlabeled"
     log.info("word2vec: training %d-dim vectors on %d texts: %d of %s", dim, n, len(texts[0][1]), parts)
-    return train_word2vec(texts, dim, settings)
+    return train_word2vec(texts, dim, settings, quiet)
 
 
 def read_vectors(path: str, dim: int):
@@ -186,9 +201,10 @@ def embedding_matrix(wv, vocab: Vocab, seed: int = 0) -> tuple[np.ndarray, float
 
 
 def initial_embeddings(
-    source: str, datamodule, dim: int, settings: Word2VecConfig, cache_dir: str | None
+    source: str, datamodule, dim: int, settings: Word2VecConfig, cache_dir: str | None, quiet: bool = False
 ) -> tuple[np.ndarray, dict]:
-    """(the embedding matrix for the datamodule's vocabulary, its summary for metrics.json)."""
+    """(the embedding matrix for the datamodule's vocabulary, its summary for metrics.json); `quiet`: no
+    progress display while word2vec trains."""
     if source == "word2vec":
         texts, key = datamodule.word_vector_texts(settings.unlabeled_split, settings.max_texts)
         # (which texts they learn from is in the key, by fingerprint and rows)
@@ -200,7 +216,7 @@ def initial_embeddings(
             bound = "" if epochs == needed else f", {epochs} at the {'least' if epochs > needed else 'most'}"
             log.info("word2vec.epochs=auto: %d (%d words a pass: %d million words take %d passes%s)", epochs, words,
                      AUTO_WORDS // 10**6, needed, bound)  # fmt: skip
-        wv, path = cached_word2vec(texts, key, dim, train_settings, cache_dir)
+        wv, path = cached_word2vec(texts, key, dim, train_settings, cache_dir, quiet)
         summary = {
             "texts": int(sum(len(rows) for _, rows in texts)),
             "words": words,

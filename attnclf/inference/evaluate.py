@@ -22,6 +22,7 @@ from attnclf.settings.data import DataConfig
 from attnclf.training.checkpoint import best_checkpoint, run_dir_of
 from attnclf.utils.files import check_writable_file
 from attnclf.utils.jsonfile import write_json
+from attnclf.utils.progress import stage
 from attnclf.utils.threads import torch_threads
 
 log = logging.getLogger(__name__)
@@ -66,8 +67,10 @@ def evaluate_as_set(s: EvalConfig, cfg: DictConfig) -> dict:
                 f"{len(first['dataset'])}); an ensemble needs runs of the same data and the same {s.split} rows"
             )
         own = np.zeros((len(dataset), clf.module.hparams.num_classes))  # (N, C) this model's probabilities
-        for positions, logits, _ in clf.batches(dataset, s.batch_size):
-            own[positions] = F.softmax(logits.double(), -1).numpy()
+        with stage(f"eval {s.split}", len(dataset), "reviews") as advance:
+            for positions, logits, _ in clf.batches(dataset, s.batch_size):
+                own[positions] = F.softmax(logits.double(), -1).numpy()
+                advance(len(positions))
         labels = dataset.labels[dataset.rows]
         members.append({"checkpoint": str(ckpt), "labels": clf.labels, "data": data, "dataset": dataset,
                         "accuracy": float((own.argmax(1) == labels).mean())})  # fmt: skip

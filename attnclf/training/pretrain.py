@@ -19,7 +19,7 @@ from attnclf.settings.model import ModelConfig
 from attnclf.training.checkpoint import checkpoint_kind
 from attnclf.training.lm_module import LanguageModelModule
 from attnclf.training.resume import check_resumed_vocab, resume_point, resumed_step_of
-from attnclf.training.trainer import make_trainer, peak_rss_mb, prepare_process, timed_fit
+from attnclf.training.trainer import make_trainer, peak_rss_mb, prepare_process, quiet, timed_fit
 from attnclf.utils.jsonfile import write_json
 
 log = logging.getLogger(__name__)
@@ -48,6 +48,16 @@ def mismatch(hp: dict, run: Path, model: ModelConfig, lm: LMConfig) -> str | Non
             f"{lm.softmax}, {str(model.freeze_embeddings).lower()}; resume with the run's own settings"
         )
     return None
+
+
+def say_length(trainer: L.Trainer, datamodule: LMDataModule) -> None:
+    """One line before the pretraining starts: its length (steps, texts, tokens), for it is long (an hour
+    and more on CPU); the progress bar then says the time left."""
+    train = datamodule.train_set
+    batches = math.ceil(len(train) / datamodule.train_batch_size())
+    steps = trainer.max_steps if trainer.max_steps and trainer.max_steps > 0 else trainer.max_epochs * batches
+    log.info("pretraining: %d steps (%s epochs of %d batches) of both language models on %d texts, %.1f million "
+             "tokens an epoch", steps, trainer.max_epochs, batches, len(train), train.lengths.sum() / 1e6)  # fmt: skip
 
 
 def pretrain(cfg: DictConfig) -> float:
@@ -82,10 +92,11 @@ def pretrain(cfg: DictConfig) -> float:
     embeddings = {"source": "random"}
     if s.model.embeddings != "random":  # (a resumed run reads the cached vectors; its checkpoint's weights win)
         matrix, embeddings = initial_embeddings(s.model.embeddings, datamodule, s.model.embed_dim, s.word2vec,
-                                                s.paths.cache_dir)  # fmt: skip
+                                                s.paths.cache_dir, quiet(trainer))  # fmt: skip
         with torch.no_grad():
             module.model.embed.weight.copy_(torch.from_numpy(matrix))
     check_resumed_vocab(resume, len(datamodule.vocab))
+    say_length(trainer, datamodule)
     fit_seconds = timed_fit(trainer, module, datamodule, resume, "pretraining", out / "checkpoints")
     ckpt_cb = trainer.checkpoint_callback
     best = ckpt_cb.best_model_path if ckpt_cb else ""

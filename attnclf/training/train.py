@@ -37,6 +37,7 @@ from attnclf.training.trainer import (
     peak_gpu_mb,
     peak_rss_mb,
     prepare_process,
+    quiet,
     timed_fit,
     write_hparams,
 )
@@ -87,7 +88,8 @@ def train(cfg: DictConfig, overrides: list[str] | None = None) -> float:
     if m.init_from:  # the embedding comes from the language models, with the encoder
         embeddings, source = {"source": "init_from"}, "random"
     if resume is None and source != "random":  # (a resumed run has its embedding in the checkpoint)
-        matrix, embeddings = initial_embeddings(source, datamodule, m.embed_dim, s.word2vec, s.paths.cache_dir)
+        matrix, embeddings = initial_embeddings(source, datamodule, m.embed_dim, s.word2vec, s.paths.cache_dir,
+                                                quiet(trainer))  # fmt: skip
         model.model.embed.weight.data.copy_(torch.from_numpy(matrix))
     pretrained = None
     if resume is None and m.init_from == INIT_FROM_PRETRAIN:  # (its settings checked before any data work)

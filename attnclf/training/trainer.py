@@ -64,6 +64,12 @@ def instantiate_group(group: DictConfig | None) -> list:
     return [instantiate(c) for c in (group or {}).values() if c is not None and "_target_" in c]
 
 
+def quiet(trainer: L.Trainer) -> bool:
+    """Whether the command asked for no progress displays: no logger (logger=none) or no training bar
+    (callbacks.rich_progress_bar=null, trainer.enable_progress_bar=false)."""
+    return not trainer.loggers or trainer.progress_bar_callback is None
+
+
 def instantiate_loggers(group: DictConfig | None, resumed_step: int | None) -> list:
     """The loggers; on resume (at `resumed_step`), TensorBoard drops what the interrupted run logged after
     its checkpoint."""
