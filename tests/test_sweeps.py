@@ -1,6 +1,7 @@
 """Sweeps through Hydra's own sweepers and launchers, and 2-process DDP on CPU, on tiny data."""
 
 import json
+import re
 import subprocess
 import sys
 
@@ -9,7 +10,7 @@ import torch
 from conftest import ROOT, compose_cfg, tiny_overrides
 from omegaconf import OmegaConf
 
-pytest.importorskip("hydra_plugins.hydra_optuna_sweeper", reason='needs pip install -e ".[sweep]"')
+pytest.importorskip("optuna", reason='needs pip install -e ".[sweep]"')
 
 QUIET = [
     "logger=none",
@@ -212,3 +213,68 @@ def test_ddp_two_processes_on_cpu(tiny_imdb, tmp_path):
     assert logged["eval_reviews"] == 2 * len(datamodule.val_set) == 120
     assert logged["train_tokens"] >= 2 * int(datamodule.train_set.lengths.sum())  # (a padded last step repeats)
     assert torch.load(logged["best_checkpoint"], weights_only=True)["global_step"] > 0
+
+
+PRUNED_SEARCH = """# @package _global_
+defaults:
+  - imdb_optuna
+hparams_search:
+  pruner: median
+  warmup: 1
+  startup_trials: 2
+hydra:
+  sweeper:
+    n_trials: 3
+    params:
+      optimizer.lr: tag(log, interval(1e-9, 1e-2))
+"""
+
+
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
+def test_a_trial_that_falls_behind_is_pruned_and_recorded_as_pruned(tiny_imdb, tmp_path):
+    """Two trials at a learning rate that learns, then one at 1e-9 (enqueued, in this order): the median
+    pruner stops the third at its second validation, below the others' median there; the study records it
+    as pruned, its run folder says so and holds no metrics, the sweep exits 0, and the trials table is
+    printed and written."""
+    import optuna
+
+    search = tmp_path / "conf" / "hparams_search"
+    search.mkdir(parents=True)
+    (search / "pruned.yaml").write_text(PRUNED_SEARCH)
+    storage = f"sqlite:///{tmp_path / 'optuna.db'}"
+    study = optuna.create_study(study_name="pruned", storage=storage, direction="maximize")
+    for lr in (1e-2, 1e-2, 1e-9):
+        study.enqueue_trial({"optimizer.lr": lr})
+    args = ["hparams_search=pruned", f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
+            f"hydra.sweeper.storage={storage}", "hydra.sweeper.study_name=pruned", "trainer.max_epochs=4",
+            "trainer.limit_train_batches=1.0", "optimizer.schedule=constant", "attention=dot", "model.hidden_dim=16",
+            "model.embed_dim=16", "model.dropout=0.1", "data.max_length=64"]  # fmt: skip
+    r = sweep(tiny_imdb, tmp_path, *args)
+    assert r.returncode == 0, r.stderr[-3000:]
+    trials = optuna.load_study(study_name="pruned", storage=storage).trials
+    states = [t.state.name for t in trials]
+    assert states == ["COMPLETE", "COMPLETE", "PRUNED"], (states, [t.intermediate_values for t in trials])
+    assert len(trials[0].intermediate_values) == 4 and len(trials[2].intermediate_values) == 2
+    (pruned_run,) = [p.parent for p in (tmp_path / "sweep").glob("*/pruned.json")]
+    said = json.loads((pruned_run / "pruned.json").read_text())
+    assert said["trial"] == 2 and said["validations"] == 2 and not (pruned_run / "metrics.json").exists()
+    assert len(metrics(tmp_path)) == 2
+    table = (tmp_path / "sweep" / "trials.md").read_text()
+    assert table.count("| COMPLETE |") == 2 and re.search(r"\| 2 \| PRUNED \| [\d.]+ \| 1e-09 \|", table), table
+    assert "PRUNED" in r.stdout and "best: trial" in r.stdout
+
+
+@pytest.mark.parametrize(
+    "bad,message",
+    [
+        ("hparams_search.pruner=bogus", "hparams_search.pruner='bogus'"),
+        ("hparams_search.warmup=-1", "hparams_search.warmup=-1 must be a whole number >= 0"),
+        ("hydra.sweeper.storage=null", "hparams_search.pruner=median needs hydra.sweeper.storage"),
+    ],
+)
+@pytest.mark.slow  # (a process of its own)
+def test_bad_pruning_values_are_one_line_before_any_trial(bad, message, tiny_imdb, tmp_path):
+    r = sweep(tiny_imdb, tmp_path, "hparams_search=imdb_optuna", "hparams_search.pruner=median",
+              f"hydra.sweeper.storage=sqlite:///{tmp_path / 'optuna.db'}", bad)  # fmt: skip
+    assert r.returncode == 2 and r.stderr.strip().splitlines()[-1].startswith(f"error: {message}"), r.stderr[-2000:]
+    assert not (tmp_path / "sweep").exists() and "Traceback" not in r.stderr

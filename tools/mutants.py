@@ -729,6 +729,35 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "\n",
         ["tests/test_pretrain.py::test_init_from_pretrain_pretrains_the_run_s_texts_once_then_reuses_them"],
     ),
+    # the Optuna sweeper's pruning: asked after each validation, recorded as pruned, not failed
+    (
+        "pruner-never-asked",
+        "attnclf/training/pruning.py",
+        r"        if self.trial.should_prune\(\):",
+        "        if False:",
+        ["tests/test_sweeps.py::test_a_trial_that_falls_behind_is_pruned_and_recorded_as_pruned"],
+    ),
+    (
+        "pruned-trial-recorded-as-failed",
+        "hydra_plugins/attnclf_optuna_sweeper/optuna_sweeper.py",
+        r"study.tell\(trial, state=optuna.trial.TrialState.PRUNED\)",
+        "study.tell(trial, state=optuna.trial.TrialState.FAIL)",
+        ["tests/test_sweeps.py::test_a_trial_that_falls_behind_is_pruned_and_recorded_as_pruned"],
+    ),
+    (
+        "pruning-steps-not-counted",
+        "attnclf/training/pruning.py",
+        r"        self.step \+= 1\n",
+        "\n",
+        ["tests/test_sweeps.py::test_a_trial_that_falls_behind_is_pruned_and_recorded_as_pruned"],
+    ),
+    (
+        "pruning-without-storage-taken",
+        "hydra_plugins/attnclf_optuna_sweeper/optuna_sweeper.py",
+        r'if self.search.pruner != "none" and not self.storage:',
+        "if False:",
+        ["tests/test_sweeps.py::test_bad_pruning_values_are_one_line_before_any_trial"],
+    ),
 ]
 
 args = sys.argv[1:]

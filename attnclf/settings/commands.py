@@ -17,7 +17,7 @@ from attnclf.errors import AttnclfError
 from attnclf.settings.compose import compose_config
 from attnclf.settings.data import DataConfig, Word2VecConfig
 from attnclf.settings.model import INIT_FROM_PRETRAIN, ClassifierConfig, ModelConfig, classifier_config
-from attnclf.settings.run import PathsConfig, RunConfig, TrainerConfig, TrainRunConfig
+from attnclf.settings.run import PathsConfig, RunConfig, SearchConfig, TrainerConfig, TrainRunConfig
 from attnclf.settings.typed import register, typed
 from attnclf.utils.checks import fraction, number, one_of, positive_int, positive_number
 from attnclf.utils.files import check_writable_file
@@ -47,6 +47,7 @@ class TrainSettings:
     word2vec: Word2VecConfig
     # model.init_from=pretrain: pretrain.yaml composed for this run's data (pretraining_config), checked
     pretraining: DictConfig | None = None
+    search: SearchConfig = field(default_factory=SearchConfig)  # pruning, in an Optuna search
 
 
 def run_paths_trainer(cfg: DictConfig, run_config: type[RunConfig]) -> tuple:
@@ -68,6 +69,7 @@ def train_settings(cfg: DictConfig) -> TrainSettings:
     classifier = classifier_config(cfg)
     classifier.model.check_embeddings_file()
     settings = TrainSettings(run, paths, trainer, data, classifier, word2vec_config(cfg, classifier.model))
+    settings.search = SearchConfig.of(cfg.get("hparams_search"))
     if classifier.model.init_from == INIT_FROM_PRETRAIN:
         settings.pretraining = pretraining_config(cfg, run, classifier.model)
     return settings

@@ -173,4 +173,29 @@ class PathsConfig:
             check_writable_folder("ATTNCLF_CACHE" if by_env else "paths.cache_dir", self.cache_dir)
 
 
-register(run=TrainRunConfig, trainer=TrainerConfig, paths=PathsConfig)
+PRUNERS = ("none", "median", "hyperband", "successive_halving")
+
+
+@dataclass
+class SearchConfig:
+    """Pruning in an Optuna search (`hparams_search.*`, conf/hparams_search/): which pruner, when it may
+    start; the sweeper and each of its runs build the same pruner from it (attnclf/training/pruning.py)."""
+
+    pruner: str = "none"  # none (every trial runs to its end), median, hyperband or successive_halving
+    warmup: int = 1  # validations a trial runs before it may be pruned (at least 1 for the last two)
+    startup_trials: int = 5  # median: trials that run to their end before any is compared with them
+    trial: int | None = None  # set by the sweeper for each run: its trial's id in the study
+
+    def check(self) -> None:
+        one_of("hparams_search.pruner", self.pruner, PRUNERS)
+        at_least("hparams_search.warmup", self.warmup, 0)
+        at_least("hparams_search.startup_trials", self.startup_trials, 0)
+
+    @classmethod
+    def of(cls, node) -> SearchConfig:
+        search = typed(cls, node, "hparams_search")
+        search.check()
+        return search
+
+
+register(run=TrainRunConfig, trainer=TrainerConfig, paths=PathsConfig, hparams_search=SearchConfig)

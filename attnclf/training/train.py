@@ -18,6 +18,7 @@ from attnclf.settings.model import INIT_FROM_PRETRAIN
 from attnclf.training.checkpoint import run_dir_of
 from attnclf.training.init_from import cached_pretraining, check_init_from, load_pretrained
 from attnclf.training.module import AttnClassifierModule
+from attnclf.training.pruning import trial_pruning
 from attnclf.training.resume import (
     START,
     check_resumed_vocab,
@@ -68,7 +69,8 @@ def train(cfg: DictConfig, overrides: list[str] | None = None) -> float:
     L.seed_everything(run.seed, workers=True, verbose=False)  # (the seed is in the run's config and metrics)
     out = Path(s.paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    trainer, throughput = make_trainer(cfg, resumed_step_of(resume))  # (it draws no random numbers)
+    # (it draws no random numbers)
+    trainer, throughput = make_trainer(cfg, resumed_step_of(resume), trial_pruning(s.search, out))
 
     datamodule = TextDataModule(s.data, run.seed, vocab_path=str(out / "vocab.json"))
     datamodule.setup("fit")

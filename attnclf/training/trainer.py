@@ -233,10 +233,10 @@ def logs_at_least(level: int, *names: str):
             lg.setLevel(was)
 
 
-def make_trainer(cfg: DictConfig, resumed_step: int | None) -> tuple[L.Trainer, Throughput]:
-    """The Trainer with the configured callbacks (a Throughput among them, always) and loggers. Built
-    before any data work, so that a value it refuses costs no loading."""
-    callbacks = instantiate_group(cfg.get("callbacks"))
+def make_trainer(cfg: DictConfig, resumed_step: int | None, extra: list | None = None) -> tuple[L.Trainer, Throughput]:
+    """The Trainer with the configured callbacks (a Throughput among them, always), `extra` ones and the
+    loggers. Built before any data work, so that a value it refuses costs no loading."""
+    callbacks = [*instantiate_group(cfg.get("callbacks")), *(extra or [])]
     throughput = next((c for c in callbacks if isinstance(c, Throughput)), None) or Throughput()
     if throughput not in callbacks:
         callbacks.append(throughput)
