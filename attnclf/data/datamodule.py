@@ -124,7 +124,7 @@ class TextDataModule(L.LightningDataModule):
 
         # validation and test read longer reviews than training: a longer max_length costs training time
         # (the GRU steps through every token), a longer read at evaluation costs little and gains accuracy
-        # (docs/experiment-log.md, "Using IMDb's 50,000 unlabeled reviews")
+        # (docs/archive/experiment-log.md, "Using IMDb's 50,000 unlabeled reviews")
         eval_args = dict(max_length=self.eval_max_length, truncation=c.truncation)
 
         def own_or_carved(split: str | None, carved_rows) -> TextDataset:
