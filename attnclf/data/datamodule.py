@@ -73,22 +73,42 @@ class TextDataModule(L.LightningDataModule):
         return self.corpus.word_vector_texts(unlabeled_split, max_texts)
 
     def setup(self, stage: str | None = None) -> None:
+        """Read the data, carve what it lacks (test, validation), build the vocabulary of the training rows
+        (saved with how this run reads a review) and the three datasets; log what came from where."""
         if self.vocab is not None:
             return
         c = self.config
         opened = open_data(c)
-        ds, text_col, label_col, remap = opened.ds, opened.text_column, opened.label_column, opened.remap
-        names, val_split, test_split = opened.names, opened.val_split, opened.test_split
-
-        def encoded(split: str) -> Encoded:
-            enc = encode_split(ds[split], text_col, label_col, c.cache_dir)
-            enc.labels = label_ids(enc.labels, remap)
-            return enc
-
-        train = encoded(c.train_split)
+        train = self.encoded_split(opened, c.train_split)
         # what is carved from the training split, and how: saved with the vocabulary and in the run's record
-        self.carved = carved = carving(c, self.seed, opened, len(train.labels))
-        rows, train_rows, val_rows, test_rows = split_rows(carved, train.labels)
+        self.carved = carving(c, self.seed, opened, len(train.labels))
+        train_rows, val_rows, test_rows = self.carve_rows(train, opened.names)
+        self.vocab = self.vocabulary(train, train_rows, opened)
+        self.num_classes = len(opened.names)
+        train_ids = train.remap(self.vocab)
+        self.train_set = TextDataset(train_ids, train.offsets, train.labels, train_rows, max_length=c.max_length,
+                                     truncation=c.truncation)  # fmt: skip
+        # what word vectors may learn from: the rows read for training and validation (never test)
+        vector_rows = train_rows if val_rows is None else np.union1d(train_rows, val_rows)
+        self.corpus = Corpus(opened, train, vector_rows, c, self.seed)
+        self.val_set = self.eval_set(opened, opened.val_split, train, train_ids, val_rows)
+        self.test_set = self.eval_set(opened, opened.test_split, train, train_ids, test_rows)
+        self.length_stats = self.lengths_said(train.lengths[train_rows])
+        self.splits = self.splits_said(opened.val_split, opened.test_split)
+        log.info("train %d, val %d, test %d reviews; %d classes; vocabulary %d", len(self.train_set),
+                 len(self.val_set), len(self.test_set), self.num_classes, len(self.vocab))  # fmt: skip
+
+    def encoded_split(self, opened, split: str) -> Encoded:
+        """A split of the opened data tokenised (cached) and its labels as class ids."""
+        enc = encode_split(opened.ds[split], opened.text_column, opened.label_column, self.config.cache_dir)
+        enc.labels = label_ids(enc.labels, opened.remap)
+        return enc
+
+    def carve_rows(self, train: Encoded, names: list[str]) -> tuple:
+        """(training, validation, test) rows of the training split by self.carved (None where the data has
+        its own split), the training rows cut to data.train_size; data of one class is refused."""
+        c = self.config
+        _, train_rows, val_rows, test_rows = split_rows(self.carved, train.labels)
         if c.folds is not None:
             log.info("testing on fold %d of %d (%d rows, stratified by label, seed %d); validation carved from the "
                      "other folds", c.fold, c.folds, len(test_rows), self.seed)  # fmt: skip
@@ -102,74 +122,60 @@ class TextDataModule(L.LightningDataModule):
                 f"{c.path!r}: the {len(train_rows)} training rows all have label {names[int(classes[0])]!r}; "
                 "a classifier needs rows of at least 2 classes"
             )
-        self.vocab = Vocab.from_counts(train.table, train.token_counts(train_rows), c.vocab_size, c.min_freq)
-        if len(self.vocab) <= 2:
+        return train_rows, val_rows, test_rows
+
+    def vocabulary(self, train: Encoded, train_rows: np.ndarray, opened) -> Vocab:
+        """The vocabulary of the training rows, with how this run reads a review (training; validation and
+        test) so that eval and predict read it as validation and test did; saved in the run folder."""
+        c = self.config
+        vocab = Vocab.from_counts(train.table, train.token_counts(train_rows), c.vocab_size, c.min_freq)
+        if len(vocab) <= 2:
             raise AttnclfError(
                 f"the vocabulary has no word: no token occurs data.min_freq={c.min_freq} times in the "
                 f"{len(train_rows)} training rows; lower data.min_freq"
             )
-        self.num_classes = len(names)
-        # how this run reads a review (training; validation and test), saved with the vocabulary so that
-        # eval and predict read it as validation and test did
-        self.vocab.meta.update(max_length=c.max_length, eval_max_length=self.eval_max_length,
-                               truncation=c.truncation, labels=names, carved=carved)  # fmt: skip
-        if remap is not None:
-            self.vocab.meta["label_values"] = remap.tolist()
+        vocab.meta.update(max_length=c.max_length, eval_max_length=self.eval_max_length, truncation=c.truncation,
+                          labels=opened.names, carved=self.carved)  # fmt: skip
+        if opened.remap is not None:
+            vocab.meta["label_values"] = opened.remap.tolist()
         if self.vocab_path and self.trainer_is_rank_zero():
             Path(self.vocab_path).parent.mkdir(parents=True, exist_ok=True)
-            self.vocab.save(self.vocab_path)
-        args = dict(max_length=c.max_length, truncation=c.truncation)
-        train_ids = train.remap(self.vocab)
-        self.train_set = TextDataset(train_ids, train.offsets, train.labels, train_rows, **args)
+            vocab.save(self.vocab_path)
+        return vocab
 
-        # validation and test read longer reviews than training: a longer max_length costs training time
-        # (the GRU steps through every token), a longer read at evaluation costs little and gains accuracy
-        # (docs/archive/experiment-log.md, "Using IMDb's 50,000 unlabeled reviews")
-        eval_args = dict(max_length=self.eval_max_length, truncation=c.truncation)
+    def eval_set(self, opened, split: str | None, train: Encoded, train_ids, carved_rows) -> TextDataset:
+        """Validation or test: the dataset's own split whole, or the rows carved from train. They read
+        longer reviews than training: a longer max_length costs training time (the GRU steps through every
+        token), a longer read at evaluation costs little and gains accuracy (docs/decisions.md)."""
+        args = dict(max_length=self.eval_max_length, truncation=self.config.truncation)
+        if split is None:
+            return TextDataset(train_ids, train.offsets, train.labels, carved_rows, **args)
+        enc = self.encoded_split(opened, split)
+        return TextDataset(enc.remap(self.vocab), enc.offsets, enc.labels, np.arange(len(enc.labels)), **args)
 
-        def own_or_carved(split: str | None, carved_rows) -> TextDataset:
-            """The dataset's own split whole, or the rows carved from train."""
-            if split is None:
-                return TextDataset(train_ids, train.offsets, train.labels, carved_rows, **eval_args)
-            enc = encoded(split)
-            return TextDataset(enc.remap(self.vocab), enc.offsets, enc.labels, np.arange(len(enc.labels)), **eval_args)
-
-        # what word vectors may learn from: the rows read for training and validation (never test)
-        vector_rows = train_rows if val_rows is None else np.union1d(train_rows, val_rows)
-        self.corpus = Corpus(opened, train, vector_rows, c, self.seed)
-        self.val_set = own_or_carved(val_split, val_rows)
-        self.test_set = own_or_carved(test_split, test_rows)
-        lengths = train.lengths[train_rows]
+    def lengths_said(self, lengths: np.ndarray) -> dict:
+        """Tokens per training text: percentiles and the share max_length keeps whole (logged)."""
         p50, p90, p99 = (int(v) for v in np.percentile(lengths, [50, 90, 99]))
-        self.length_stats = {
-            "p50": p50,
-            "p90": p90,
-            "p99": p99,
-            "kept_whole": float((lengths <= c.max_length).mean()),
-        }
+        stats = {"p50": p50, "p90": p90, "p99": p99, "kept_whole": float((lengths <= self.config.max_length).mean())}
         log.info(
             "training texts: median %d tokens, 90th percentile %d, 99th %d; max_length %d keeps %.1f%% whole "
             "(batches are padded to their longest text only, so a max_length above the texts costs nothing)",
-            p50, p90, p99, c.max_length, 100 * self.length_stats["kept_whole"],
+            p50, p90, p99, self.config.max_length, 100 * stats["kept_whole"],
         )  # fmt: skip
-        self.splits = {
+        return stats
+
+    def splits_said(self, val_split: str | None, test_split: str | None) -> dict:
+        """Where train, validation and test came from (metrics.json's `splits`)."""
+        c, seed = self.config, self.seed
+        if c.folds is not None:
+            carved_test = f"fold {c.fold} of {c.folds} of {c.train_split} (stratified by label, seed {seed})"
+        else:
+            carved_test = f"carved from {c.train_split} (data.test_size={c.test_size}, seed {seed})"
+        return {
             "train": c.train_split,
-            "val": val_split or f"carved from {c.train_split} (data.val_size={c.val_size}, seed {self.seed})",
-            "test": test_split
-            or (
-                f"fold {c.fold} of {c.folds} of {c.train_split} (stratified by label, seed {self.seed})"
-                if c.folds is not None
-                else f"carved from {c.train_split} (data.test_size={c.test_size}, seed {self.seed})"
-            ),
+            "val": val_split or f"carved from {c.train_split} (data.val_size={c.val_size}, seed {seed})",
+            "test": test_split or carved_test,
         }
-        log.info(
-            "train %d, val %d, test %d reviews; %d classes; vocabulary %d",
-            len(self.train_set),
-            len(self.val_set),
-            len(self.test_set),
-            self.num_classes,
-            len(self.vocab),
-        )
 
     def setup_unlabeled(self, split: str, batch_size: int) -> int:
         """Read the unlabeled split `split` (never test or train) with this run's vocabulary, for
