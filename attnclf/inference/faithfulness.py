@@ -64,6 +64,20 @@ def summarize(x: np.ndarray) -> dict:
     }
 
 
+class Timer:
+    """Calls a measure and keeps its seconds (`seconds`), said in the log as it ends."""
+
+    def __init__(self):
+        self.seconds: dict[str, float] = {}
+
+    def __call__(self, name: str, fn, *args, **kwargs):
+        t = time.perf_counter()
+        out = fn(*args, **kwargs)
+        self.seconds[name] = round(time.perf_counter() - t, 2)
+        log.info("%s: %.1f s", name, self.seconds[name])
+        return out
+
+
 def measure(
     clf: Classifier,
     seqs: list[np.ndarray],
@@ -74,29 +88,12 @@ def measure(
 ) -> tuple[dict, dict]:
     """All the measures on the reviews: (the JSON result, per-review arrays for figures); with `marked`
     (the reviews' human rationales), each importance source's plausibility too."""
-    model = clf.module.model
-    bt = int(cfg.batch_tokens)
-    seconds: dict[str, float] = {}
-
-    def timed(name, fn, *args, **kwargs):
-        t = time.perf_counter()
-        out = fn(*args, **kwargs)
-        seconds[name] = round(time.perf_counter() - t, 2)
-        log.info("%s: %.1f s", name, seconds[name])
-        return out
-
+    model, bt, timed = clf.module.model, int(cfg.batch_tokens), Timer()
     attr = timed("gradient", measures.attributions, model, seqs, bt)
     fixed = timed("gradient_fixed_weights", measures.attributions, model, seqs, bt, True)
     loo = timed("leave_one_out", measures.leave_one_out, model, seqs, attr.probs, bt)
     extra = {name: timed(name, importance, model, seqs, name, attr.pred, bt) for name in cfg.sources}  # Captum's
-    rng = np.random.default_rng(cfg.seed)
-    orders = {
-        "attention": [measures.ranking(w) for w in attr.weights],
-        "gradient": [measures.ranking(g) for g in attr.gradient],
-        "loo": [measures.ranking(np.nan_to_num(x, nan=0.0)) for x in loo],
-        "random": [rng.permutation(len(s)) for s in seqs],
-        **{name: [measures.ranking(v) for v in scores] for name, scores in extra.items()},
-    }
+    orders = orders_of(attr, loo, extra, seqs, cfg.seed)
     erasure = timed("erasure", measures.erasure, model, seqs, attr.probs, orders, ks, bt)
     eraser = timed("eraser", measures.comprehensiveness_sufficiency, model, seqs, attr.probs, orders,
                    measures.ERASER_BINS, bt)  # fmt: skip
@@ -104,17 +101,11 @@ def measure(
     flip_random = timed("tokens_to_flip_random", measures.tokens_to_flip, model, seqs, attr.probs, orders["random"], bt)
     tv, entropy = timed("permutation", measures.permutation, model, seqs, int(cfg.permutations), int(cfg.seed), bt)
     uni = timed("uniform", measures.uniform, model, seqs, bt)
-    if marked is not None:
-        scores = {"attention": attr.weights, "gradient": attr.gradient, "loo": [np.nan_to_num(x, nan=0.0) for x in loo],
-                  "random": [by_order(o) for o in orders["random"]], **extra}  # fmt: skip
-        plausible = {name: plausibility(v, marked.gold, marked.spans) for name, v in scores.items()}
-
-    pred = attr.pred
     lengths = np.array([len(s) for s in seqs])
     agreed, tau = agreement(attr, fixed, loo, extra)
     flip_frac = share_removed(flip, lengths)
     result = {
-        "accuracy": float((pred == labels).mean()),
+        "accuracy": float((attr.pred == labels).mean()),
         "agreement": agreed,
         "erasure": erasure,
         # ERASER's scores (comprehensiveness, sufficiency, their AOPC) over its bins
@@ -122,58 +113,93 @@ def measure(
             "bins": [measures.bin_name(b) for b in measures.ERASER_BINS],
             "reviews": int((lengths >= 2).sum()),
             "sources": eraser,
-        },
+        },  # fmt: skip
         "tokens_to_flip": {
             "attention": flip_summary(flip, flip_frac),
             "random": flip_summary(flip_random, share_removed(flip_random, lengths)),
-        },
-        "permutation": {
-            "permutations": int(cfg.permutations),
-            "median_tv": float(np.median(tv)),
-            "mean_tv": float(np.mean(tv)),
-            "share_tv_below_0.05": float(np.mean(tv < 0.05)),
-            "spearman_entropy_tv": measures.spearman(entropy, tv),
-            "by_entropy_quartile": by_entropy_quartile(entropy, tv, "tv"),
-        },
-        "uniform": {
-            "accuracy": float((uni.argmax(-1) == labels).mean()),
-            "accuracy_change": float((uni.argmax(-1) == labels).mean() - (pred == labels).mean()),
-            "decisions_changed": float((uni.argmax(-1) != pred).mean()),
-            "median_tv": float(np.median(0.5 * np.abs(uni - attr.probs).sum(-1))),
-        },
-        "seconds": seconds,
-        # what each importance source costs (the attention comes with the gradient's pass)
-        "seconds_per_review": {
-            name: seconds[key] / len(seqs)
-            for name, key in (
-                ("gradient", "gradient"),
-                ("gradient_fixed_weights", "gradient_fixed_weights"),
-                ("loo", "leave_one_out"),
-                *((n, n) for n in extra),
-            )
         },  # fmt: skip
+        "permutation": permutation_summary(tv, entropy, int(cfg.permutations)),
+        "uniform": uniform_summary(uni, attr, labels),
+        "seconds": timed.seconds,
+        "seconds_per_review": seconds_per_review(timed.seconds, len(seqs), extra),
         # per review, in sample order (null where undefined), for comparing checkpoints
-        "per_review": {
-            "kendall_tau_gradient": _list(tau["gradient"]),
-            "kendall_tau_loo": _list(tau["loo"]),
-            "kendall_tau_gradient_magnitude": _list(tau["gradient_magnitude"]),
-            "kendall_tau_loo_magnitude": _list(tau["loo_magnitude"]),
-            "tokens_to_flip": _list(flip),
-            "tokens": lengths.tolist(),
-            "permutation_tv": _list(tv),
-            "entropy": _list(entropy),
-        },
+        "per_review": per_review_of(tau, flip, lengths, tv, entropy),
     }
     if marked is not None:  # agreement with the tokens people marked
-        marked_share = float(np.mean(np.concatenate(marked.gold)))
-        result["plausibility"] = {"reviews": len(seqs), "marked_share": marked_share, "sources": plausible}
+        result["plausibility"] = plausibility_of(attr, loo, orders, extra, marked)
     arrays = {"attr": attr, "loo": loo, "tau": tau, "flip_frac": flip_frac, "tv": tv, "entropy": entropy}
     if cfg.adversarial is not None:  # opt-in: a search of `steps` passes a batch
         adv = timed("adversarial", adversarial_attention, model, seqs, cfg.adversarial, seed=cfg.seed, batch_tokens=bt)
-        result["adversarial"] = adversarial_summary(adv, entropy, cfg.adversarial, seconds["adversarial"])
+        result["adversarial"] = adversarial_summary(adv, entropy, cfg.adversarial, timed.seconds["adversarial"])
         result["per_review"]["adversarial_jsd"] = _list(adv.jsd)
         arrays["adversarial"] = adv
     return result, arrays
+
+
+def orders_of(attr, loo, extra: dict, seqs: list[np.ndarray], seed: int) -> dict:
+    """Each importance source's ranking of each review's tokens, most important first; `random` a seeded
+    permutation (the baseline)."""
+    rng = np.random.default_rng(seed)
+    return {
+        "attention": [measures.ranking(w) for w in attr.weights],
+        "gradient": [measures.ranking(g) for g in attr.gradient],
+        "loo": [measures.ranking(np.nan_to_num(x, nan=0.0)) for x in loo],
+        "random": [rng.permutation(len(s)) for s in seqs],
+        **{name: [measures.ranking(v) for v in scores] for name, scores in extra.items()},
+    }
+
+
+def permutation_summary(tv: np.ndarray, entropy: np.ndarray, permutations: int) -> dict:
+    """How much the output moves when the attention weights are permuted (total variation)."""
+    return {
+        "permutations": permutations,
+        "median_tv": float(np.median(tv)),
+        "mean_tv": float(np.mean(tv)),
+        "share_tv_below_0.05": float(np.mean(tv < 0.05)),
+        "spearman_entropy_tv": measures.spearman(entropy, tv),
+        "by_entropy_quartile": by_entropy_quartile(entropy, tv, "tv"),
+    }
+
+
+def uniform_summary(uni: np.ndarray, attr, labels: np.ndarray) -> dict:
+    """The model with uniform weights in place of its attention: accuracy and decisions against its own."""
+    right, own = uni.argmax(-1) == labels, attr.pred == labels
+    return {
+        "accuracy": float(right.mean()),
+        "accuracy_change": float(right.mean() - own.mean()),
+        "decisions_changed": float((uni.argmax(-1) != attr.pred).mean()),
+        "median_tv": float(np.median(0.5 * np.abs(uni - attr.probs).sum(-1))),
+    }
+
+
+def seconds_per_review(seconds: dict, reviews: int, extra: dict) -> dict:
+    """What each importance source costs a review (the attention comes with the gradient's pass)."""
+    keys = [("gradient", "gradient"), ("gradient_fixed_weights", "gradient_fixed_weights"), ("loo", "leave_one_out"),
+            *((n, n) for n in extra)]  # fmt: skip
+    return {name: seconds[key] / reviews for name, key in keys}
+
+
+def per_review_of(tau: dict, flip, lengths: np.ndarray, tv: np.ndarray, entropy: np.ndarray) -> dict:
+    """The per-review figures, in sample order (null where undefined)."""
+    return {
+        "kendall_tau_gradient": _list(tau["gradient"]),
+        "kendall_tau_loo": _list(tau["loo"]),
+        "kendall_tau_gradient_magnitude": _list(tau["gradient_magnitude"]),
+        "kendall_tau_loo_magnitude": _list(tau["loo_magnitude"]),
+        "tokens_to_flip": _list(flip),
+        "tokens": lengths.tolist(),
+        "permutation_tv": _list(tv),
+        "entropy": _list(entropy),
+    }
+
+
+def plausibility_of(attr, loo, orders: dict, extra: dict, marked: Aligned) -> dict:
+    """Each importance source's agreement with the tokens people marked (its AUPRC and token F1)."""
+    scores = {"attention": attr.weights, "gradient": attr.gradient, "loo": [np.nan_to_num(x, nan=0.0) for x in loo],
+              "random": [by_order(o) for o in orders["random"]], **extra}  # fmt: skip
+    sources = {name: plausibility(v, marked.gold, marked.spans) for name, v in scores.items()}
+    marked_share = float(np.mean(np.concatenate(marked.gold)))
+    return {"reviews": len(attr.weights), "marked_share": marked_share, "sources": sources}
 
 
 def adversarial_summary(adv, entropy: np.ndarray, epsilon: float, seconds: float) -> dict:
@@ -289,26 +315,16 @@ def faithfulness(cfg: DictConfig) -> dict:
     cfg = faithfulness_settings(cfg)  # every value typed and checked, before any checkpoint or data is read
     ckpt = best_checkpoint(cfg.ckpt)
     clf = Classifier.from_checkpoint(ckpt, cfg.device)
-    ks = cfg.ks
     marked = None
     if cfg.rationales.path:
         marked, about = with_rationales(clf, cfg)
         seqs, labels = marked.seqs, marked.labels
         folder = f"faithfulness_rationales_{about['split']}"
     else:
-        data, dataset = split_as_trained(clf, cfg.split, cfg.data)
-        picked = sample(dataset.lengths, cfg.reviews, cfg.max_tokens, cfg.seed, cfg.split, cfg.min_tokens)
-        seqs = [dataset.tokens(i).astype(np.int64) for i in picked]
-        labels = dataset.labels[dataset.rows[picked]]
-        eligible = eligible_reviews(dataset.lengths, cfg.max_tokens, cfg.min_tokens)
-        about = {"data": str(data.path or data.train_file), "split": cfg.split, "max_tokens": int(cfg.max_tokens),
-                 "min_tokens": int(cfg.min_tokens), "eligible_share": float(np.mean(eligible))}  # fmt: skip
+        seqs, labels, about = sampled_reviews(clf, cfg)
         folder = f"faithfulness_{cfg.split}"
-        log.info("%d reviews of %s (at most %d tokens), %s attention", len(seqs), cfg.split, cfg.max_tokens,
-                 clf.module.hparams.attention)  # fmt: skip
-
     t0 = time.perf_counter()
-    result, arrays = measure(clf, seqs, labels, ks, cfg, marked)
+    result, arrays = measure(clf, seqs, labels, cfg.ks, cfg, marked)
     result = {
         "checkpoint": str(ckpt),
         "attention": clf.module.hparams.attention,
@@ -316,11 +332,32 @@ def faithfulness(cfg: DictConfig) -> dict:
         "reviews": len(seqs),
         "mean_tokens": float(np.mean([len(s) for s in seqs])),
         "seed": int(cfg.seed),
-        "ks": [measures.k_name(k) for k in ks],
+        "ks": [measures.k_name(k) for k in cfg.ks],
         **result,
         "total_seconds": round(time.perf_counter() - t0, 1),
     }
     out = Path(cfg.output) if cfg.output else run_dir_of(ckpt) / folder
+    write_outputs(out, result, arrays, clf, seqs)
+    print(f"written to {out}")
+    return result
+
+
+def sampled_reviews(clf: Classifier, cfg: FaithfulnessConfig) -> tuple[list[np.ndarray], np.ndarray, dict]:
+    """(the sampled reviews as token ids, their labels, what the result says of them): a seeded sample of
+    the split's reviews of min_tokens..max_tokens tokens."""
+    data, dataset = split_as_trained(clf, cfg.split, cfg.data)
+    picked = sample(dataset.lengths, cfg.reviews, cfg.max_tokens, cfg.seed, cfg.split, cfg.min_tokens)
+    seqs = [dataset.tokens(i).astype(np.int64) for i in picked]
+    eligible = eligible_reviews(dataset.lengths, cfg.max_tokens, cfg.min_tokens)
+    about = {"data": str(data.path or data.train_file), "split": cfg.split, "max_tokens": int(cfg.max_tokens),
+             "min_tokens": int(cfg.min_tokens), "eligible_share": float(np.mean(eligible))}  # fmt: skip
+    log.info("%d reviews of %s (at most %d tokens), %s attention", len(seqs), cfg.split, cfg.max_tokens,
+             clf.module.hparams.attention)  # fmt: skip
+    return seqs, dataset.labels[dataset.rows[picked]], about
+
+
+def write_outputs(out: Path, result: dict, arrays: dict, clf: Classifier, seqs: list[np.ndarray]) -> None:
+    """faithfulness.json, the figures, summary.md (printed too) and the TensorBoard events in `out`."""
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "faithfulness.json", result)
     fig = faithfulness_figure(result, arrays)
@@ -343,8 +380,6 @@ def faithfulness(cfg: DictConfig) -> dict:
     ]
     write_faithfulness(out, result, arrays, fig, shown, aopc, adv_fig)
     print(summary)
-    print(f"written to {out}")
-    return result
 
 
 def with_rationales(clf: Classifier, cfg: FaithfulnessConfig) -> tuple[Aligned, dict]:
