@@ -21,31 +21,49 @@ def _agreement_row(label: str, signed: dict, size: dict, top1: float) -> str:
 
 
 def faithfulness_markdown(r: dict) -> str:
-    """faithfulness.py's summary.md from its faithfulness.json result."""
-    a, e, p, u = r["agreement"], r["erasure"], r["permutation"], r["uniform"]
-    tau = a["kendall_tau"]
-    # each pair the attention is set against (and the yardstick), by its label, key and signed tau
-    pairs = [("gradient x input", "gradient", tau["gradient"]), ("leave-one-out", "loo", tau["loo"]),
-             ("(gradient vs leave-one-out)", "gradient_vs_loo", a["kendall_tau_gradient_vs_loo"])]  # fmt: skip
-    pairs += [(name.replace("_", " "), name, t) for name, t in tau.items() if name not in ("gradient", "loo")]
-    if "rationales" in r:
-        left = r["rationales"]["left_out"]
-        sample = (
-            "the reviews with rationales, read as the classifier reads"
-            + (f" (at most {r['max_tokens']} tokens)" if r["max_tokens"] else " (whole)")
-            + ": "
-            f"{r['eligible_share']:.0%} of the {r['rationales']['read']} read"
-            + (" (left out: " + ", ".join(f"{n} {kind}" for kind, n in left.items()) + ")" if left else "")
-        )
-    else:
-        least = f"{r['min_tokens']} to " if r.get("min_tokens", 1) > 1 else "at most "
-        sample = f"reviews of {least}{r['max_tokens']} tokens, {r['eligible_share']:.0%} of the split"
+    """faithfulness.py's summary.md from its faithfulness.json result: a section a measure."""
     lines = [
         f"# Faithfulness of {r['attention']} attention",
         "",
-        f"`{r['checkpoint']}` on {r['reviews']} reviews of `{r['data']}` {r['split']} (seed {r['seed']}; {sample}; "
-        f"mean {r['mean_tokens']:.0f} tokens). Accuracy on them {r['accuracy']:.2%}. {r['total_seconds']:.0f} s.",
+        f"`{r['checkpoint']}` on {r['reviews']} reviews of `{r['data']}` {r['split']} (seed {r['seed']}; "
+        f"{sample_said(r)}; mean {r['mean_tokens']:.0f} tokens). Accuracy on them {r['accuracy']:.2%}. "
+        f"{r['total_seconds']:.0f} s.",
         "",
+        *agreement_lines(r["agreement"]),
+        *erasure_lines(r["erasure"], r["ks"]),
+        *(eraser_lines(r["eraser"]) if r.get("eraser") else []),
+        *(plausibility_lines(r["plausibility"]) if r.get("plausibility") else []),
+        *flip_lines(r["tokens_to_flip"]),
+        *permutation_lines(r["permutation"]),
+        *uniform_lines(r["uniform"]),
+        *(adversarial_lines(r["adversarial"]) if "adversarial" in r else []),
+    ]
+    return "\n".join(lines)
+
+
+def sample_said(r: dict) -> str:
+    """Which reviews were measured: the sample's bounds and share, or the rationale set's."""
+    if "rationales" not in r:
+        least = f"{r['min_tokens']} to " if r.get("min_tokens", 1) > 1 else "at most "
+        return f"reviews of {least}{r['max_tokens']} tokens, {r['eligible_share']:.0%} of the split"
+    left = r["rationales"]["left_out"]
+    return (
+        "the reviews with rationales, read as the classifier reads"
+        + (f" (at most {r['max_tokens']} tokens)" if r["max_tokens"] else " (whole)")
+        + ": "
+        f"{r['eligible_share']:.0%} of the {r['rationales']['read']} read"
+        + (" (left out: " + ", ".join(f"{n} {kind}" for kind, n in left.items()) + ")" if left else "")
+    )
+
+
+def agreement_lines(a: dict) -> list[str]:
+    """The Kendall tau table: each pair the attention is set against (and the yardstick), signed and by
+    magnitude."""
+    tau = a["kendall_tau"]
+    pairs = [("gradient x input", "gradient", tau["gradient"]), ("leave-one-out", "loo", tau["loo"]),
+             ("(gradient vs leave-one-out)", "gradient_vs_loo", a["kendall_tau_gradient_vs_loo"])]  # fmt: skip
+    pairs += [(name.replace("_", " "), name, t) for name, t in tau.items() if name not in ("gradient", "loo")]
+    return [
         "## Agreement with other importance measures (Kendall tau per review)",
         "",
         "Signed: how much a token supports the predicted class. By magnitude (Jain & Wallace's definition): how "
@@ -57,67 +75,89 @@ def faithfulness_markdown(r: dict) -> str:
         "|---|---|---|---|---|---|---|",
         *(_agreement_row(label, t, a["magnitude"][name], a["top1_same"][name]) for label, name, t in pairs),
         "",
+    ]
+
+
+def erasure_lines(e: dict, ks: list) -> list[str]:
+    """Decisions flipped after removing each ranking's top tokens."""
+    lines = [
         "## Erasure: decisions flipped (mean drop in p(predicted)) after removing the most important tokens",
         "",
-        "| ranking | " + " | ".join(k_label(k) for k in r["ks"]) + " |",
-        "|---|" + "---|" * len(r["ks"]),
+        "| ranking | " + " | ".join(k_label(k) for k in ks) + " |",
+        "|---|" + "---|" * len(ks),
     ]
     for name, by_k in e.items():
-        cells = [f"{by_k[k]['flipped']:.1%} ({by_k[k]['prob_drop']:+.3f})" for k in r["ks"]]
+        cells = [f"{by_k[k]['flipped']:.1%} ({by_k[k]['prob_drop']:+.3f})" for k in ks]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
-    er = r.get("eraser")
-    if er:
-        bins = er["bins"]
-        shown = [b.replace("pct", "%") for b in bins]  # (1pct in the JSON, 1% to a reader)
-        lines += [
-            "",
-            f"## ERASER: comprehensiveness and sufficiency ({er['reviews']} reviews of 2 tokens or more)",
-            "",
-            "Comprehensiveness: p(predicted) lost when a source's top tokens are deleted (higher: the decision "
-            "rests on them); sufficiency: lost when only they are kept (lower: they are enough). Bins: the top "
-            + ", ".join(shown)
-            + " of a review's tokens (at least 1, at most all but 1); AOPC: the mean over them.",
-            "",
-            "| importance | AOPC comprehensiveness | AOPC sufficiency | "
-            + " | ".join(f"comp. / suff. {b}" for b in shown)
-            + " |",
-            "|---|---|---|" + "---|" * len(bins),
-        ]
-        for name, v in er["sources"].items():
-            cells = [f"{v['comprehensiveness'][b]:.3f} / {v['sufficiency'][b]:.3f}" for b in bins]
-            lines.append(f"| {name} | {v['aopc_comprehensiveness']:.3f} | {v['aopc_sufficiency']:.3f} | "
-                         + " | ".join(cells) + " |")  # fmt: skip
-    pl = r.get("plausibility")
-    if pl:
-        lines += [
-            "",
-            f"## Plausibility: agreement with the tokens people marked ({pl['reviews']} reviews, "
-            f"{pl['marked_share']:.1%} of their tokens marked)",
-            "",
-            "Token F1: the top tokens by a source, as many as were marked, against the marked ones; AUPRC: the "
-            "area under its precision-recall curve against them; IOU-F1: its top tokens' runs as spans, matching "
-            "a marked span at intersection over union >= 0.5 (per review, averaged; micro: counts summed). "
-            "Higher: closer to what people marked.",
-            "",
-            "| importance | token F1 | AUPRC | IOU-F1 | IOU-F1 micro |",
-            "|---|---|---|---|---|",
-        ]
-        for name, v in pl["sources"].items():
-            lines.append(f"| {name} | {v['token_f1']:.3f} | {v['auprc']:.3f} | {v['iou_f1']:.3f} | "
-                         f"{v['iou_f1_micro']:.3f} |")  # fmt: skip
-    lines += [
+    return lines
+
+
+def eraser_lines(er: dict) -> list[str]:
+    """ERASER's comprehensiveness and sufficiency, a source a row."""
+    bins = er["bins"]
+    shown = [b.replace("pct", "%") for b in bins]  # (1pct in the JSON, 1% to a reader)
+    lines = [
+        "",
+        f"## ERASER: comprehensiveness and sufficiency ({er['reviews']} reviews of 2 tokens or more)",
+        "",
+        "Comprehensiveness: p(predicted) lost when a source's top tokens are deleted (higher: the decision "
+        "rests on them); sufficiency: lost when only they are kept (lower: they are enough). Bins: the top "
+        + ", ".join(shown)
+        + " of a review's tokens (at least 1, at most all but 1); AOPC: the mean over them.",
+        "",
+        "| importance | AOPC comprehensiveness | AOPC sufficiency | "
+        + " | ".join(f"comp. / suff. {b}" for b in shown)
+        + " |",
+        "|---|---|---|" + "---|" * len(bins),
+    ]
+    for name, v in er["sources"].items():
+        cells = [f"{v['comprehensiveness'][b]:.3f} / {v['sufficiency'][b]:.3f}" for b in bins]
+        lines.append(f"| {name} | {v['aopc_comprehensiveness']:.3f} | {v['aopc_sufficiency']:.3f} | "
+                     + " | ".join(cells) + " |")  # fmt: skip
+    return lines
+
+
+def plausibility_lines(pl: dict) -> list[str]:
+    """Each source's agreement with the tokens people marked."""
+    lines = [
+        "",
+        f"## Plausibility: agreement with the tokens people marked ({pl['reviews']} reviews, "
+        f"{pl['marked_share']:.1%} of their tokens marked)",
+        "",
+        "Token F1: the top tokens by a source, as many as were marked, against the marked ones; AUPRC: the "
+        "area under its precision-recall curve against them; IOU-F1: its top tokens' runs as spans, matching "
+        "a marked span at intersection over union >= 0.5 (per review, averaged; micro: counts summed). "
+        "Higher: closer to what people marked.",
+        "",
+        "| importance | token F1 | AUPRC | IOU-F1 | IOU-F1 micro |",
+        "|---|---|---|---|---|",
+    ]
+    for name, v in pl["sources"].items():
+        lines.append(f"| {name} | {v['token_f1']:.3f} | {v['auprc']:.3f} | {v['iou_f1']:.3f} | "
+                     f"{v['iou_f1_micro']:.3f} |")  # fmt: skip
+    return lines
+
+
+def flip_lines(flips: dict) -> list[str]:
+    """How many tokens, removed in each order, flip the decision."""
+    lines = [
         "",
         "## Tokens removed, in order, until the decision flips",
         "",
         "| order | median tokens | quartiles | median share of the review | never flips |",
         "|---|---|---|---|---|",
     ]
-    for name, f in r["tokens_to_flip"].items():
+    for name, f in flips.items():
         q = f["quartiles_tokens"]
         lines.append(
             f"| {name} | {f['median_tokens']:g} | {q[0]:g} – {q[1]:g} | {f['median_fraction']:.1%} | {f['never']:.1%} |"
         )
-    lines += [
+    return lines
+
+
+def permutation_lines(p: dict) -> list[str]:
+    """The output's change when the weights are shuffled, by the attention's entropy."""
+    return [
         "",
         f"## Permuted weights ({p['permutations']} shuffles a review)",
         "",
@@ -131,6 +171,12 @@ def faithfulness_markdown(r: dict) -> str:
             f"| {b['entropy_from']:.2f} – {b['entropy_to']:.2f} | {b['median_tv']:.4f} | {b['reviews']} |"
             for b in p["by_entropy_quartile"]
         ],
+    ]
+
+
+def uniform_lines(u: dict) -> list[str]:
+    """The model with uniform weights."""
+    return [
         "",
         "## Uniform weights",
         "",
@@ -138,9 +184,6 @@ def faithfulness_markdown(r: dict) -> str:
         f"{u['decisions_changed']:.1%} of decisions change; median output change {u['median_tv']:.4f}.",
         "",
     ]
-    if "adversarial" in r:
-        lines += adversarial_lines(r["adversarial"])
-    return "\n".join(lines)
 
 
 def adversarial_lines(adv: dict) -> list[str]:
