@@ -316,6 +316,51 @@ def show_markdown(text: str) -> None:
     Console(width=160).print(Markdown(text))
 
 
+def dataset_section(data: str, group: list[dict], i: int, several: bool, args) -> list[str]:
+    """One dataset's part of report.md (its ranking and table printed too, its figure written)."""
+    figure = f"val_acc_{i + 1}.png" if several else "val_acc.png"
+    h = "###" if several else "##"
+    head = []
+    if several:
+        head = [f"## Data: {data} ({len(group)} runs)", ""]
+        print(f"\n{data}:")
+    ranking = rank(group, args.objective)
+    best = ranked(group, args.objective)[0]
+    print("\n".join(ranking))
+    print(f"\nbest: {args.objective} {best[args.objective]:.4f}  {' '.join(best['overrides']) or '(defaults)'}")
+    plot(group, args.folder / figure)
+    versus = compare(group, args.target)
+    show_markdown("\n".join(versus))  # (the table report.md holds, on the terminal too)
+    return [
+        *head,
+        f"{h} Dot vs additive",
+        "",
+        *versus,
+        "",
+        f"![validation accuracy]({figure})",
+        "",
+        f"{h} By setting (everything but the seed; mean ± sd over seeds)",
+        "",
+        *by_setting(group, args.target),
+        "",
+        f"{h} Runs ranked by {args.objective}",
+        "",
+        *ranking,
+        "",
+    ]
+
+
+def differences(groups: dict, path: Path) -> None:
+    """The paired additive − dot differences of every dataset in one figure."""
+    from attnclf.presentation.figures import differences_figure, pyplot
+
+    rows = [(data, [add["test/acc"] - dot["test/acc"] for dot, add in paired_by_setting(group)])
+            for data, group in sorted(groups.items())]  # fmt: skip
+    fig = differences_figure([(Path(d).name or d, diffs) for d, diffs in rows if diffs])
+    fig.savefig(path, dpi=110)
+    pyplot().close(fig)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="attnclf report", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
@@ -342,42 +387,9 @@ def main(argv: list[str] | None = None) -> int:
         "",
     ]
     for i, (data, group) in enumerate(sorted(groups.items())):
-        figure = "val_acc.png" if len(groups) == 1 else f"val_acc_{i + 1}.png"
-        h = "##" if len(groups) == 1 else "###"
-        if len(groups) > 1:
-            report += [f"## Data: {data} ({len(group)} runs)", ""]
-            print(f"\n{data}:")
-        ranking = rank(group, args.objective)
-        best = ranked(group, args.objective)[0]
-        print("\n".join(ranking))
-        print(f"\nbest: {args.objective} {best[args.objective]:.4f}  {' '.join(best['overrides']) or '(defaults)'}")
-        plot(group, args.folder / figure)
-        versus = compare(group, args.target)
-        show_markdown("\n".join(versus))  # (the table report.md holds, on the terminal too)
-        report += [
-            f"{h} Dot vs additive",
-            "",
-            *versus,
-            "",
-            f"![validation accuracy]({figure})",
-            "",
-            f"{h} By setting (everything but the seed; mean ± sd over seeds)",
-            "",
-            *by_setting(group, args.target),
-            "",
-            f"{h} Runs ranked by {args.objective}",
-            "",
-            *ranking,
-            "",
-        ]
+        report += dataset_section(data, group, i, len(groups) > 1, args)
     if len(groups) > 1:  # the per-dataset differences in one figure
-        from attnclf.presentation.figures import differences_figure, pyplot
-
-        rows = [(data, [add["test/acc"] - dot["test/acc"] for dot, add in paired_by_setting(group)])
-                for data, group in sorted(groups.items())]  # fmt: skip
-        fig = differences_figure([(Path(d).name or d, diffs) for d, diffs in rows if diffs])
-        fig.savefig(args.folder / "differences.png", dpi=110)
-        pyplot().close(fig)
+        differences(groups, args.folder / "differences.png")
         report[4:4] = ["![additive − dot per dataset](differences.png)", ""]
     (args.folder / "report.md").write_text("\n".join(report))
     print(f"written {args.folder / 'report.md'} and its figures (val_acc*.png)")
