@@ -72,11 +72,32 @@ def pretrain(cfg: DictConfig) -> float:
     out.mkdir(parents=True, exist_ok=True)
     trainer, throughput = make_trainer(cfg, resumed_step_of(resume))  # (before any data work)
 
-    lm = s.lm
-    datamodule = LMDataModule(s.data, lm, s.run.seed, vocab_path=str(out / "vocab.json"))
+    datamodule = LMDataModule(s.data, s.lm, s.run.seed, vocab_path=str(out / "vocab.json"))
     datamodule.setup("fit")
-    module = LanguageModelModule(
-        vocab_size=len(datamodule.vocab),
+    module = lm_module(s, len(datamodule.vocab))
+    embeddings = {"source": "random"}
+    if s.model.embeddings != "random":  # (a resumed run reads the cached vectors; its checkpoint's weights win)
+        matrix, embeddings = initial_embeddings(s.model.embeddings, datamodule, s.model.embed_dim, s.word2vec,
+                                                s.paths.cache_dir, quiet(trainer))  # fmt: skip
+        with torch.no_grad():
+            module.model.embed.weight.copy_(torch.from_numpy(matrix))
+    check_resumed_vocab(resume, len(datamodule.vocab))
+    say_length(trainer, datamodule)
+    fit_seconds = timed_fit(trainer, module, datamodule, resume, "pretraining", out / "checkpoints")
+    metrics = lm_metrics(s, trainer, throughput, fit_seconds, datamodule, embeddings, out)
+    if trainer.is_global_zero:
+        write_json(out / "metrics.json", metrics)
+        log.info("val/loss %.4f  val/ppl %.1f  %.0f s  %.0f tokens/s  -> %s  (attnclf train model.init_from=%s)",
+                 metrics["val/loss"], metrics["val/ppl"], metrics["fit_seconds"], metrics["train_tokens_per_sec"],
+                 out / "metrics.json", out)  # fmt: skip
+    return metrics["val/loss"]
+
+
+def lm_module(s, vocab_size: int) -> LanguageModelModule:
+    """The two language models of the settings' sizes, output layer and optimiser."""
+    lm = s.lm
+    return LanguageModelModule(
+        vocab_size=vocab_size,
         embed_dim=s.model.embed_dim,
         hidden_dim=s.model.hidden_dim,
         dropout=lm.dropout,
@@ -89,23 +110,18 @@ def pretrain(cfg: DictConfig) -> float:
         warmup_ratio=lm.warmup_ratio,
         freeze_embeddings=s.model.freeze_embeddings,
     )
-    embeddings = {"source": "random"}
-    if s.model.embeddings != "random":  # (a resumed run reads the cached vectors; its checkpoint's weights win)
-        matrix, embeddings = initial_embeddings(s.model.embeddings, datamodule, s.model.embed_dim, s.word2vec,
-                                                s.paths.cache_dir, quiet(trainer))  # fmt: skip
-        with torch.no_grad():
-            module.model.embed.weight.copy_(torch.from_numpy(matrix))
-    check_resumed_vocab(resume, len(datamodule.vocab))
-    say_length(trainer, datamodule)
-    fit_seconds = timed_fit(trainer, module, datamodule, resume, "pretraining", out / "checkpoints")
+
+
+def lm_metrics(s, trainer: L.Trainer, throughput, fit_seconds: float, datamodule, embeddings: dict, out: Path) -> dict:
+    """The pretraining run's metrics.json: the best val/loss (mean negative log-likelihood per predicted
+    token, both directions) and its perplexity, time, texts and start."""
     ckpt_cb = trainer.checkpoint_callback
-    best = ckpt_cb.best_model_path if ckpt_cb else ""
     score = ckpt_cb.best_model_score if ckpt_cb is not None else None
     val_loss = float(score) if score is not None else float(trainer.callback_metrics.get("val/loss", math.nan))
     totals = throughput.final or throughput.totals()
-    metrics = {
+    return {
         "kind": KIND,
-        "val/loss": val_loss,  # mean negative log-likelihood per predicted token, both directions
+        "val/loss": val_loss,
         "val/ppl": math.exp(val_loss) if math.isfinite(val_loss) else math.nan,
         "epochs": trainer.current_epoch,
         "steps": trainer.global_step,
@@ -115,12 +131,6 @@ def pretrain(cfg: DictConfig) -> float:
         "peak_rss_mb": peak_rss_mb(),
         "texts": datamodule.splits,
         "embeddings": {**embeddings, "frozen": s.model.freeze_embeddings},  # the language models' start
-        "best_checkpoint": best,
+        "best_checkpoint": ckpt_cb.best_model_path if ckpt_cb else "",
         "vocab": str(out / "vocab.json"),
     }
-    if trainer.is_global_zero:
-        write_json(out / "metrics.json", metrics)
-        log.info("val/loss %.4f  val/ppl %.1f  %.0f s  %.0f tokens/s  -> %s  (attnclf train model.init_from=%s)",
-                 val_loss, metrics["val/ppl"], metrics["fit_seconds"], metrics["train_tokens_per_sec"],
-                 out / "metrics.json", out)  # fmt: skip
-    return val_loss
