@@ -159,7 +159,7 @@ def test_bad_init_from_and_pretraining_values(lm_run, tiny_run, tiny_imdb, tmp_p
     assert not (tmp_path / "o" / "checkpoints").exists()
     with pytest.raises(AttnclfError, match="model.init_from=latest: no finished pretraining under"):
         train(compose_cfg([*base, "model.init_from=latest", f"paths.pretrain_dir={tmp_path / 'empty'}"]))
-    found, _ = check_init_from("latest", 16, 16, 1, str(lm_run.parent))  # (tiny_run's metrics.json is skipped)
+    found, _ = check_init_from("latest", 16, 16, str(lm_run.parent))  # (tiny_run's metrics.json is skipped)
     assert found.parent.parent == lm_run
     # another vocabulary: words mostly not the LM's
     clf = AttentionClassifier(300, embed_dim=16, hidden_dim=16)

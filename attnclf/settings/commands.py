@@ -140,10 +140,6 @@ def pretraining_config(cfg: DictConfig, run: TrainRunConfig, model: ModelConfig)
     <them>` composes it, but with the run's data, embedding and GRU sizes, threads and cache folder; checked
     whole (pretrain_settings), before any data work. Its folder (paths.output_dir) is set where the texts
     are known (attnclf/training/init_from.py)."""
-    if model.num_layers != 1:
-        raise AttnclfError(
-            f"model.init_from needs model.num_layers=1 (the language models have one layer), got {model.num_layers}"
-        )
     for item in run.pretraining:
         key = item.split("=", 1)[0].lstrip("+~")
         if "=" not in item:

@@ -67,6 +67,10 @@ class ModelConfig:
         one_of("model.attention_init", self.attention_init, ATTENTION_INITS)
         one_of("model.query", self.query, QUERIES)
         one_of("model.gru_kernel", self.gru_kernel, GRU_KERNELS)
+        if self.init_from and self.num_layers != 1:  # (a run given by name, latest, or pretrain)
+            raise AttnclfError(
+                f"model.init_from needs model.num_layers=1 (the language models have one layer), got {self.num_layers}"
+            )
 
     def check_embeddings_file(self) -> bool:
         """model.embeddings is random, word2vec, or a vectors file of embed_dim dims: word2vec's binary (.bin) or
@@ -193,9 +197,8 @@ RUNTIME_ONLY = ("model.gru_kernel", "regularizer.unlabeled_split", "regularizer.
 
 def classifier_config(cfg: DictConfig) -> ClassifierConfig:
     """The classifier's settings from a composed train.yaml config, typed and checked (one line where not)."""
-    one_of("attention", cfg.get("attention"), ATTENTIONS)
     config = ClassifierConfig(
-        attention=cfg.attention,
+        attention=cfg.get("attention"),
         model=typed(ModelConfig, cfg.get("model"), "model"),
         optimizer=typed(OptimizerConfig, cfg.get("optimizer"), "optimizer"),
         regularizer=typed(RegularizerConfig, cfg.get("regularizer"), "regularizer"),

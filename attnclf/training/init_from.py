@@ -40,7 +40,7 @@ def latest_pretraining(root: Path) -> Path:
 
 
 def check_init_from(
-    path: str, embed_dim: int, hidden_dim: int, num_layers: int, pretrain_dir: str = "outputs/pretrain"
+    path: str, embed_dim: int, hidden_dim: int, pretrain_dir: str = "outputs/pretrain"
 ) -> tuple[Path, dict]:
     """(the checkpoint file, its contents) of a pretrain.py checkpoint or run folder (`latest`: the newest
     finished one under `pretrain_dir`) that fits a model of these sizes; one-line errors otherwise.
@@ -54,10 +54,6 @@ def check_init_from(
         what = "a classifier's" if checkpoint_kind(hp) == CLASSIFIER else "another kind of"
         raise AttnclfError(
             f"model.init_from={path}: {what} checkpoint, not a language model; give what pretrain.py wrote"
-        )
-    if num_layers != 1:
-        raise AttnclfError(
-            f"model.init_from needs model.num_layers=1 (the language models have one layer), got {num_layers}"
         )
     theirs = (hp.get("embed_dim"), hp.get("hidden_dim"))
     if theirs != (embed_dim, hidden_dim):
@@ -80,7 +76,7 @@ def load_pretrained(
     row by row for the words both vocabularies have (the others keep their initialisation).
     `loaded`: what check_init_from already returned for `path`."""
     enc = model.encoder
-    dims = (model.embed.embedding_dim, enc.hidden_dim, len(enc.fwd))
+    dims = (model.embed.embedding_dim, enc.hidden_dim)
     ckpt_path, ckpt = loaded or check_init_from(path, *dims, pretrain_dir)
     vocab_file = run_dir_of(ckpt_path) / "vocab.json"
     if not vocab_file.is_file():

@@ -85,7 +85,7 @@ def checked_init_from(s: TrainSettings) -> dict | None:
     m = s.classifier.model
     if not m.init_from or m.init_from == INIT_FROM_PRETRAIN:
         return None
-    return check_init_from(str(m.init_from), m.embed_dim, m.hidden_dim, m.num_layers, s.paths.pretrain_dir)
+    return check_init_from(str(m.init_from), m.embed_dim, m.hidden_dim, s.paths.pretrain_dir)
 
 
 def resumed_run(s: TrainSettings, overrides: list[str] | None) -> Path | None:
@@ -137,7 +137,7 @@ def start_weights(s: TrainSettings, datamodule, model, resume, init_from: dict |
     lm_run, pretrained = str(m.init_from), None
     if resume is None and m.init_from == INIT_FROM_PRETRAIN:  # (its settings checked before any data work)
         lm_run = str(cached_pretraining(s.pretraining, datamodule, s.run.seed, s.run.pretraining))
-        init_from = check_init_from(lm_run, m.embed_dim, m.hidden_dim, m.num_layers)
+        init_from = check_init_from(lm_run, m.embed_dim, m.hidden_dim)
     if resume is None and init_from is not None:
         pretrained = load_pretrained(model.model, lm_run, datamodule.vocab, loaded=init_from)
     return {"embeddings": embeddings, "init_from": pretrained}
