@@ -88,7 +88,7 @@ def measure(
 ) -> tuple[dict, dict]:
     """All the measures on the reviews: (the JSON result, per-review arrays for figures); with `marked`
     (the reviews' human rationales), each importance source's plausibility too."""
-    model, bt, timed = clf.module.model, int(cfg.batch_tokens), Timer()
+    model, bt, timed = clf.module.model, cfg.batch_tokens, Timer()
     attr = timed("gradient", measures.attributions, model, seqs, bt)
     fixed = timed("gradient_fixed_weights", measures.attributions, model, seqs, bt, True)
     loo = timed("leave_one_out", measures.leave_one_out, model, seqs, attr.probs, bt)
@@ -99,7 +99,7 @@ def measure(
                    measures.ERASER_BINS, bt)  # fmt: skip
     flip = timed("tokens_to_flip", measures.tokens_to_flip, model, seqs, attr.probs, orders["attention"], bt)
     flip_random = timed("tokens_to_flip_random", measures.tokens_to_flip, model, seqs, attr.probs, orders["random"], bt)
-    tv, entropy = timed("permutation", measures.permutation, model, seqs, int(cfg.permutations), int(cfg.seed), bt)
+    tv, entropy = timed("permutation", measures.permutation, model, seqs, cfg.permutations, cfg.seed, bt)
     uni = timed("uniform", measures.uniform, model, seqs, bt)
     lengths = np.array([len(s) for s in seqs])
     agreed, tau = agreement(attr, fixed, loo, extra)
@@ -118,7 +118,7 @@ def measure(
             "attention": flip_summary(flip, flip_frac),
             "random": flip_summary(flip_random, share_removed(flip_random, lengths)),
         },  # fmt: skip
-        "permutation": permutation_summary(tv, entropy, int(cfg.permutations)),
+        "permutation": permutation_summary(tv, entropy, cfg.permutations),
         "uniform": uniform_summary(uni, attr, labels),
         "seconds": timed.seconds,
         "seconds_per_review": seconds_per_review(timed.seconds, len(seqs), extra),
@@ -331,7 +331,7 @@ def faithfulness(cfg: DictConfig) -> dict:
         **about,
         "reviews": len(seqs),
         "mean_tokens": float(np.mean([len(s) for s in seqs])),
-        "seed": int(cfg.seed),
+        "seed": cfg.seed,
         "ks": [measures.k_name(k) for k in cfg.ks],
         **result,
         "total_seconds": round(time.perf_counter() - t0, 1),
@@ -349,8 +349,8 @@ def sampled_reviews(clf: Classifier, cfg: FaithfulnessConfig) -> tuple[list[np.n
     picked = sample(dataset.lengths, cfg.reviews, cfg.max_tokens, cfg.seed, cfg.split, cfg.min_tokens)
     seqs = [dataset.tokens(i).astype(np.int64) for i in picked]
     eligible = eligible_reviews(dataset.lengths, cfg.max_tokens, cfg.min_tokens)
-    about = {"data": str(data.path or data.train_file), "split": cfg.split, "max_tokens": int(cfg.max_tokens),
-             "min_tokens": int(cfg.min_tokens), "eligible_share": float(np.mean(eligible))}  # fmt: skip
+    about = {"data": str(data.path or data.train_file), "split": cfg.split, "max_tokens": cfg.max_tokens,
+             "min_tokens": cfg.min_tokens, "eligible_share": float(np.mean(eligible))}  # fmt: skip
     log.info("%d reviews of %s (at most %d tokens), %s attention", len(seqs), cfg.split, cfg.max_tokens,
              clf.module.hparams.attention)  # fmt: skip
     return seqs, dataset.labels[dataset.rows[picked]], about
