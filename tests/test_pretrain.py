@@ -205,7 +205,7 @@ def test_adaptive_softmax_cutoffs_fit_the_vocabulary():
     assert adaptive_cutoffs([2000, 10000], 30000) == [2000, 10000]
     assert adaptive_cutoffs([2000, 10000], 5000) == [2000]
     assert adaptive_cutoffs([2000, 10000], 200) == [100]
-    lm = BiGRULanguageModel(50, 8, 8, cutoffs=(20,))
+    lm = BiGRULanguageModel(50, 8, 8, cutoffs=(20,), softmax="adaptive")
     ids = torch.tensor([[5, 6, 7, 0], [8, 9, 0, 0]])
     loss_f, loss_b = lm(ids, torch.tensor([3, 2]))
     assert loss_f.item() > 0 and loss_b.item() > 0

@@ -7,8 +7,8 @@ import numpy as np
 from attnclf.data.datamodule import TextDataModule
 from attnclf.data.dataset import TextDataset
 from attnclf.errors import AttnclfError
-from attnclf.settings.commands import LMConfig
 from attnclf.settings.data import DataConfig
+from attnclf.settings.lm import LMConfig
 
 
 class LMDataModule(TextDataModule):

@@ -23,6 +23,9 @@ from torch import nn
 
 from attnclf.data.text import PAD_ID
 from attnclf.models.encoder import reverse_within_length
+from attnclf.settings.lm import LMConfig
+
+LM = LMConfig()  # (the defaults, in one place)
 
 log = logging.getLogger(__name__)
 
@@ -104,12 +107,14 @@ class BiGRULanguageModel(nn.Module):
         vocab_size: int,
         embed_dim: int = 128,
         hidden_dim: int = 128,
-        dropout: float = 0.2,
-        cutoffs: tuple[int, ...] = (2000, 10000),
-        div_value: float = 4.0,
-        softmax: str = "adaptive",
-        samples: int = 512,
+        dropout: float = LM.dropout,
+        cutoffs: tuple[int, ...] = tuple(LM.cutoffs),
+        div_value: float = LM.div_value,
+        softmax: str = LM.softmax,
+        samples: int = LM.samples,
     ):
+        """Two one-layer GRU language models on one embedding; the output layer's settings default to
+        attnclf pretrain's (LMConfig)."""
         super().__init__()
         self.embed = nn.Embedding(vocab_size, embed_dim, padding_idx=PAD_ID)
         self.fwd = nn.GRU(embed_dim, hidden_dim, batch_first=True)

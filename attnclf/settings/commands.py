@@ -16,10 +16,11 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from attnclf.errors import AttnclfError
 from attnclf.settings.compose import compose_config
 from attnclf.settings.data import DataConfig, Word2VecConfig
+from attnclf.settings.lm import LMConfig
 from attnclf.settings.model import INIT_FROM_PRETRAIN, ClassifierConfig, ModelConfig, classifier_config
 from attnclf.settings.run import PathsConfig, RunConfig, SearchConfig, TrainerConfig, TrainRunConfig
 from attnclf.settings.typed import register, typed
-from attnclf.utils.checks import fraction, number, one_of, positive_int, positive_number
+from attnclf.utils.checks import number, one_of, positive_int, positive_number
 from attnclf.utils.files import check_writable_file
 
 
@@ -81,48 +82,6 @@ def word2vec_config(cfg: DictConfig, model: ModelConfig) -> Word2VecConfig:
     if model.embeddings == "word2vec":
         word2vec.check()
     return word2vec
-
-
-SOFTMAXES = ("adaptive", "sampled")  # pretraining's output layer (attnclf/models/language_model.py)
-
-
-@dataclass
-class LMConfig:
-    """The language models pretrain.py trains (conf/pretrain.yaml says each value)."""
-
-    dropout: float = 0.2
-    softmax: str = "sampled"
-    samples: int = 512
-    cutoffs: list[int] = field(default_factory=lambda: [2000, 10000])
-    div_value: float = 4.0
-    lr: float = 2e-3
-    weight_decay: float = 0.0
-    warmup_ratio: float = 0.02
-    val_texts: int = 1000
-    unlabeled_split: str | None = "unsupervised"
-
-    def check(self, vocab_size: int) -> None:
-        positive_number("lm.lr", self.lr)
-        if self.softmax not in SOFTMAXES:
-            raise AttnclfError(f"lm.softmax={self.softmax!r}; allowed: {', '.join(SOFTMAXES)}")
-        positive_int("lm.samples", self.samples)
-        if self.softmax == "adaptive":
-            self.check_cutoffs(vocab_size)
-        fraction("lm.dropout", self.dropout)
-        positive_number("lm.div_value", self.div_value)
-        fraction("lm.warmup_ratio", self.warmup_ratio)
-        if not 0 <= self.weight_decay:
-            raise AttnclfError(f"lm.weight_decay={self.weight_decay!r} must be a number >= 0")
-        positive_int("lm.val_texts", self.val_texts)
-
-    def check_cutoffs(self, vocab_size: int) -> None:
-        if not self.cutoffs or not all(c > 0 for c in self.cutoffs):
-            raise AttnclfError(f"lm.cutoffs={self.cutoffs!r}; allowed: a list of positive integers, e.g. [2000,10000]")
-        if any(c >= vocab_size - 1 for c in self.cutoffs):
-            raise AttnclfError(
-                f"lm.cutoffs={list(self.cutoffs)}: each must be below data.vocab_size={vocab_size} less 1 (the words "
-                "before the first cutoff are the adaptive softmax's head, the rest its tail clusters)"
-            )
 
 
 # what the pretraining of model.init_from=pretrain takes from the run itself, never from `pretraining`
@@ -463,4 +422,4 @@ def predict_settings(argv: list[str]) -> PredictConfig:
     return config
 
 
-register(eval=EvalConfig, faithfulness=FaithfulnessConfig, lm=LMConfig)
+register(eval=EvalConfig, faithfulness=FaithfulnessConfig)

@@ -9,33 +9,22 @@ import torch
 from torchmetrics import MeanMetric
 
 from attnclf.models.language_model import KIND, BiGRULanguageModel
+from attnclf.settings.lm import LMConfig
 from attnclf.training.module import TrainingModule, unpack
 
 log = logging.getLogger(__name__)
 
 
 class LanguageModelModule(TrainingModule):
-    def __init__(
-        self,
-        vocab_size: int,
-        embed_dim: int = 128,
-        hidden_dim: int = 128,
-        dropout: float = 0.2,
-        cutoffs: tuple[int, ...] = (2000, 10000),
-        div_value: float = 4.0,
-        softmax: str = "adaptive",
-        samples: int = 512,
-        lr: float = 2e-3,
-        weight_decay: float = 0.0,
-        schedule: str = "cosine",
-        warmup_ratio: float = 0.02,
-        freeze_embeddings: bool = False,
-        kind: str = KIND,
-    ):
+    def __init__(self, vocab_size: int, embed_dim: int, hidden_dim: int, lm: LMConfig, freeze_embeddings: bool):
+        """Both language models of these sizes, built and optimised by `lm` (its defaults: LMConfig's)."""
         super().__init__()
-        self.save_hyperparameters(logger=False)
-        self.model = BiGRULanguageModel(vocab_size, embed_dim, hidden_dim, dropout, tuple(cutoffs), div_value,
-                                        softmax, samples)  # fmt: skip
+        # flat, as every pretraining checkpoint has held them (model.init_from and ckpt_path=last read them)
+        self.save_hyperparameters({"vocab_size": vocab_size, "embed_dim": embed_dim, "hidden_dim": hidden_dim,
+                                   **lm.model_keys(), "schedule": "cosine", "freeze_embeddings": freeze_embeddings,
+                                   "kind": KIND}, logger=False)  # fmt: skip
+        self.model = BiGRULanguageModel(vocab_size, embed_dim, hidden_dim, lm.dropout, tuple(lm.cutoffs), lm.div_value,
+                                        lm.softmax, lm.samples)  # fmt: skip
         # (model.freeze_embeddings: the GRUs learn on the vectors the embedding starts from, which a classifier
         # started from these models then starts from too)
         self.model.embed.weight.requires_grad_(not freeze_embeddings)

@@ -14,7 +14,8 @@ from omegaconf import DictConfig
 from attnclf.data.lm import LMDataModule
 from attnclf.data.vectors import initial_embeddings
 from attnclf.models.language_model import KIND
-from attnclf.settings.commands import LMConfig, pretrain_settings
+from attnclf.settings.commands import pretrain_settings
+from attnclf.settings.lm import LMConfig
 from attnclf.settings.model import ModelConfig
 from attnclf.training.checkpoint import checkpoint_kind
 from attnclf.training.lm_module import LanguageModelModule
@@ -95,21 +96,7 @@ def pretrain(cfg: DictConfig) -> float:
 
 def lm_module(s, vocab_size: int) -> LanguageModelModule:
     """The two language models of the settings' sizes, output layer and optimiser."""
-    lm = s.lm
-    return LanguageModelModule(
-        vocab_size=vocab_size,
-        embed_dim=s.model.embed_dim,
-        hidden_dim=s.model.hidden_dim,
-        dropout=lm.dropout,
-        cutoffs=list(lm.cutoffs),
-        div_value=lm.div_value,
-        softmax=lm.softmax,
-        samples=lm.samples,
-        lr=lm.lr,
-        weight_decay=lm.weight_decay,
-        warmup_ratio=lm.warmup_ratio,
-        freeze_embeddings=s.model.freeze_embeddings,
-    )
+    return LanguageModelModule(vocab_size, s.model.embed_dim, s.model.hidden_dim, s.lm, s.model.freeze_embeddings)
 
 
 def lm_metrics(s, trainer: L.Trainer, throughput, fit_seconds: float, datamodule, embeddings: dict, out: Path) -> dict:
