@@ -206,7 +206,7 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     ),
     (
         "bootstrap-along-the-wrong-axis",
-        "scripts/report.py",
+        "attnclf/tools/report.py",
         r"replace=True\)\.mean\(1\)",
         "replace=True).mean(0)",
         ["tests/test_report.py::test_the_bootstrap_interval_resamples_runs_and_spans_their_spread"],
@@ -452,7 +452,7 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     # the faithfulness comparison's erasure panel: a fifth run left out, runs named by their attention alone
     (
         "faithfulness-figure-draws-four-runs",
-        "scripts/compare_faithfulness.py",
+        "attnclf/tools/compare_faithfulness.py",
         r"itertools.cycle\(\[\"-\", \"--\", \":\", \"-.\"\]\)\)",
         '["-", "--", ":", "-."], strict=False)',
         ["tests/test_faithfulness.py::test_faithfulness_command_writes_json_summary_and_tensorboard"],
