@@ -115,5 +115,7 @@ def test_a_resumed_run_reads_its_own_data_and_refuses_other_data(tmp_path, monke
     main()
     resumed = json.loads((run / "metrics.json").read_text())
     assert resumed["epochs"] == 5 and resumed["test/confusion_matrix"] is not None
+    # its checkpoints and logs went on in its own folder: the one Hydra made for the command is gone
+    assert not (tmp_path / "fresh").exists() and len(list((run / "checkpoints").glob("*.ckpt"))) >= 2
     assert resumed["splits"]["test"].startswith("carved from train")
     assert json.loads((run / "data.json").read_text())["data"]["text_column"] == "body"

@@ -758,6 +758,14 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "if False:",
         ["tests/test_sweeps.py::test_bad_pruning_values_are_one_line_before_any_trial"],
     ),
+    # a resumed run's Trainer writes into the run's own folder (the typed paths), not the command's new one
+    (
+        "trainer-writes-where-the-command-began",
+        "attnclf/training/trainer.py",
+        r'"paths": asdict\(paths\)',
+        '"paths": OmegaConf.to_container(cfg.paths, resolve=True)',
+        ["tests/test_run_data.py::test_a_resumed_run_reads_its_own_data_and_refuses_other_data"],
+    ),
 ]
 
 args = sys.argv[1:]

@@ -67,11 +67,10 @@ def pretrain(cfg: DictConfig) -> float:
     prepare_process(s.run)
     resume = resume_point(s.run.ckpt_path, s.paths, lambda hp: matches(hp, s.model, s.lm),
                           lambda hp, run: mismatch(hp, run, s.model, s.lm))  # fmt: skip
-    cfg.paths.output_dir = s.paths.output_dir  # (a resumed run's own: the loggers and checkpoints built from cfg)
     L.seed_everything(s.run.seed, workers=True, verbose=False)  # (the seed is in the run's config and metrics)
     out = Path(s.paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    trainer, throughput = make_trainer(cfg, resumed_step_of(resume))  # (before any data work)
+    trainer, throughput = make_trainer(cfg, s.paths, resumed_step_of(resume))  # (before any data work)
 
     datamodule = LMDataModule(s.data, s.lm, s.run.seed, vocab_path=str(out / "vocab.json"))
     datamodule.setup("fit")

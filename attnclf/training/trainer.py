@@ -16,11 +16,11 @@ import pytorch_lightning as L
 import torch
 from hydra.errors import InstantiationException
 from hydra.utils import instantiate
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 from pytorch_lightning.utilities.exceptions import SIGTERMException
 
 from attnclf.errors import AttnclfError, Interrupted
-from attnclf.settings.run import RunConfig
+from attnclf.settings.run import PathsConfig, RunConfig
 from attnclf.training.callbacks import Throughput
 from attnclf.training.checkpoint import AtomicCheckpointIO
 from attnclf.utils.memory import keep_freed_memory
@@ -233,9 +233,21 @@ def logs_at_least(level: int, *names: str):
             lg.setLevel(was)
 
 
-def make_trainer(cfg: DictConfig, resumed_step: int | None, extra: list | None = None) -> tuple[L.Trainer, Throughput]:
+def groups_in(cfg: DictConfig, paths: PathsConfig) -> DictConfig:
+    """The trainer, callbacks and logger groups, their ${paths.*} read from the typed `paths` (a resumed run's
+    own folder), not from the composed config, which stays as it was."""
+    groups = {k: OmegaConf.to_container(cfg[k], resolve=False) if isinstance(cfg.get(k), DictConfig) else cfg.get(k)
+              for k in ("trainer", "callbacks", "logger")}  # fmt: skip
+    return OmegaConf.create({**groups, "paths": asdict(paths)})
+
+
+def make_trainer(
+    cfg: DictConfig, paths: PathsConfig, resumed_step: int | None, extra: list | None = None
+) -> tuple[L.Trainer, Throughput]:
     """The Trainer with the configured callbacks (a Throughput among them, always), `extra` ones and the
-    loggers. Built before any data work, so that a value it refuses costs no loading."""
+    loggers, writing where `paths` says. Built before any data work, so that a value it refuses costs no
+    loading."""
+    cfg = groups_in(cfg, paths)
     callbacks = [*instantiate_group(cfg.get("callbacks")), *(extra or [])]
     throughput = next((c for c in callbacks if isinstance(c, Throughput)), None) or Throughput()
     if throughput not in callbacks:
