@@ -53,7 +53,7 @@ def run(fn, cfg):
 
 
 def folders_of(cfg) -> set[Path]:
-    """The run folder a command made (`paths.output_dir`: Hydra's, or where a resumed run continues)."""
+    """The run folder a command made (`paths.output_dir`: the one Hydra made for it)."""
     try:
         out = OmegaConf.select(cfg, "paths.output_dir")
     except Exception:  # (outside Hydra its resolver is not there)
