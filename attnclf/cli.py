@@ -41,7 +41,8 @@ def run(fn, cfg):
     except AttnclfError as e_:
         e = e_
     print(f"error: {e}", file=sys.stderr)
-    for folder in folders_of(cfg):  # a failed start leaves no run folder behind (one with results stays)
+    folder = run_folder_of(cfg)
+    if folder is not None:  # a failed start leaves no run folder behind (one with results stays)
         close_logs_in(folder)
         remove_if_unused(folder)
         remove_empty_parents(folder)
@@ -52,21 +53,23 @@ def run(fn, cfg):
     sys.exit(2)
 
 
-def folders_of(cfg) -> set[Path]:
-    """The run folder a command made (`paths.output_dir`: the one Hydra made for it)."""
+def run_folder_of(cfg) -> Path | None:
+    """The run folder a command made (`paths.output_dir`: the one Hydra made for it); None where it has none."""
     try:
         out = OmegaConf.select(cfg, "paths.output_dir")
     except Exception:  # (outside Hydra its resolver is not there)
         out = None
-    return {Path(out).resolve()} if out else set()
+    return Path(out).resolve() if out else None
 
 
 def remove_empty_parents(folder: Path) -> None:
     """The folders above a removed run folder (outputs/eval/ ...), where they are empty and inside the
     working directory: a failed start leaves nothing behind."""
+    if folder.exists():  # (it held results: kept, and so are the folders above it)
+        return
     here = Path.cwd().resolve()
     for parent in folder.parents:
-        if parent == here or here not in parent.parents or folder.exists():
+        if parent == here or here not in parent.parents:
             return
         try:
             parent.rmdir()  # (only where empty)

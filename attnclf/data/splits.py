@@ -43,7 +43,7 @@ def fold_rows(labels: np.ndarray, folds: int, fold: int, seed: int) -> np.ndarra
     rng = np.random.default_rng([seed, 4])
     assign = np.empty(len(labels), dtype=np.int64)
     dealt = 0
-    for c in np.unique(labels):
+    for c in classes:
         rows = rng.permutation(np.flatnonzero(labels == c))
         assign[rows] = (dealt + np.arange(len(rows))) % folds
         dealt += len(rows)
