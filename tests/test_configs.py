@@ -115,9 +115,11 @@ def test_experiment_pretrained_lm_is_pretrained_with_the_measured_pretraining():
     base = compose_cfg(["experiment=pretrained", "paths.output_dir=/tmp/x"])
     assert cfg.model.init_from == "pretrain" and cfg.regularizer == base.regularizer
     assert (cfg.model.embeddings, cfg.word2vec, cfg.trainer) == (base.model.embeddings, base.word2vec, base.trainer)
-    lm = train_settings(cfg).pretraining
-    assert (lm.model.embeddings, lm.model.freeze_embeddings, lm.trainer.max_epochs, lm.seed) == ("word2vec", True, 2, 1)
-    assert lm.word2vec == cfg.word2vec  # the vectors experiment=pretrained starts from
+    settings = train_settings(cfg)
+    lm = settings.pretraining
+    assert (lm.model.embeddings, lm.model.freeze_embeddings, lm.trainer.max_epochs) == ("word2vec", True, 2)
+    assert lm.run.seed == 1
+    assert lm.word2vec == settings.word2vec  # the vectors experiment=pretrained starts from
 
 
 def test_the_readme_is_short_and_names_only_paths_a_user_has():

@@ -437,7 +437,7 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     (
         "pretraining-reads-carved-test-rows",
         "attnclf/training/init_from.py",
-        r"        pcfg\.seed = seed\n",
+        r"        s\.run\.seed = seed\n",
         "        pass\n",
         ["tests/test_pretrain.py::test_init_from_pretrain_leaves_a_carved_test_split_out"],
     ),

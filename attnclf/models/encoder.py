@@ -46,8 +46,7 @@ from torch.func import functional_call
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnclf.models.dropout import Dropout
-from attnclf.settings.model import GRU_KERNELS
-from attnclf.utils.checks import one_of
+from attnclf.settings.model import GRU_KERNELS, check_gru_kernel
 
 KERNELS = GRU_KERNELS  # (the names live with the settings: attnclf/settings/model.py)
 
@@ -173,7 +172,7 @@ class ExactBiGRU(nn.Module):
         self, input_dim: int, hidden_dim: int, num_layers: int = 1, dropout: float = 0.0, kernel: str = "auto"
     ):
         super().__init__()
-        one_of("model.gru_kernel", kernel, KERNELS)
+        check_gru_kernel(kernel)
         self.fwd = nn.ModuleList()
         self.bwd = nn.ModuleList()
         for layer in range(num_layers):

@@ -46,8 +46,8 @@ class TrainSettings:
     data: DataConfig
     classifier: ClassifierConfig
     word2vec: Word2VecConfig
-    # model.init_from=pretrain: pretrain.yaml composed for this run's data (pretraining_config), checked
-    pretraining: DictConfig | None = None
+    # model.init_from=pretrain: the settings of the pretraining of this run's data (pretraining_config)
+    pretraining: PretrainSettings | None = None
     search: SearchConfig = field(default_factory=SearchConfig)  # pruning, in an Optuna search
 
 
@@ -94,11 +94,12 @@ def pretraining_keys() -> list[str]:
     return sorted(f"{k}.*" if isinstance(pcfg.get(k), DictConfig) else k for k in pcfg if k not in RUNS_OWN)
 
 
-def pretraining_config(cfg: DictConfig, run: TrainRunConfig, model: ModelConfig) -> DictConfig:
+def pretraining_config(cfg: DictConfig, run: TrainRunConfig, model: ModelConfig) -> PretrainSettings:
     """model.init_from=pretrain: conf/pretrain.yaml with `pretraining`'s overrides, as `attnclf pretrain
-    <them>` composes it, but with the run's data, embedding and GRU sizes, threads and cache folder; checked
-    whole (pretrain_settings), before any data work. Its folder (paths.output_dir) is set where the texts
-    are known (attnclf/training/init_from.py)."""
+    <them>` composes it, but with the run's data, embedding and GRU sizes, threads and cache folder: its
+    settings, typed and checked whole (pretrain_settings) before any data work, then used as they are. Its
+    folder (paths.output_dir) and, for carved test rows, its seed are set where the texts are known
+    (attnclf/training/init_from.py)."""
     for item in run.pretraining:
         key = item.split("=", 1)[0].lstrip("+~")
         if "=" not in item:
@@ -124,10 +125,9 @@ def pretraining_config(cfg: DictConfig, run: TrainRunConfig, model: ModelConfig)
         pcfg.paths.cache_dir = cfg.paths.cache_dir
         pcfg.paths.output_dir = pcfg.paths.runs_dir = folder
     try:
-        pretrain_settings(pcfg)
+        return pretrain_settings(pcfg)
     except AttnclfError as e:
         raise AttnclfError(f"pretraining: {e}") from None
-    return pcfg
 
 
 @dataclass
@@ -139,6 +139,8 @@ class PretrainSettings:
     model: ModelConfig  # its embed_dim and hidden_dim: the classifier's to be; embeddings: the LMs' start
     lm: LMConfig
     word2vec: Word2VecConfig  # model.embeddings=word2vec: the vectors the LMs' embedding starts from
+    # pretrain.yaml as composed: the Trainer, its callbacks and loggers are instantiated from its groups
+    composed: DictConfig | None = field(default=None, repr=False)
 
 
 def pretrain_settings(cfg: DictConfig) -> PretrainSettings:
@@ -158,7 +160,7 @@ def pretrain_settings(cfg: DictConfig) -> PretrainSettings:
     data = typed(DataConfig, cfg.get("data"), "data")
     lm.check(data.vocab_size)
     data.check()
-    return PretrainSettings(run, paths, trainer, data, model, lm, word2vec_config(cfg, model))
+    return PretrainSettings(run, paths, trainer, data, model, lm, word2vec_config(cfg, model), composed=cfg)
 
 
 def check_device(device: str) -> None:

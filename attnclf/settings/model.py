@@ -26,6 +26,7 @@ from attnclf.utils.checks import fraction, one_of, positive_int, positive_number
 ATTENTIONS = ("dot", "additive")
 ATTENTION_INITS = ("xavier", "default")  # additive attention's initialisation
 GRU_KERNELS = ("auto", "concurrent", "padded", "packed")
+
 # the attention's query: the encoder's final states (the review's summary), or one learned vector for every
 # review (Jain & Wallace's pooling: the weights then depend on each token's state alone)
 QUERIES = ("final", "learned")
@@ -35,6 +36,12 @@ EMBEDDINGS = ("random", "word2vec")  # or a path to a vectors file
 # model.init_from=pretrain: the pretraining of the run's own data, made once and cached (`pretraining`: its settings)
 INIT_FROM_PRETRAIN = "pretrain"
 CLASSIFIER = "classifier"  # a classifier checkpoint's hyper_parameters["kind"] (language models: theirs)
+
+
+def check_gru_kernel(kernel: str) -> None:
+    """The rule for model.gru_kernel, in one place: the settings check it before any data work, and the
+    encoder built directly (attnclf/models/encoder.py, as a library) checks what it is given by it."""
+    one_of("model.gru_kernel", kernel, GRU_KERNELS)
 
 
 @dataclass
@@ -66,7 +73,7 @@ class ModelConfig:
         fraction("model.embed_dropout", self.embed_dropout)
         one_of("model.attention_init", self.attention_init, ATTENTION_INITS)
         one_of("model.query", self.query, QUERIES)
-        one_of("model.gru_kernel", self.gru_kernel, GRU_KERNELS)
+        check_gru_kernel(self.gru_kernel)
         if self.init_from and self.num_layers != 1:  # (a run given by name, latest, or pretrain)
             raise AttnclfError(
                 f"model.init_from needs model.num_layers=1 (the language models have one layer), got {self.num_layers}"

@@ -8,11 +8,12 @@ import hashlib
 import json
 import logging
 import os
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
 from filelock import FileLock
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import OmegaConf
 from pytorch_lightning.utilities.seed import isolate_rng
 
 from attnclf.data.datamodule import TextDataModule
@@ -20,9 +21,10 @@ from attnclf.data.text import Vocab
 from attnclf.errors import AttnclfError
 from attnclf.models.classifier import AttentionClassifier
 from attnclf.models.language_model import KIND
+from attnclf.settings.commands import PretrainSettings
 from attnclf.settings.model import CLASSIFIER
 from attnclf.training.checkpoint import best_checkpoint, checkpoint_kind, load_checkpoint, run_dir_of
-from attnclf.training.pretrain import pretrain
+from attnclf.training.pretrain import fit_language_models
 
 log = logging.getLogger(__name__)
 
@@ -106,30 +108,33 @@ def load_pretrained(
     return record
 
 
-# what a pretraining's cache key leaves out: where it is written and how it is shown, not what it learns
-NOT_IN_KEY = ("paths", "logger", "callbacks", "num_threads", "keep_freed_memory", "ckpt_path")
+def cache_key(s: PretrainSettings, texts) -> str:
+    """The pretraining cache's key: a hash of the texts (their fingerprints and rows) and of what the
+    language models learn from, not of where they are written or how they are shown (paths, loggers,
+    callbacks, threads, resuming). The data's path is left out: the texts are known by their fingerprints,
+    so a moved folder is the same; the Trainer's group is taken as composed (its keys beyond TrainerConfig's)."""
+    settings = {"seed": s.run.seed, "data": {k: v for k, v in asdict(s.data).items() if k != "path"},
+                "model": asdict(s.model), "lm": asdict(s.lm), "word2vec": asdict(s.word2vec),
+                "trainer": OmegaConf.to_container(s.composed.trainer, resolve=True)}  # fmt: skip
+    return hashlib.sha1(json.dumps({"texts": texts, "settings": settings}, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def cached_pretraining(pcfg: DictConfig, datamodule: TextDataModule, seed: int, overrides: list[str]) -> Path:
-    """The folder of the pretraining `pcfg` (settings.commands.pretraining_config) of the texts
-    `datamodule` reads: found in paths.cache_dir/pretrain/<key>, the key a hash of the texts (their
-    fingerprints and rows) and the settings, or trained there now, once (runs started together wait for the
-    first; an interrupted one resumes from its last checkpoint). Where the run's test rows are carved from
-    the training split, the pretraining's seed is the run's, so that it carves the same and never reads them.
-    The random numbers of the run are as they were before it: a run that trains the pretraining and one that
-    finds it cached go on the same. `overrides`: the run's `pretraining`, for the log."""
+def cached_pretraining(s: PretrainSettings, datamodule: TextDataModule, seed: int, overrides: list[str]) -> Path:
+    """The folder of the pretraining of settings `s` (settings.commands.pretraining_config) of the texts
+    `datamodule` reads: found in paths.cache_dir/pretrain/<key> (cache_key), or trained there now, once
+    (runs started together wait for the first; an interrupted one resumes from its last checkpoint). Where
+    the run's test rows are carved from the training split, the pretraining's seed is the run's, so that it
+    carves the same and never reads them. The random numbers of the run are as they were before it: a run
+    that trains the pretraining and one that finds it cached go on the same. `overrides`: the run's
+    `pretraining`, for the log."""
     carved = datamodule.carved
     if carved.get("test_size") is not None or carved.get("folds") is not None:
-        pcfg.seed = seed
+        s.run.seed = seed
         log.info("model.init_from=pretrain: the test rows are carved from the training split by the run's seed: "
                  "the pretraining takes seed=%d, and leaves them out", seed)  # fmt: skip
-    _, texts = datamodule.word_vector_texts(pcfg.lm.unlabeled_split)
-    settings = OmegaConf.to_container(pcfg, resolve=True)
-    for key in NOT_IN_KEY:
-        settings.pop(key, None)
-    settings["data"].pop("path", None)  # (the texts are known by their fingerprints: a moved folder is the same)
-    key = hashlib.sha1(json.dumps({"texts": texts, "settings": settings}, sort_keys=True).encode()).hexdigest()[:16]
-    folder = Path(pcfg.paths.cache_dir) / "pretrain" / key
+    _, texts = datamodule.word_vector_texts(s.lm.unlabeled_split)
+    key = cache_key(s, texts)
+    folder = Path(s.paths.cache_dir) / "pretrain" / key
     if (folder / "metrics.json").is_file():
         log.info("model.init_from=pretrain: the pretraining of these texts and settings is cached: %s", folder)
         return folder
@@ -139,18 +144,21 @@ def cached_pretraining(pcfg: DictConfig, datamodule: TextDataModule, seed: int, 
             log.info("model.init_from=pretrain: pretrained meanwhile by another run: %s", folder)
             return folder
         resume = (folder / "checkpoints" / "last.ckpt").is_file()
-        with open_dict(pcfg):
-            pcfg.paths.output_dir = str(folder)
-            pcfg.ckpt_path = str(folder) if resume else None
+        s.paths.output_dir, s.run.ckpt_path = str(folder), str(folder) if resume else None
         log.info("model.init_from=pretrain: %s the pretraining of these texts and settings in %s (pretrain.py's "
                  "defaults and pretraining=%s)", "resuming" if resume else "none cached: running", folder,
                  list(overrides))  # fmt: skip
-        seed_env = {k: os.environ.get(k) for k in ("PL_GLOBAL_SEED", "PL_SEED_WORKERS")}
-        with isolate_rng(include_cuda=torch.cuda.is_available()):
-            pretrain(pcfg)
-        for k, v in seed_env.items():  # (seed_everything's for the run's dataloader workers)
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+        pretrain_isolated(s)
     return folder
+
+
+def pretrain_isolated(s: PretrainSettings) -> None:
+    """The pretraining, its random numbers and seeding variables apart from the run's."""
+    seed_env = {k: os.environ.get(k) for k in ("PL_GLOBAL_SEED", "PL_SEED_WORKERS")}
+    with isolate_rng(include_cuda=torch.cuda.is_available()):
+        fit_language_models(s)
+    for k, v in seed_env.items():  # (seed_everything's for the run's dataloader workers)
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v

@@ -14,7 +14,7 @@ from omegaconf import DictConfig
 from attnclf.data.lm import LMDataModule
 from attnclf.data.vectors import initial_embeddings
 from attnclf.models.language_model import KIND
-from attnclf.settings.commands import pretrain_settings
+from attnclf.settings.commands import PretrainSettings, pretrain_settings
 from attnclf.settings.lm import LMConfig
 from attnclf.settings.model import ModelConfig
 from attnclf.training.checkpoint import checkpoint_kind
@@ -63,14 +63,18 @@ def say_length(trainer: L.Trainer, datamodule: LMDataModule) -> None:
 
 def pretrain(cfg: DictConfig) -> float:
     """Fit both language models, write metrics.json; return the best val/loss (mean NLL per token)."""
-    s = pretrain_settings(cfg)  # every value typed and checked, before any data work (attnclf/settings/)
+    return fit_language_models(pretrain_settings(cfg))  # every value typed and checked, before any data work
+
+
+def fit_language_models(s: PretrainSettings) -> float:
+    """pretrain() with its settings built and checked (`attnclf pretrain`, or a run's model.init_from=pretrain)."""
     prepare_process(s.run)
     resume = resume_point(s.run.ckpt_path, s.paths, lambda hp: matches(hp, s.model, s.lm),
                           lambda hp, run: mismatch(hp, run, s.model, s.lm))  # fmt: skip
     L.seed_everything(s.run.seed, workers=True, verbose=False)  # (the seed is in the run's config and metrics)
     out = Path(s.paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    trainer, throughput = make_trainer(cfg, s.paths, resumed_step_of(resume))  # (before any data work)
+    trainer, throughput = make_trainer(s.composed, s.paths, resumed_step_of(resume))  # (before any data work)
 
     datamodule = LMDataModule(s.data, s.lm, s.run.seed, vocab_path=str(out / "vocab.json"))
     datamodule.setup("fit")
