@@ -799,7 +799,8 @@ for name, rel, pattern, new, targets in MUTANTS:
         t = time.time()
         # the fast tier first (most defects fail there in a minute or two), then the whole suite if it passed;
         # --fast: the mutant's own tests first instead
-        for tier in ([*targets] if fast else ["-m", "not slow"], []):
+        # (its own few tests in one process: two workers would cost more to start than the tests take)
+        for tier in ([*targets, "-n", "0"] if fast else ["-m", "not slow"], []):
             r = subprocess.run(
                 [python, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tier],
                 cwd=dst,
