@@ -231,7 +231,7 @@ def test_label_map_merges_classes_and_drops_the_rest_as_binary_sst_is_made(tmp_p
     folder = tmp_path / "sst5"
     for split, n, seed in (("train", 200, 0), ("validation", 50, 1), ("test", 50, 2)):
         write(folder / f"{split}.jsonl", examples(n, 5, seed), "jsonl")
-    m = fit(folder, tmp_path / "run", "data=sst_binary")
+    m = fit(folder, tmp_path / "run", "data=sst_binary", "trainer.max_epochs=1")
     assert m["num_classes"] == 2 and m["labels"] == ["negative", "positive"]
     assert sum(map(sum, m["test/confusion_matrix"])) == 40  # 4 of every 5 rows kept
     recorded = json.loads((tmp_path / "run" / "data.json").read_text())
@@ -261,7 +261,7 @@ def test_balanced_class_weights_count_the_training_rows_only(tmp_path, caplog):
     write(tmp_path / "d.csv", rows, "csv")
     with caplog.at_level(logging.INFO, logger="attnclf"):
         fit(tmp_path / "d.csv", tmp_path / "run", "optimizer.class_weights=balanced", "trainer.max_epochs=1",
-            "data.val_size=0.2", "data.test_size=0.2", "logger=none")  # fmt: skip
+            "min_epochs=1", "data.val_size=0.2", "data.test_size=0.2", "logger=none")  # fmt: skip
     labels = np.array(rows["label"])
     carved = json.loads((tmp_path / "run" / "data.json").read_text())["carved"]
     _, trained, _, _ = split_rows(carved, labels)
