@@ -62,6 +62,18 @@ def test_the_guided_losses_are_the_tests_definitions():
     diag = GuidedModule(base, free, "diagnostic", "frozen")
     diag.test_step((ids, lengths, y), 0)
     assert float(diag.outputs["jsd"][0].abs().max()) < 1e-6
+    # guided by another model's weights (an adversary's): it pools with those, their JSD from the base's apart
+    by_student = GuidedModule(base, free, "diagnostic", "frozen", source=student)
+    by_student.test_step((ids, lengths, y), 0)
+    with torch.no_grad():
+        _, student_w = student(ids, lengths)
+        pooled, _ = free(ids, lengths, student_w)
+    assert torch.equal(by_student.outputs["correct"][0], pooled.argmax(-1) == y)
+    for i, n in enumerate(lengths):
+        p, q = student_w[i, :n].double(), base_w[i, :n].double()
+        m = (p + q) / 2
+        want = 0.5 * (p * (p / m).log()).sum() + 0.5 * (q * (q / m).log()).sum()
+        assert float(by_student.outputs["jsd"][0][i]) == pytest.approx(float(want), abs=1e-5)
     logits, _ = free(ids, lengths, base_w)
     assert float(diag.training_step((ids, lengths, y), 0)) == pytest.approx(
         float(torch.nn.functional.cross_entropy(logits, y)), abs=1e-6
@@ -89,6 +101,12 @@ def test_attention_tests_command_on_a_tiny_run(tiny_run, tmp_path, capsys):
     adv = attention_tests(compose_tests([*base, "test=adversarial", "lambdas=[0,10]", f"output={tmp_path / 'a'}"]))
     low, high = adv["lambdas"]
     assert (low["lambda"], high["lambda"]) == (0.0, 10.0) and high["jsd_from_base"] > low["jsd_from_base"]
+    # the diagnostic's model guided by each adversary: it pooled with that adversary's weights, which are as far
+    # from the classifier's as the adversary measured them
+    for run in (low, high):
+        assert run["diagnostic"]["jsd_from_base"] == pytest.approx(run["jsd_from_base"], abs=1e-5)
+        assert run["diagnostic"]["test_rows"] == run["test_rows"] and 0 <= run["diagnostic"]["accuracy"] <= 1
+    assert "the diagnostic with its weights" in (tmp_path / "a" / "adversarial.md").read_text()
     assert (tmp_path / "a" / "adversarial_training.png").stat().st_size > 5_000
 
 

@@ -758,6 +758,14 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "if False:",
         ["tests/test_sweeps.py::test_bad_pruning_values_are_one_line_before_any_trial"],
     ),
+    # the diagnostic guided by an adversary pools with the adversary's weights, not the classifier's
+    (
+        "adversary-diagnostic-pools-with-the-classifier-weights",
+        "attnclf/training/guided.py",
+        r"        if self\.source is None:\n            return base_w",
+        "        if True:\n            return base_w",
+        ["tests/test_attention_tests.py::test_the_guided_losses_are_the_tests_definitions"],
+    ),
     # a resumed run's Trainer writes into the run's own folder (the typed paths), not the command's new one
     (
         "trainer-writes-where-the-command-began",

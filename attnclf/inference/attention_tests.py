@@ -7,7 +7,9 @@ trained classifier's attention, on the data, vocabulary and splits of its own ru
 - `test=adversarial`: a model of the classifier's own kind trained from a fresh start (its embedding the
   classifier's) to give the classifier's predictions while its attention diverges from the classifier's, once
   for each lambda: its test accuracy, and how far its output (TVD) and weights (JSD) are from the classifier's.
-  Attention that is easy to replace costs little accuracy at a large JSD.
+  Attention that is easy to replace costs little accuracy at a large JSD. Then the diagnostic's context-free
+  model pooling with that adversary's weights held fixed: W&P found adversaries' weights guide it worse than
+  the classifier's (set beside `test=diagnostic`'s frozen row).
 
 Writes <run folder>/attention_tests/<test>.json and .md (or `output`), and a figure for the adversarial one.
 """
@@ -72,17 +74,23 @@ def fit_and_test(module: GuidedModule, dm: TextDataModule, s: AttentionTestsConf
 
 
 def diagnostic(clf: Classifier, dm: TextDataModule, s: AttentionTestsConfig) -> dict:
-    """The context-free model with each kind of weights; its embedding starts from the classifier's."""
-    base = clf.module.model
+    """The context-free model with each kind of weights."""
     results = {}
     for weights in DIAGNOSTIC_WEIGHTS:
-        torch.manual_seed(s.seed)
-        student = ContextFreeClassifier(len(clf.vocab), len(clf.labels), base.embed.embedding_dim, s.hidden_dim,
-                                        learned=weights == "learned")  # fmt: skip
-        student.embed.weight.data.copy_(base.embed.weight.data)
         log.info("diagnostic: the context-free model with %s weights", weights)
-        results[weights] = fit_and_test(GuidedModule(base, student, "diagnostic", weights, lr=s.lr), dm, s)
+        results[weights] = context_free(clf, dm, s, weights)
     return {"weights": results}
+
+
+def context_free(clf: Classifier, dm: TextDataModule, s: AttentionTestsConfig, weights: str, source=None) -> dict:
+    """The diagnostic's context-free model, its embedding starting from the classifier's, pooling with
+    `weights` (frozen: the classifier's, or `source`'s where given), fitted and tested."""
+    base = clf.module.model
+    torch.manual_seed(s.seed)
+    student = ContextFreeClassifier(len(clf.vocab), len(clf.labels), base.embed.embedding_dim, s.hidden_dim,
+                                    learned=weights == "learned")  # fmt: skip
+    student.embed.weight.data.copy_(base.embed.weight.data)
+    return fit_and_test(GuidedModule(base, student, "diagnostic", weights, lr=s.lr, source=source), dm, s)
 
 
 def adversarial(clf: Classifier, dm: TextDataModule, s: AttentionTestsConfig) -> dict:
@@ -95,8 +103,10 @@ def adversarial(clf: Classifier, dm: TextDataModule, s: AttentionTestsConfig) ->
                                       **clf.module.config.model.network())  # fmt: skip
         student.embed.weight.data.copy_(base.embed.weight.data)
         log.info("adversarial: lambda %g", lam)
-        runs.append({"lambda": lam, **fit_and_test(GuidedModule(base, student, "adversarial", lam=lam, lr=s.lr),
-                                                   dm, s)})  # fmt: skip
+        run = fit_and_test(GuidedModule(base, student, "adversarial", lam=lam, lr=s.lr), dm, s)
+        log.info("adversarial: lambda %g: the diagnostic with its weights", lam)
+        run["diagnostic"] = context_free(clf, dm, s, "frozen", source=student)  # (its best epoch's weights)
+        runs.append({"lambda": lam, **run})
     return {"lambdas": runs}
 
 
@@ -139,6 +149,11 @@ def tests_markdown(r: dict) -> str:
              "|---|---|---|---|"]  # fmt: skip
     table += [f"| {name} | {v['accuracy']:.2%} | {v['tvd_from_base']:.3f} | {v['jsd_from_base']:.3f} |"
               for name, v in rows]  # fmt: skip
+    if r["test"] == "adversarial":  # the diagnostic's model, guided by each adversary's weights
+        table[0] += " the diagnostic with its weights |"
+        table[1] += "---|"
+        guided = [x["diagnostic"]["accuracy"] for x in r["lambdas"]]
+        table[2:] = [f"{row} {acc:.2%} |" for row, acc in zip(table[2:], guided, strict=True)]
     base = f"\n\nThe classifier itself: {first['base_accuracy']:.2%} on the same {first['test_rows']} rows.\n"
     return head + "\n".join(table) + (base if first else "\n")
 

@@ -3,7 +3,8 @@
 
 - `diagnostic`: a context-free model (attnclf.models.context_free) trained on the labels, pooling with the
   base's attention weights held fixed (`frozen`), with uniform weights, or with an attention of its own
-  (`learned`).
+  (`learned`); or, given `source`, with another trained model's weights held fixed (an adversary's: their
+  Table 3's last row). Its JSD is of the weights it pooled with from the base's.
 - `adversarial`: a model of the base's own architecture trained from a fresh start to give the base's
   predictions with attention as far as it can from the base's: loss = TVD(its output, the base's) - lambda x
   KL(its weights || the base's), per review (theirs sum over a batch; here the mean: lambda is per review
@@ -23,9 +24,11 @@ from attnclf.training.module import unpack
 
 class GuidedModule(L.LightningModule):
     def __init__(self, base: nn.Module, student: nn.Module, test: str, weights: str = "frozen", lam: float = 0.0,
-                 lr: float = 1e-3):  # fmt: skip
+                 lr: float = 1e-3, source: nn.Module | None = None):  # fmt: skip
         super().__init__()
         self.base, self.student = base.eval().requires_grad_(False), student
+        # the diagnostic's frozen weights: the base's own, or `source`'s (a model of the base's kind)
+        self.source = None if source is None else source.eval().requires_grad_(False)
         self.test, self.weights, self.lam, self.lr = test, weights, lam, lr
         self.outputs: dict[str, list] = {"correct": [], "base_correct": [], "tvd": [], "jsd": []}
 
@@ -41,10 +44,20 @@ class GuidedModule(L.LightningModule):
                 self.base.eval()
                 base_logits, base_w = self.base(ids, lengths, host)
         if self.test == "diagnostic":
-            logits, w = self.student(ids, lengths, base_w if self.weights == "frozen" else None)
+            logits, w = self.student(ids, lengths, self._frozen(ids, lengths, host, base_w))
         else:
             logits, w = self.student(ids, lengths, host)
         return y, logits, w, base_logits, base_w
+
+    def _frozen(self, ids, lengths, host, base_w):
+        """The diagnostic's weights held fixed: the base's, `source`'s, or None (uniform or its own)."""
+        if self.weights != "frozen":
+            return None
+        if self.source is None:
+            return base_w
+        with torch.no_grad():
+            self.source.eval()
+            return self.source(ids, lengths, host)[1]
 
     def training_step(self, batch, batch_idx):
         y, logits, w, base_logits, base_w = self._step(batch)
