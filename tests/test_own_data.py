@@ -95,14 +95,14 @@ def test_three_classes_with_their_own_validation_split_and_per_class_metrics(tmp
         rows = examples(n, 3, seed)
         rows["label"] = [10 * (y + 1) for y in rows["label"]]
         write(tmp_path / "d" / f"{split}.jsonl", rows, "jsonl")
-    m = fit(tmp_path / "d", tmp_path / "run", "callbacks.early_stopping=null")
+    m = fit(tmp_path / "d", tmp_path / "run", "callbacks.early_stopping=null", "data.batch_size=64")
     assert m["num_classes"] == 3 and m["labels"] == ["10", "20", "30"]
     assert m["splits"] == {"train": "train", "val": "validation", "test": "test"}
     # the validation split's 45 rows, each of 10 epochs: trainer.max_epochs=4, and min_epochs=auto's 10 for
     # data of more than 2 classes and few rows (early stopping, off here, would end it sooner)
     assert m["eval_reviews"] == 10 * 45 and m["epochs"] == 10
-    # every one of the 210 training rows trains (batches of 16: 14 a epoch) and nothing is carved for validation
-    assert m["steps"] == 10 * 14
+    # every one of the 210 training rows trains (batches of 64: 4 a epoch) and nothing is carved for validation
+    assert m["steps"] == 10 * 4
     assert json.loads((tmp_path / "run" / "data.json").read_text())["carved"]["val_size"] is None
     assert set(m["test/f1"]) == {"10", "20", "30"} and 0 <= m["test/macro_f1"] <= 1
     assert np.isclose(m["test/macro_f1"], np.mean(list(m["test/f1"].values())), atol=1e-6)
@@ -147,7 +147,7 @@ def test_eval_rebuilds_a_carved_test_split(tmp_path):
     run's own test/acc, on the same number of reviews), data.split=validation those it validated on; data
     of another size is refused in one line."""
     data = write(tmp_path / "reviews.csv", examples(200, 2, 0, names=["neg", "pos"]), "csv")
-    m = fit(data, tmp_path / "run", "logger=none", "seed=7")
+    m = fit(data, tmp_path / "run", "logger=none", "seed=7", "trainer.max_epochs=1")
     from hydra import compose, initialize_config_dir
 
     from attnclf.inference.evaluate import evaluate

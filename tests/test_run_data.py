@@ -64,9 +64,10 @@ def test_eval_and_faithfulness_with_no_data_read_the_runs_fold(tmp_path):
 def test_an_ensemble_of_runs_that_read_other_rows_is_refused(tmp_path):
     rows = examples(200, 2, 0, names=["neg", "pos"])
     a = write(tmp_path / "a.csv", rows, "csv")
-    fit(a, tmp_path / "a1", "logger=none", "seed=1")
-    fit(a, tmp_path / "a1b", "logger=none", "seed=1", "model.hidden_dim=8")
-    fit(a, tmp_path / "a2", "logger=none", "seed=2")  # (another seed: other rows carved off as its test split)
+    one = ["logger=none", "trainer.max_epochs=1"]
+    fit(a, tmp_path / "a1", *one, "seed=1")
+    fit(a, tmp_path / "a1b", *one, "seed=1", "model.hidden_dim=8")
+    fit(a, tmp_path / "a2", *one, "seed=2")  # (another seed: other rows carved off as its test split)
     both = evaluated(f"[{tmp_path / 'a1'},{tmp_path / 'a1b'}]", out=tmp_path / "ens.json")
     assert both["reviews"] == 20 and len(both["members"]) == 2
     with pytest.raises(AttnclfError, match=r"^ckpt: .*a2.* was trained on other data than .*a1.*; an ensemble needs"):
