@@ -406,7 +406,10 @@ class PredictConfig:
 
 
 def predict_settings(argv: list[str]) -> PredictConfig:
-    """predict.py's arguments, key=value each, as a checked PredictConfig."""
+    """predict.py's arguments, key=value each, as a checked PredictConfig. The one command not read through
+    Hydra and typed(): a review is taken as written, and Hydra's override grammar refuses quotes and brackets
+    ("it's great (really)") while OmegaConf would resolve "${...}" in it. The numbers are checked here instead,
+    as they were given."""
     keys = [f.name for f in fields(PredictConfig)]
     args: dict = {}
     for a in argv:
