@@ -26,7 +26,6 @@ from attnclf.utils.checks import fraction, one_of, positive_int, positive_number
 ATTENTIONS = ("dot", "additive")
 ATTENTION_INITS = ("xavier", "default")  # additive attention's initialisation
 GRU_KERNELS = ("auto", "concurrent", "padded", "packed")
-
 # the attention's query: the encoder's final states (the review's summary), or one learned vector for every
 # review (Jain & Wallace's pooling: the weights then depend on each token's state alone)
 QUERIES = ("final", "learned")
