@@ -263,9 +263,9 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     ),
     (
         "a-resumed-run-checkpoints-elsewhere",
-        "attnclf/training/train.py",
-        r"    cfg\.paths\.output_dir = s\.paths\.output_dir",
-        "    pass",
+        "attnclf/training/resume.py",
+        r"        paths\.output_dir = str\(run_dir_of\(resume\)\.resolve\(\)\)",
+        "        pass",
         ["tests/test_resume.py::test_killed_run_resumes_to_the_same_result"],
     ),
     # fine-tuning a pretrained start
@@ -594,8 +594,8 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     (
         "diagnostic-frozen-weights-ignored",
         "attnclf/training/guided.py",
-        r'base_w if self\.weights == "frozen" else None',
-        "None",
+        r'        if self\.weights != "frozen":\n            return None',
+        "        if True:\n            return None",
         ["tests/test_attention_tests.py::test_the_guided_losses_are_the_tests_definitions"],
     ),
     (
