@@ -9,9 +9,9 @@ with the tests that should catch it.
 --fast: the mutant's own tests first (seconds), then the whole suite only where they pass (a target that
 misses its defect costs time, never a wrong verdict). The whole list takes about 15 minutes on 2 cores.
 
-Prints one line per mutant: caught / SURVIVED / n/a (the code it targets has changed: update the list).
+Prints one line per mutant: caught / SURVIVED / STALE (the code it targets has changed: update the list).
 Usage (from the project root): python tools/mutants.py [--fast] . "$(which python)" [NAME...]
-(exit 1 if any applicable mutant survived).
+(exit 1 if any mutant survived or is stale).
 """
 
 import os
@@ -784,7 +784,7 @@ only = set(args[2:])
 unknown = only - {m[0] for m in MUTANTS}
 if unknown:
     sys.exit(f"unknown mutant(s): {', '.join(sorted(unknown))}; allowed: {', '.join(m[0] for m in MUTANTS)}")
-survived = 0
+survived = stale = 0
 env = dict(
     os.environ,
     HF_HUB_OFFLINE="1",
@@ -800,8 +800,9 @@ for name, rel, pattern, new, targets in MUTANTS:
         shutil.copytree(project, dst, ignore=shutil.ignore_patterns(".git", ".venv", "outputs", "__pycache__"))
         path = os.path.join(dst, rel)
         src = open(path).read() if os.path.exists(path) else ""
-        if len(re.findall(pattern, src)) != 1:
-            print(f"{name}: n/a (pattern not found once in {rel})", flush=True)
+        if len(re.findall(pattern, src)) != 1:  # (the code it changed was rewritten: the defect must follow it)
+            stale += 1
+            print(f"{name}: STALE (pattern not found once in {rel})", flush=True)
             continue
         open(path, "w").write(re.sub(pattern, lambda m, new=new: new, src))
         t = time.time()
@@ -828,4 +829,4 @@ for name, rel, pattern, new, targets in MUTANTS:
             print(f"{name}: caught by {by} ({last}, {time.time() - t:.0f} s)", flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-sys.exit(1 if survived else 0)
+sys.exit(1 if survived or stale else 0)
