@@ -35,11 +35,11 @@ class GuidedModule(L.LightningModule):
     def _step(self, batch, everything: bool = False):
         """(labels, the student's logits and weights, the base's logits and weights) of a batch. The base runs
         only where its output is used: always with `everything` (the test), else where the loss needs it (the
-        adversarial loss) or the student pools with its weights (the diagnostic's frozen weights); (None, None)
-        in its place otherwise."""
+        adversarial loss) or the student pools with its weights (the diagnostic's frozen weights, where no
+        `source` gives them); (None, None) in its place otherwise."""
         ids, lengths, y, host = unpack(batch)
         base_logits = base_w = None
-        if everything or self.test == "adversarial" or self.weights == "frozen":
+        if everything or self.test == "adversarial" or (self.weights == "frozen" and self.source is None):
             with torch.no_grad():
                 self.base.eval()
                 base_logits, base_w = self.base(ids, lengths, host)
