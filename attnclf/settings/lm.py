@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 
 from attnclf.errors import AttnclfError
 from attnclf.settings.typed import register
-from attnclf.utils.checks import fraction, positive_int, positive_number
+from attnclf.utils.checks import fraction, one_of, positive_int, positive_number
 
 SOFTMAXES = ("adaptive", "sampled")  # pretraining's output layer (attnclf/models/language_model.py)
 
@@ -29,8 +29,7 @@ class LMConfig:
 
     def check(self, vocab_size: int) -> None:
         positive_number("lm.lr", self.lr)
-        if self.softmax not in SOFTMAXES:
-            raise AttnclfError(f"lm.softmax={self.softmax!r}; allowed: {', '.join(SOFTMAXES)}")
+        one_of("lm.softmax", self.softmax, SOFTMAXES)
         positive_int("lm.samples", self.samples)
         if self.softmax == "adaptive":
             self.check_cutoffs(vocab_size)
