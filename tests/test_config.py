@@ -1,6 +1,7 @@
 """The classifier's typed settings (attnclf/settings/model.py): types checked by OmegaConf, ranges in one place,
 handed down whole, saved nested in the checkpoint; checkpoints from before (flat) still load and resume."""
 
+import json
 import logging
 
 import pytest
@@ -116,3 +117,16 @@ def test_a_run_records_every_setting_by_its_config_key(tiny_imdb, tmp_path, capl
     assert hparams["regularizer.name"] == "none" and hparams["data.batch_size"] == 16
     assert "data.batch_size=auto: 16 (" in caplog.text and "fewer than 125" in caplog.text
     assert set(hparams) >= {f"model.{k}" for k in ModelConfig().__dataclass_fields__}
+
+
+def test_an_lstm_run_is_an_lstm_where_it_is_loaded(tiny_imdb, tmp_path):
+    """model.rnn=lstm trains Jain & Wallace's cell, records it, and the checkpoint is rebuilt with it."""
+    from torch import nn
+
+    from attnclf.inference.trained import Classifier
+
+    train(compose_cfg(["experiment=smoke", "logger=none", "model.embeddings=random", "model.rnn=lstm",
+                       *tiny_overrides(tiny_imdb, tmp_path)]))  # fmt: skip
+    assert json.loads((tmp_path / "metrics.json").read_text())["hparams"]["model.rnn"] == "lstm"
+    encoder = Classifier.from_checkpoint(tmp_path).module.model.encoder
+    assert all(type(m) is nn.LSTM for m in (*encoder.fwd, *encoder.bwd))

@@ -61,11 +61,13 @@ def test_bad_values(override, message, tiny_imdb, tmp_path):
         ("trainer.gradient_clip_val=-1", "trainer.gradient_clip_val=-1 must be a number >= 0"),
         ("trainer.precision=12", "trainer: Precision 12 is invalid"),  # (the Trainer's own check, built first)
         ("data.label_column=text", "data.label_column='text' is data.text_column too"),
+        ("model.rnn=rnn", "model.rnn='rnn'; allowed: gru, lstm"),
+        ("model.rnn=lstm model.init_from=pretrain", "model.init_from needs model.rnn=gru (the language models"),
     ],
 )
 def test_bad_values_are_refused_before_any_data_work(override, message, tmp_path):
     """The data path does not exist: a check that came after loading would report that instead."""
-    cfg = compose_cfg(["data.path=/no/such/data", f"paths.output_dir={tmp_path}", "logger=none", override])
+    cfg = compose_cfg(["data.path=/no/such/data", f"paths.output_dir={tmp_path}", "logger=none", *override.split()])
     with pytest.raises(AttnclfError) as e:
         train(cfg)
     assert message in str(e.value) and "\n" not in str(e.value), str(e.value)

@@ -17,11 +17,12 @@ def test_reverse_within_length():
     assert out.tolist() == [[2, 1, 0, 3, 4], [9, 8, 7, 6, 5]]
 
 
-def test_exact_bigru_matches_nn_gru_bidirectional_per_review():
-    """Each review alone through PyTorch's own bidirectional GRU gives the same outputs."""
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+def test_exact_bigru_matches_nn_gru_bidirectional_per_review(cell):
+    """Each review alone through PyTorch's own bidirectional GRU (or LSTM) gives the same outputs."""
     torch.manual_seed(0)
-    enc = ExactBiGRU(6, 5).eval()
-    ref = torch.nn.GRU(6, 5, batch_first=True, bidirectional=True)
+    enc = ExactBiGRU(6, 5, cell=cell).eval()
+    ref = {"gru": torch.nn.GRU, "lstm": torch.nn.LSTM}[cell](6, 5, batch_first=True, bidirectional=True)
     with torch.no_grad():
         for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
             getattr(ref, f"{name}_l0").copy_(getattr(enc.fwd[0], f"{name}_l0"))
@@ -31,15 +32,16 @@ def test_exact_bigru_matches_nn_gru_bidirectional_per_review():
     out, final = enc(x, lengths)
     for b, n in enumerate(lengths.tolist()):
         expected, h = ref(x[b : b + 1, :n])
+        h = h[0] if cell == "lstm" else h  # an LSTM's (hidden, cell) states
         torch.testing.assert_close(out[b, :n], expected[0], atol=1e-6, rtol=1e-5)
         torch.testing.assert_close(final[b], torch.cat([h[0, 0], h[1, 0]]), atol=1e-6, rtol=1e-5)
 
 
-@pytest.mark.parametrize("layers", [1, 2])
-def test_kernels_agree(layers):
+@pytest.mark.parametrize("layers,cell", [(1, "gru"), (2, "gru"), (2, "lstm")])
+def test_kernels_agree(layers, cell):
     """padded and packed give the same outputs and final states on every real position."""
     torch.manual_seed(0)
-    enc = ExactBiGRU(4, 6, num_layers=layers).eval()
+    enc = ExactBiGRU(4, 6, num_layers=layers, cell=cell).eval()
     x, lengths = torch.randn(4, 11, 4), torch.tensor([11, 2, 7, 1])
     mask = torch.arange(11) < lengths.unsqueeze(1)
     results = {}
@@ -50,11 +52,11 @@ def test_kernels_agree(layers):
     torch.testing.assert_close(results["packed"][1], results["padded"][1], atol=1e-6, rtol=1e-5)
 
 
-@pytest.mark.parametrize("layers", [1, 2])
-def test_concurrent_directions_same_as_one_after_the_other(layers):
+@pytest.mark.parametrize("layers,cell", [(1, "gru"), (2, "gru"), (1, "lstm")])
+def test_concurrent_directions_same_as_one_after_the_other(layers, cell):
     """The concurrent kernel: the same outputs and the same gradients of the input and every parameter."""
     torch.manual_seed(0)
-    enc = ExactBiGRU(4, 6, num_layers=layers)
+    enc = ExactBiGRU(4, 6, num_layers=layers, cell=cell)
     x, lengths = torch.randn(4, 11, 4), torch.tensor([11, 2, 7, 1])
     results = {}
     for kernel in ("padded", "concurrent"):

@@ -41,11 +41,12 @@ class AttentionClassifier(nn.Module):
         dropout: float = 0.3,
         embed_dropout: float = 0.2,
         gru_kernel: str = "auto",
+        rnn: str = "gru",
     ):
         super().__init__()
         self.embed = nn.Embedding(vocab_size, embed_dim, padding_idx=PAD_ID)
         self.embed_dropout = Dropout(embed_dropout)
-        self.encoder = ExactBiGRU(embed_dim, hidden_dim, num_layers, dropout=dropout, kernel=gru_kernel)
+        self.encoder = ExactBiGRU(embed_dim, hidden_dim, num_layers, dropout=dropout, kernel=gru_kernel, cell=rnn)
         d = 2 * hidden_dim
         # a learned query: one vector (1, 2H) for every review (started as a Linear(2H, 1)'s weight is); None: the
         # encoder's final states

@@ -1,4 +1,4 @@
-"""A bidirectional GRU on which padding has no effect, in two exact formulations.
+"""A bidirectional GRU (or LSTM, `cell="lstm"`) on which padding has no effect, in two exact formulations.
 
 nn.GRU's backward direction over a right-padded batch reads the padding first,
 and packing (the usual fix) made the CPU kernel about 8x slower here. Instead
@@ -46,9 +46,10 @@ from torch.func import functional_call
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnclf.models.dropout import Dropout
-from attnclf.settings.model import GRU_KERNELS, check_gru_kernel
+from attnclf.settings.model import GRU_KERNELS, check_gru_kernel, check_rnn
 
 KERNELS = GRU_KERNELS  # (the names live with the settings: attnclf/settings/model.py)
+CELLS = {"gru": nn.GRU, "lstm": nn.LSTM}  # the same call, the same outputs first; an LSTM's gates are 4, a GRU's 3
 
 # auto on a CPU with 2+ threads: the two directions at once for batches of at least this many steps. A short
 # batch does not pay for the hand-off between threads: with 2 threads a whole training step ran 1.2-1.4x faster
@@ -169,20 +170,28 @@ class ExactBiGRU(nn.Module):
     float32_under_autocast = True
 
     def __init__(
-        self, input_dim: int, hidden_dim: int, num_layers: int = 1, dropout: float = 0.0, kernel: str = "auto"
+        self,
+        input_dim: int,
+        hidden_dim: int,
+        num_layers: int = 1,
+        dropout: float = 0.0,
+        kernel: str = "auto",
+        cell: str = "gru",
     ):
         super().__init__()
         check_gru_kernel(kernel)
+        check_rnn(cell)
+        self.cell = CELLS[cell]
         self.fwd = nn.ModuleList()
         self.bwd = nn.ModuleList()
         for layer in range(num_layers):
             d = input_dim if layer == 0 else 2 * hidden_dim
-            self.fwd.append(nn.GRU(d, hidden_dim, batch_first=True))
-            self.bwd.append(nn.GRU(d, hidden_dim, batch_first=True))
+            self.fwd.append(self.cell(d, hidden_dim, batch_first=True))
+            self.bwd.append(self.cell(d, hidden_dim, batch_first=True))
         self.dropout = Dropout(dropout)  # between layers
         self.kernel = kernel
         self.hidden_dim = hidden_dim
-        self._templates: dict[int, nn.GRU] = {}  # (a plain dict: not submodules, no parameters of their own)
+        self._templates: dict[int, nn.RNNBase] = {}  # (a plain dict: not submodules, no parameters of their own)
 
     def resolved_kernel(self, x: torch.Tensor) -> str:
         if self.kernel != "auto":
@@ -192,18 +201,18 @@ class ExactBiGRU(nn.Module):
         long = x.size(1) >= CONCURRENT_FROM  # (B, T, D): the batch's longest text
         return "concurrent" if torch.get_num_threads() >= 2 and long else "padded"
 
-    def _nn_gru(self, gru: nn.GRU, x: torch.Tensor) -> torch.Tensor:
+    def _nn_gru(self, gru: nn.RNNBase, x: torch.Tensor) -> torch.Tensor:
         """x (B, T, D) -> gru's outputs (B, T, H)."""
         return gru(x)[0]
 
-    def _reversed(self, gru: nn.GRU, lengths: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    def _reversed(self, gru: nn.RNNBase, lengths: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """The backward direction: each row read reversed within its length, outputs put back in order."""
         return reverse_within_length(gru(reverse_within_length(x, lengths))[0], lengths)
 
-    def _bidirectional(self, input_dim: int) -> nn.GRU:
+    def _bidirectional(self, input_dim: int) -> nn.RNNBase:
         """A parameter-less stand-in for one bidirectional layer, called with this module's parameters."""
         if input_dim not in self._templates:
-            gru = nn.GRU(input_dim, self.hidden_dim, batch_first=True, bidirectional=True)
+            gru = self.cell(input_dim, self.hidden_dim, batch_first=True, bidirectional=True)
             self._templates[input_dim] = gru.requires_grad_(False)
         return self._templates[input_dim]
 

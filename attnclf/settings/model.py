@@ -26,6 +26,8 @@ from attnclf.utils.checks import fraction, one_of, positive_int, positive_number
 ATTENTIONS = ("dot", "additive")
 ATTENTION_INITS = ("xavier", "default")  # additive attention's initialisation
 GRU_KERNELS = ("auto", "concurrent", "padded", "packed")
+# the encoder's recurrent cell: this project's GRU, or the LSTM of Jain & Wallace's classifier
+RNNS = ("gru", "lstm")
 # the attention's query: the encoder's final states (the review's summary), or one learned vector for every
 # review (Jain & Wallace's pooling: the weights then depend on each token's state alone)
 QUERIES = ("final", "learned")
@@ -43,6 +45,11 @@ def check_gru_kernel(kernel: str) -> None:
     one_of("model.gru_kernel", kernel, GRU_KERNELS)
 
 
+def check_rnn(rnn: str) -> None:
+    """The rule for model.rnn, checked by the settings and by the encoder built directly (as gru_kernel is)."""
+    one_of("model.rnn", rnn, RNNS)
+
+
 @dataclass
 class ModelConfig:
     """embedding -> exact BiGRU -> attention pooling -> dropout -> linear (conf/model/bigru.yaml)."""
@@ -58,6 +65,7 @@ class ModelConfig:
     attention_scale: bool = True  # dot: scores divided by sqrt(attention_dim)
     attention_init: str = "xavier"
     query: str = "final"  # final (the encoder's final states) or learned (one vector for every review)
+    rnn: str = "gru"  # gru, or lstm (Jain & Wallace's encoder); the kernels below compute either
     gru_kernel: str = "auto"  # how the GRU is computed, not what it is: a resumed run may change it
     # where the weights start from (train() acts on them; a record in the checkpoint)
     embeddings: str = "word2vec"
@@ -73,6 +81,9 @@ class ModelConfig:
         one_of("model.attention_init", self.attention_init, ATTENTION_INITS)
         one_of("model.query", self.query, QUERIES)
         check_gru_kernel(self.gru_kernel)
+        check_rnn(self.rnn)
+        if self.init_from and self.rnn != "gru":  # (the language models are GRUs)
+            raise AttnclfError(f"model.init_from needs model.rnn=gru (the language models are GRUs), got {self.rnn}")
         if self.init_from and self.num_layers != 1:  # (a run given by name, latest, or pretrain)
             raise AttnclfError(
                 f"model.init_from needs model.num_layers=1 (the language models have one layer), got {self.num_layers}"
