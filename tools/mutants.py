@@ -488,6 +488,16 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         ["tests/test_faithfulness.py::test_erasure_sizes_and_helpers"],
     ),
     (
+        "lstm-built-as-a-gru",
+        "attnclf/models/encoder.py",
+        r"self\.cell = CELLS\[cell\]",
+        'self.cell = CELLS["gru"]',
+        [
+            "tests/test_model.py::test_exact_bigru_matches_nn_gru_bidirectional_per_review",
+            "tests/test_config.py::test_an_lstm_run_is_an_lstm_where_it_is_loaded",
+        ],
+    ),
+    (
         "learned-query-unused",
         "attnclf/models/classifier.py",
         r"query = final if self\.query is None else self\.query\.expand\(final\.size\(0\), -1\)",
