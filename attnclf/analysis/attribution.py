@@ -16,7 +16,8 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from attnclf.analysis.measures import _weights_and_logits, chunks, pad
+from attnclf.analysis.measures import _weights_and_logits, pad
+from attnclf.data.sampling import chunks
 from attnclf.models.classifier import AttentionClassifier
 
 IG_STEPS = 50  # Captum's default number of points on the path

@@ -32,6 +32,7 @@ from scipy.spatial.distance import jensenshannon
 from scipy.stats import kendalltau, spearmanr
 
 from attnclf.data.dataset import collate
+from attnclf.data.sampling import chunks
 from attnclf.models.classifier import AttentionClassifier
 
 RANKINGS = ("attention", "gradient", "loo", "random")
@@ -41,19 +42,6 @@ def pad(seqs: Sequence[np.ndarray], device="cpu") -> tuple[torch.Tensor, torch.T
     """Token id arrays -> ids (B, T) padded as the loaders pad them (attnclf.data.collate), lengths (B,)."""
     ids, lengths, _ = collate([(s, 0) for s in seqs])
     return ids.to(device), lengths
-
-
-def chunks(lengths: np.ndarray, batch_tokens: int) -> list[np.ndarray]:
-    """Positions grouped by length (shortest first), at most `batch_tokens` padded tokens a group."""
-    order = np.argsort(lengths, kind="stable")
-    groups, start = [], 0
-    while start < len(order):
-        end = start + 1
-        while end < len(order) and (end - start + 1) * lengths[order[end]] <= batch_tokens:
-            end += 1
-        groups.append(order[start:end])
-        start = end
-    return groups
 
 
 def _weights_and_logits(model: AttentionClassifier, x: torch.Tensor, lengths: torch.Tensor, fixed: bool = False):

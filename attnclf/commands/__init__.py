@@ -22,6 +22,10 @@ COMMANDS = {  # name: (module, one line on what it does)
         "attnclf.commands.attention_tests",
         "Wiegreffe & Pinter's tests of a run's attention: test=diagnostic or adversarial",
     ),  # fmt: skip
+    "serve": (
+        "attnclf.commands.serve",
+        "serve runs over HTTP: a JSON API and a page where their attentions read a text side by side",
+    ),  # fmt: skip
     "pretrain": ("attnclf.commands.pretrain", "pretrain the encoder as two language models"),
     "report": ("attnclf.tools.report", "summarise a sweep folder: ranking, mean ± sd, dot vs additive paired"),
     "compare-datasets": (

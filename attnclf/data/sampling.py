@@ -107,3 +107,16 @@ class BucketBatchSampler(Sampler[list[int]]):
             batches = -(-len(self.lengths) // self.batch_size)
             return -(-batches // self.num_replicas)
         return len(range(self.rank, self._evaluation_batches(), self.num_replicas))
+
+
+def chunks(lengths: np.ndarray, batch_tokens: int) -> list[np.ndarray]:
+    """Positions grouped by length (shortest first), at most `batch_tokens` padded tokens a group."""
+    order = np.argsort(lengths, kind="stable")
+    groups, start = [], 0
+    while start < len(order):
+        end = start + 1
+        while end < len(order) and (end - start + 1) * lengths[order[end]] <= batch_tokens:
+            end += 1
+        groups.append(order[start:end])
+        start = end
+    return groups

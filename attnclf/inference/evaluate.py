@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -125,6 +127,34 @@ def split_as_trained(clf: Classifier, split: str, given: dict) -> tuple[DataConf
     its split `split`, encoded with the checkpoint's vocabulary, read as in its training (max_length,
     truncation), with labels as the checkpoint's class ids: the dataset's own split whole, or exactly the
     rows the run carved or folded from its training split."""
+    split_of = rows_as_trained(clf, split, given)
+    enc = split_of.encoded
+    dataset = TextDataset(enc.remap(clf.vocab), enc.offsets, split_of.labels, split_of.rows, clf.max_length,
+                          clf.truncation)  # fmt: skip
+    return split_of.data, dataset
+
+
+def texts_as_trained(clf: Classifier, split: str, given: dict) -> tuple[list[str], np.ndarray]:
+    """The texts of the rows that split_as_trained reads, as written (None as ""), and their labels as the
+    checkpoint's class ids."""
+    split_of = rows_as_trained(clf, split, given)
+    column = split_of.opened.ds[split_of.source][split_of.opened.text_column]
+    texts = [column[int(r)] for r in split_of.rows]
+    return ["" if t is None else str(t) for t in texts], split_of.labels[split_of.rows]
+
+
+@dataclass
+class SplitAsTrained:
+    data: DataConfig
+    opened: Any  # the opened data (attnclf.data.splits.open_data)
+    source: str  # the data's split the rows are taken from
+    encoded: Any  # that split encoded (attnclf.data.encoding.encode_split)
+    labels: np.ndarray  # every row's label as the checkpoint's class id
+    rows: np.ndarray  # the rows of `source` that are the split asked for
+
+
+def rows_as_trained(clf: Classifier, split: str, given: dict) -> SplitAsTrained:
+    """Which rows of which split of the run's data (its record, `given` over it) are its split `split`."""
     data, carved, line = run_data(clf.run, clf.vocab.meta, given)
     log.info(line)
     opened = open_data(data, need_train=False)
@@ -143,7 +173,7 @@ def split_as_trained(clf: Classifier, split: str, given: dict) -> tuple[DataConf
         fold = data.folds is not None and rows is test_rows
         how = f"tested on, fold {data.fold} of {data.folds}" if fold else "carved off"
         log.info("data.split=%r: the %d rows of %r that the run %s", split, len(rows), source, how)
-    return data, TextDataset(enc.remap(clf.vocab), enc.offsets, labels, rows, clf.max_length, clf.truncation)
+    return SplitAsTrained(data, opened, source, enc, labels, rows)
 
 
 def check_carved(split: str, carved: dict | None, ds, data: DataConfig) -> None:

@@ -11,7 +11,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from attnclf.data.dataset import TextDataset, collate, truncate
-from attnclf.data.sampling import BucketBatchSampler
+from attnclf.data.sampling import BucketBatchSampler, chunks
 from attnclf.data.text import UNK, Vocab, tokenize
 from attnclf.errors import AttnclfError
 from attnclf.models.language_model import KIND as LANGUAGE_MODEL
@@ -30,10 +30,23 @@ class Prediction:
     weights: list[float]  # attention weight of each of those words
     text: str = ""  # the review as given
     positions: list[int] = field(default_factory=list)  # each read word's place among tokenize(text)'s tokens
+    truncated: bool = False  # the text had more tokens than the run reads (max_length): only some were read
 
     def top_words(self, k: int = 5) -> list[tuple[str, float]]:
         order = np.argsort(-np.asarray(self.weights), kind="stable")[:k]
         return [(self.tokens[i], self.weights[i]) for i in order]
+
+
+@dataclass
+class Reading:
+    """A text as a model reads it: its words after truncation, their places among tokenize(text)'s tokens,
+    their ids in the model's vocabulary, and whether words were cut."""
+
+    text: str
+    tokens: list[str]
+    positions: list[int]
+    ids: np.ndarray  # (T,) int64
+    truncated: bool
 
 
 def check_not_empty(texts: list, what: str, first: int = 0) -> None:
@@ -100,6 +113,15 @@ class Classifier:
                 logits, weights = self.module(ids.to(self.device), lengths.to(self.device), lengths)
                 yield positions, logits.float().cpu(), weights.float().cpu()
 
+    def read(self, text: str) -> Reading:
+        """A text as the model reads it: tokenised and truncated as in training (a text with no token reads
+        as one <unk>)."""
+        every = tokenize(text)
+        kept = truncate(np.arange(len(every)), self.max_length, self.truncation).tolist() if every else []
+        words = [every[i] for i in kept] or [UNK]
+        ids = np.asarray(self.vocab.encode_tokens(words), dtype=np.int64)
+        return Reading(text, words, kept, ids, len(kept) < len(every))
+
     def predict(self, texts: Sequence[str], batch_size: int = 64, allow_empty: bool = False) -> list[Prediction]:
         """One Prediction per text. A text that is empty or only spaces is refused (there is nothing to
         classify), here as in predict.py; `allow_empty=True` reads it as one <unk> instead, as training and
@@ -110,31 +132,35 @@ class Classifier:
         texts = ["" if t is None else t for t in texts] if allow_empty else list(texts)
         if not allow_empty:
             check_not_empty(texts, "texts")
-        # the words the model reads: tokenised and truncated as in training (a text with no token, allowed
-        # by allow_empty, reads as one <unk>)
-        every = [tokenize(t) for t in texts]
-        kept = [truncate(np.arange(len(w)), self.max_length, self.truncation).tolist() if w else [] for w in every]
-        words = [[w[i] for i in k] or [UNK] for w, k in zip(every, kept, strict=True)]
-        ids, offsets = [], [0]
-        for w in words:
-            ids.extend(self.vocab.encode_tokens(w))
-            offsets.append(len(ids))
-        dataset = TextDataset(
-            np.asarray(ids, dtype=np.int64),
-            np.asarray(offsets),
-            np.zeros(len(texts), dtype=np.int64),
-            np.arange(len(texts)),
-            self.max_length,
-            self.truncation,
-        )
+        readings = [self.read(t) for t in texts]
+        ids = np.concatenate([r.ids for r in readings])
+        offsets = np.concatenate([[0], np.cumsum([len(r.ids) for r in readings])])
+        rows = np.arange(len(texts))
+        dataset = TextDataset(ids, offsets, np.zeros(len(texts), dtype=np.int64), rows, self.max_length,
+                              self.truncation)  # fmt: skip
         out: list[Prediction | None] = [None] * len(texts)
         for positions, logits, weights in self.batches(dataset, batch_size):
-            probs = torch.softmax(logits, -1)
-            for row, p, w in zip(positions, probs, weights, strict=True):
-                label = int(p.argmax())
-                toks = words[row]
-                out[row] = Prediction(
-                    label, self.labels[label], float(p[label]), p.tolist(), toks, w[: len(toks)].tolist(),
-                    texts[row], kept[row],
-                )  # fmt: skip
+            for row, p, w in zip(positions, torch.softmax(logits, -1), weights, strict=True):
+                out[row] = self.prediction(readings[row], p, w)
         return out
+
+    def predict_readings(self, readings: Sequence[Reading], batch_tokens: int = 16384) -> list[Prediction]:
+        """One Prediction per text already read (`read`), in batches of similar length of at most
+        `batch_tokens` padded tokens (the server's dynamic batches)."""
+        lengths = np.fromiter((len(r.ids) for r in readings), dtype=np.int64, count=len(readings))
+        out: list[Prediction | None] = [None] * len(readings)
+        with torch.no_grad():
+            for group in chunks(lengths, batch_tokens):
+                ids, lens, _ = collate([(readings[i].ids, 0) for i in group])
+                logits, weights = self.module(ids.to(self.device), lens.to(self.device), lens)
+                probs = torch.softmax(logits.float(), -1).cpu()
+                for i, p, w in zip(group, probs, weights.float().cpu(), strict=True):
+                    out[i] = self.prediction(readings[i], p, w)
+        return out
+
+    def prediction(self, reading: Reading, probs: torch.Tensor, weights: torch.Tensor) -> Prediction:
+        """A text's Prediction from its class probabilities (C,) and its padded row of weights (T,)."""
+        label = int(probs.argmax())
+        n = len(reading.tokens)
+        return Prediction(label, self.labels[label], float(probs[label]), probs.tolist(), reading.tokens,
+                          weights[:n].tolist(), reading.text, reading.positions, reading.truncated)  # fmt: skip

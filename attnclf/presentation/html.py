@@ -17,9 +17,9 @@ STYLE = (
 )
 
 
-def _shade(text: str, weight: float, peak: float) -> str:
+def _shade(text: str, weight: float, peak: float, what: str = "attention") -> str:
     return (
-        f"<span class='w' title='attention {weight:.4f}' style='background:rgba(220,40,40,{weight / peak:.3f})'>"
+        f"<span class='w' title='{what} {weight:.4f}' style='background:rgba(220,40,40,{weight / peak:.3f})'>"
         f"{html.escape(text)}</span>"
     )
 
@@ -34,32 +34,34 @@ def _between(raw: str) -> str:
     return "".join([*parts, html.escape(raw[at:])]).replace("\n", "<br>")
 
 
-def shade_words(p) -> str:
+def shade_words(p, scores=None, what: str = "attention") -> str:
     """A Prediction's review as HTML: its own text, each word it read shaded by its attention weight (darker:
     more), words left out by truncation in grey. Where the text's offsets cannot be traced (see
-    token_spans), the words as the model read them."""
-    peak = max(p.weights) or 1.0
+    token_spans), the words as the model read them. `scores` (one a word read, >= 0; None counts as 0), named
+    `what`, shade in place of the weights."""
+    values = p.weights if scores is None else [0.0 if v is None else v for v in scores]
+    peak = max(values) or 1.0
     spans = token_spans(p.text) if p.text else None
     if spans is None or not p.positions:
-        return " ".join(_shade(t, w, peak) for t, w in zip(p.tokens, p.weights, strict=True))
-    weight_at = dict(zip(p.positions, p.weights, strict=True))
+        return " ".join(_shade(t, w, peak, what) for t, w in zip(p.tokens, values, strict=True))
+    weight_at = dict(zip(p.positions, values, strict=True))
     out, at = [], 0
     for i, (start, end) in enumerate(spans):
         out.append(_between(p.text[at:start]))
         word = p.text[start:end]
         cut = f"<span class='cut'>{html.escape(word)}</span>"
-        out.append(_shade(word, weight_at[i], peak) if i in weight_at else cut)
+        out.append(_shade(word, weight_at[i], peak, what) if i in weight_at else cut)
         at = end
     out.append(_between(p.text[at:]))
     return "".join(out)
 
 
-def legend(truncated: bool = False) -> str:
-    """What the shading means, in one line."""
+def legend(truncated: bool = False, what: str = "Attention weight") -> str:
+    """What the shading means, in one line (`what`: the measure shaded)."""
     cut = " <span class='cut'>grey</span>: not read (the review was cut to the run's length)." if truncated else ""
     return (
-        "<p>Attention weight of each word: <span class='legend'></span> from none to the review's highest "
-        f"(hover a word for its weight).{cut}</p>"
+        f"<p>{what} of each word: <span class='legend'></span> from none to the review's highest "
+        f"(hover a word for its value).{cut}</p>"
     )
 
 

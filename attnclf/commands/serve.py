@@ -1,0 +1,110 @@
+"""Serve trained models: `attnclf serve ckpt=<run>` or `attnclf serve 'ckpt=[<dot run>,<additive run>]'`.
+
+The settings are checked and the port taken before any model is loaded; the models are loaded, named, and
+served by uvicorn until Ctrl-C or SIGTERM, which let the requests in flight finish and end with status 0."""
+
+from __future__ import annotations
+
+import errno
+import socket
+
+import hydra
+import uvicorn
+from omegaconf import DictConfig
+
+from attnclf.cli import main_entry, run
+from attnclf.errors import AttnclfError
+from attnclf.settings.serve import ServeConfig, serve_settings
+from attnclf.utils.threads import torch_threads
+
+
+def serve(cfg: DictConfig) -> None:
+    s = serve_settings(cfg)  # every value checked, before the port is taken or a model loaded
+    sock = listening_socket(s.host, s.port)
+    try:
+        with torch_threads(s.num_threads):
+            from attnclf.serving.app import create_app  # (FastAPI and uvicorn: only where serving)
+
+            app = create_app(load_models(s), s)
+            run_server(app, sock)
+    finally:
+        sock.close()
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to host:port (a port in use is one line), handed to the server as it is."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as e:
+        sock.close()
+        if e.errno == errno.EADDRINUSE:
+            raise AttnclfError(f"port={port} is in use on {host}; give another (port=0: any free one)") from None
+        raise AttnclfError(f"host={host!r} port={port}: cannot listen there ({e.strerror or e})") from None
+    return sock
+
+
+def load_models(s: ServeConfig) -> list:
+    """The served models, loaded and named: `names`, else each one's attention (its run folder's name where
+    two share an attention)."""
+    from attnclf.inference.trained import Classifier
+    from attnclf.serving.app import Model
+    from attnclf.training.checkpoint import best_checkpoint
+
+    ckpts = [best_checkpoint(c).resolve() for c in s.ckpt]
+    twice = sorted({str(c) for c in ckpts if ckpts.count(c) > 1})
+    if twice:
+        raise AttnclfError(f"ckpt: {twice[0]} is given twice; serve each model once")
+    clfs = [Classifier.from_checkpoint(c, s.device) for c in ckpts]
+    attentions = [c.module.hparams.attention for c in clfs]
+    names = s.names or [a if attentions.count(a) == 1 else c.run.name for a, c in zip(attentions, clfs, strict=True)]
+    if len(set(names)) < len(names):
+        raise AttnclfError(f"the models' names clash ({', '.join(names)}); name them: 'names=[a,b,...]'")
+    return [
+        Model(name, clf, ckpt, f"{clf.run.name}: {attention} attention, {rnn_of(clf)}")
+        for name, clf, ckpt, attention in zip(names, clfs, ckpts, attentions, strict=True)
+    ]
+
+
+def rnn_of(clf) -> str:
+    return "BiLSTM" if getattr(clf.module.hparams, "rnn", "gru") == "lstm" else "BiGRU"
+
+
+def run_server(app, sock: socket.socket) -> None:
+    """Serve `app` on `sock` until Ctrl-C or SIGTERM; print the address once it answers."""
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    names = ", ".join(m for m in app.state.model_names)
+    ready = f"serving {names} at http://{shown}:{port}/ (the page; the API at /docs); Ctrl-C stops it"
+    config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on", http="h11", loop="asyncio",
+                            timeout_graceful_shutdown=30, h11_max_incomplete_event_size=1 << 20)  # fmt: skip
+    Server(config, ready).run(sockets=[sock])
+
+
+class Server(uvicorn.Server):
+    """uvicorn's server, saying where it answers once it does, and ending a stop by Ctrl-C or SIGTERM with
+    status 0 (uvicorn raises the signal again after its graceful shutdown, which would end the process by it)."""
+
+    def __init__(self, config: uvicorn.Config, ready: str):
+        super().__init__(config)
+        self.ready = ready
+
+    async def startup(self, sockets=None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            print(self.ready, flush=True)
+
+    def handle_exit(self, sig, frame) -> None:
+        super().handle_exit(sig, frame)
+        self._captured_signals.clear()
+
+
+@hydra.main(version_base="1.3", config_path="pkg://attnclf.conf", config_name="serve")
+def main(cfg: DictConfig) -> None:
+    return run(serve, cfg)
+
+
+def entry() -> None:
+    main_entry(main, "serve")

@@ -1,0 +1,175 @@
+"""The served pages: the explorer (a text read by every served model side by side, each word shaded by
+attention, |gradient x input| or |leave-one-out|), /browse (a run's test rows to pick from) and /docs (the
+API described from its OpenAPI schema). Plain HTML and CSS, nothing fetched from elsewhere: the pages work
+offline. Every text shown is escaped."""
+
+from __future__ import annotations
+
+import html
+import json
+from urllib.parse import urlencode
+
+from attnclf.presentation.html import STYLE, legend, shade_words
+
+# (id, what the legend says, what a word's hover says)
+MEASURES = (
+    ("attention", "Attention weight", "attention"),
+    ("gradient", "|gradient x input|", "|gradient x input|"),
+    ("loo", "|leave-one-out|", "|leave-one-out|"),
+)
+EXPLORER_STYLE = (
+    "<style>body{max-width:96em;padding:0 1em} *{box-sizing:border-box} textarea{width:100%;font:inherit} "
+    "button{font:inherit;padding:.2em 1em} .models{display:grid;gap:1.5em;"
+    "grid-template-columns:repeat(auto-fit,minmax(22em,1fr))} .model{border:1px solid #ddd;border-radius:6px;"
+    "padding:0 1em} .by{display:none} .about{color:#666;font-size:90%} .error{color:#b00} "
+    "table{border-collapse:collapse} td,th{border-bottom:1px solid #eee;padding:2px 8px;text-align:left;"
+    "vertical-align:top} .wrong{color:#b00} pre{background:#f6f6f6;padding:.5em;overflow:auto} "
+    + " ".join(f"#shade-{m}:checked ~ * .by-{m}, #shade-{m}:checked ~ .by-{m}{{display:block}}" for m, *_ in MEASURES)
+    + "</style>"
+)
+
+
+def link(path: str, key: str | None, **params) -> str:
+    """A link within the server, carrying the API key where one is in use."""
+    query = {k: v for k, v in params.items() if v is not None}
+    if key:
+        query["key"] = key
+    return html.escape(path + ("?" + urlencode(query) if query else ""))
+
+
+def head(title: str, key: str | None) -> str:
+    nav = f"<a href='{link('/', key)}'>explorer</a> · <a href='{link('/browse', key)}'>browse test rows</a> · "
+    return (
+        f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title>{STYLE}{EXPLORER_STYLE}"
+        f"<p><b>attnclf</b> · {nav}<a href='/docs'>API</a></p>"
+    )
+
+
+def tau_text(tau: dict) -> str:
+    def shown(v):
+        return "n/a" if v is None else f"{v:.2f}"
+
+    return (
+        f"Kendall tau of the attention against |gradient x input| <b class='tau'>{shown(tau['gradient'])}</b>, "
+        f"against |leave-one-out| <b class='tau'>{shown(tau['leave_one_out'])}</b>"
+    )
+
+
+def model_view(view: dict) -> str:
+    """One model's reading: its name, run, decision, this text's taus and the text shaded three ways."""
+    p, ex = view["prediction"], view["explained"]
+    scores = {"attention": None, "gradient": ex["gradient"], "loo": ex["leave_one_out"]}
+    shaded = "".join(f"<p class='by by-{m}'>{shade_words(p, scores[m], hover)}</p>" for m, _, hover in MEASURES)
+    cut = "<p class='about'>Cut to the run's length: the grey words were not read.</p>" if p.truncated else ""
+    return (
+        f"<section class='model' data-model='{html.escape(view['name'])}'><h2>{html.escape(view['name'])}</h2>"
+        f"<p class='about'>{html.escape(view['about'])}</p>"
+        f"<p>predicted <b class='label'>{html.escape(p.label_name)}</b> (p = {p.prob:.3f})</p>"
+        f"<p class='about'>{tau_text(ex['tau'])}</p>{cut}{shaded}</section>"
+    )
+
+
+def explorer_page(text: str, views: list[dict], key: str | None = None, gold: str | None = None,
+                  error: str | None = None) -> str:  # fmt: skip
+    """The explorer: the text box, and where a text was given, each model's view side by side (`gold`: the
+    row's true label, where the text is a test row)."""
+    parts = [
+        head("attnclf explorer", key),
+        "<p class='about'>Every served model reads the text; each word is shaded by the measure chosen below, "
+        "and each model says how far its attention agrees with what its decision rests on (Kendall tau).</p>",
+        "<form method='get' action='/'>",
+        f"<textarea name='text' rows='5' placeholder='Type or paste a text'>{html.escape(text)}</textarea>",
+        f"<input type='hidden' name='key' value='{html.escape(key)}'>" if key else "",
+        "<p><button type='submit'>Read it</button></p></form>",
+    ]
+    if error:
+        parts.append(f"<p class='error'>{html.escape(error)}</p>")
+    if views:
+        parts += [
+            f"<input type='radio' name='shade' id='shade-{m}'{' checked' if m == 'attention' else ''}>"
+            f"<label for='shade-{m}'>{html.escape(what)}</label> "
+            for m, what, _ in MEASURES
+        ]
+        truncated = any(v["prediction"].truncated for v in views)
+        parts += [f"<div class='by by-{m}'>{legend(truncated, what)}</div>" for m, what, _ in MEASURES]
+        if gold is not None:
+            parts.append(f"<p>true label: <b class='gold'>{html.escape(gold)}</b></p>")
+        parts.append("<div class='models'>" + "".join(model_view(v) for v in views) + "</div>")
+    return "\n".join(parts) + "\n"
+
+
+ORDERS = {  # /browse?order=...: what comes first
+    "row": "the sample's order",
+    "disagree": "the models disagree",
+    "tau": "attention and gradient disagree most (lowest tau)",
+    "misclassified": "a model is wrong",
+}
+
+
+def ordered(rows: list[dict], order: str) -> list[dict]:
+    """/browse's rows in the order asked for (ties keep the sample's order)."""
+
+    def lowest_tau(r):
+        taus = [m["tau"] for m in r["models"].values() if m["tau"] is not None]
+        return min(taus) if taus else float("inf")
+
+    keys = {
+        "row": lambda r: 0,
+        "disagree": lambda r: -len({m["label"] for m in r["models"].values()}),
+        "tau": lowest_tau,
+        "misclassified": lambda r: -sum(m["label"] != r["label"] for m in r["models"].values()),
+    }
+    return sorted(rows, key=keys[order])
+
+
+def browse_page(rows: list[dict], names: list[str], order: str, about: str, key: str | None = None) -> str:
+    """/browse: the sampled test rows, each model's label, probability and tau; each row opens in the explorer."""
+    orders = " · ".join(
+        f"<b>{html.escape(what)}</b>"
+        if o == order
+        else f"<a href='{link('/browse', key, order=o)}'>{html.escape(what)}</a>"
+        for o, what in ORDERS.items()
+    )
+    header = "".join(f"<th>{html.escape(n)}</th><th>tau</th>" for n in names)
+    body = []
+    for r in ordered(rows, order):
+        cells = []
+        for n in names:
+            m = r["models"][n]
+            wrong = " class='wrong'" if m["label"] != r["label"] else ""
+            tau = "n/a" if m["tau"] is None else f"{m['tau']:.2f}"
+            cells.append(f"<td{wrong}>{html.escape(m['label'])} ({m['prob']:.2f})</td><td>{tau}</td>")
+        preview = " ".join(r["text"].split())[:100]
+        body.append(
+            f"<tr><td><a href='{link('/', key, row=r['row'])}'>{r['row']}</a></td><td>{html.escape(r['label'])}</td>"
+            + "".join(cells)
+            + f"<td>{html.escape(preview)}</td></tr>"
+        )
+    return (
+        head("attnclf: browse", key)
+        + f"<p class='about'>{html.escape(about)}</p><p>First where: {orders}</p>"
+        + f"<table><tr><th>row</th><th>true</th>{header}<th>text</th></tr>\n"
+        + "\n".join(body)
+        + "</table>\n"
+    )
+
+
+def docs_page(schema: dict, limits: list[tuple[str, str]]) -> str:
+    """/docs: each endpoint of the OpenAPI schema with its request and answer, the limits, and curl examples."""
+    parts = [head("attnclf API", None), "<h1>attnclf API</h1>",
+             "<p>The whole schema, as OpenAPI JSON: <a href='/openapi.json'>/openapi.json</a>.</p>"]  # fmt: skip
+    for path, methods in schema.get("paths", {}).items():
+        for method, op in methods.items():
+            parts.append(f"<h2>{method.upper()} {html.escape(path)}</h2><p>{html.escape(op.get('summary', ''))}</p>")
+            if op.get("description"):
+                parts.append(f"<p>{html.escape(op['description'])}</p>")
+            body = op.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
+            if body:
+                parts.append(f"<p>Request body:</p><pre>{html.escape(json.dumps(body, indent=1))}</pre>")
+            codes = ", ".join(
+                f"{c} {html.escape(r.get('description', ''))}" for c, r in op.get("responses", {}).items()
+            )
+            parts.append(f"<p>Answers: {codes}</p>")
+    parts.append("<h2>Limits</h2><ul>" + "".join(f"<li>{html.escape(k)}: {html.escape(v)}</li>" for k, v in limits))
+    parts.append("</ul>")
+    return "\n".join(parts) + "\n"

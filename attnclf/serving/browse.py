@@ -1,0 +1,48 @@
+"""/browse's rows: a seeded sample of the first served model's run's own test rows, with every served model's
+decision and its tau of the attention against |gradient x input|. Computed once, then read from a file in
+that run's folder (named for the sample and the models, so another set of models computes its own)."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from pathlib import Path
+
+import numpy as np
+
+from attnclf.inference.evaluate import texts_as_trained
+from attnclf.serving.explain import gradient_taus
+from attnclf.utils.jsonfile import finite, read_json, write_json
+
+log = logging.getLogger(__name__)
+
+
+def cache_file(models: list, rows: int, seed: int) -> Path:
+    """Where the sample's rows are kept: the first model's run folder, named for what went into them."""
+    made = [f"{m.name}={m.checkpoint.resolve()}:{m.checkpoint.stat().st_mtime_ns}" for m in models]
+    digest = hashlib.sha256("\n".join([str(rows), str(seed), *made]).encode()).hexdigest()[:12]
+    return models[0].clf.run / f"browse_test_{rows}_s{seed}_{digest}.json"
+
+
+def browse_rows(models: list, rows: int, seed: int, batch_tokens: int) -> list[dict]:
+    """The sample's rows: {row (its place among the run's test rows), text, label (true), models: {name:
+    {label, prob, tau}}}; read from the run folder where computed before."""
+    cache = cache_file(models, rows, seed)
+    if cache.is_file():
+        return read_json(cache)["rows"]
+    first = models[0].clf
+    texts, labels = texts_as_trained(first, "test", {})
+    picked = np.sort(np.random.default_rng(seed).choice(len(texts), min(rows, len(texts)), replace=False))
+    sample = [texts[i] for i in picked]
+    out = [{"row": int(i), "text": texts[i], "label": first.labels[labels[i]], "models": {}} for i in picked]
+    for m in models:
+        probs, taus, pred = gradient_taus(m.clf, [m.clf.read(t) for t in sample], batch_tokens)
+        for r, p, tau, k in zip(out, probs, taus, pred, strict=True):
+            r["models"][m.name] = {"label": m.clf.labels[k], "prob": float(p[k]), "tau": float(tau)}
+    out = finite(out)
+    try:
+        write_json(cache, {"rows": out})
+        log.info("/browse: %d test rows of %s sampled and kept in %s", len(out), first.run, cache)
+    except OSError as e:  # (a read-only run folder: computed again next time)
+        log.warning("/browse: could not keep the sample in %s (%s); it is computed again at the next start", cache, e)
+    return out

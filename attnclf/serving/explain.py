@@ -1,0 +1,58 @@
+"""What one text's decision rests on, beside its attention: the measures `attnclf faithfulness` takes over a
+sample, for the one text a user typed.
+
+- |gradient x input| of each word, with the attention weights held fixed (Jain & Wallace's gradient);
+- |leave-one-out|: how far p(predicted) moves when the word is deleted;
+- Kendall's tau of the attention weights against each, with its p-value (null where undefined: a text of
+  one word, or a measure that is the same for every word).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from attnclf.analysis import measures
+from attnclf.inference.trained import Classifier, Prediction, Reading
+from attnclf.utils.jsonfile import finite
+
+
+def prediction_json(name: str, p: Prediction, labels: list[str]) -> dict:
+    """A Prediction as the API gives it: class names (`labels`) for the label and each probability."""
+    return {
+        "model": name,
+        "label": p.label_name,
+        "prob": p.prob,
+        "probs": dict(zip(labels, p.probs, strict=True)),
+        "tokens": p.tokens,
+        "weights": p.weights,
+        "truncated": p.truncated,
+    }
+
+
+def explain(clf: Classifier, reading: Reading) -> tuple[Prediction, dict]:
+    """A text's Prediction, and its importance measures and taus as the API gives them."""
+    model, seq = clf.module.model, [reading.ids]
+    attr = measures.attributions(model, seq, fixed_weights=True)
+    loo = measures.leave_one_out(model, seq, attr.probs)
+    gradient, left_out = measures.magnitude(attr.gradient)[0], measures.magnitude(loo)[0]
+    weights = attr.weights[0]
+    tau_g, p_g = measures.kendall_test([weights], [gradient])
+    tau_l, p_l = measures.kendall_test([weights], [left_out])
+    pred = clf.prediction(reading, torch.from_numpy(attr.probs[0]), torch.from_numpy(weights))
+    # (JSON has no NaN: an undefined value is null)
+    return pred, finite(
+        {
+            "gradient": gradient.tolist(),
+            "leave_one_out": left_out.tolist(),
+            "tau": {"gradient": float(tau_g[0]), "leave_one_out": float(tau_l[0])},
+            "tau_p_value": {"gradient": float(p_g[0]), "leave_one_out": float(p_l[0])},
+        }
+    )
+
+
+def gradient_taus(clf: Classifier, readings: list[Reading], batch_tokens: int = 16384):
+    """Many texts at once (/browse): their class probabilities (N, C) and each one's tau of the attention
+    against |gradient x input| (NaN where undefined)."""
+    attr = measures.attributions(clf.module.model, [r.ids for r in readings], batch_tokens, fixed_weights=True)
+    return attr.probs, measures.kendall(attr.weights, measures.magnitude(attr.gradient)), np.asarray(attr.pred)

@@ -1,0 +1,91 @@
+"""`attnclf serve`'s settings (conf/serve.yaml), checked before any model is loaded."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from attnclf.errors import AttnclfError
+from attnclf.settings.commands import check_device, checkpoints_given
+from attnclf.settings.typed import typed
+from attnclf.utils.checks import positive_int
+
+# the environment variable read where api_key= is not given
+API_KEY_VARIABLE = "ATTNCLF_API_KEY"
+NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
+@dataclass
+class ServeConfig:
+    """The server's settings: what it serves, where, and the limits every request is held to."""
+
+    ckpt: Any = None  # a checkpoint or run folder, or a list of them (each served side by side)
+    names: Any = None  # each model's name, in ckpt's order (null: its attention, or its run folder's name)
+    host: str = "127.0.0.1"
+    port: int = 8000  # 0: any free port (the address printed says which)
+    api_key: str | None = None  # required by every endpoint but /health; null: $ATTNCLF_API_KEY, else none
+    device: str = "cpu"
+    num_threads: int | None = None  # torch CPU threads; null: PyTorch's default
+    max_texts: int = 64  # texts a /predict request may hold
+    max_text_chars: int = 100_000  # characters a text may hold (413 past it)
+    max_body_bytes: int = 2_000_000  # bytes a request body may hold (413 past it)
+    batch_tokens: int = 16_384  # padded tokens a dynamic batch holds at most
+    max_queue: int = 4096  # texts waiting for the model; a request past it is refused (503) until it drains
+    browse_rows: int = 500  # test rows /browse samples (seeded) from the first model's run
+    seed: int = 42  # the seed of /browse's sample
+
+    def check(self) -> None:
+        self.ckpt = checkpoints_given(self.ckpt, "serve")
+        for c in self.ckpt:
+            if not Path(c).exists():
+                raise AttnclfError(f"ckpt={c!r}: no such checkpoint or run folder")
+        self.check_names()
+        for key in ("max_texts", "max_text_chars", "max_body_bytes", "batch_tokens", "max_queue", "browse_rows"):
+            positive_int(key, getattr(self, key))
+        positive_int("num_threads", self.num_threads, "PyTorch's default")
+        if not 0 <= self.port <= 65535:
+            raise AttnclfError(f"port={self.port} must be in 0..65535 (0: any free port)")
+        check_device(self.device)
+        self.api_key = self.api_key or os.environ.get(API_KEY_VARIABLE) or None
+        if not is_loopback(self.host) and not self.api_key:
+            raise AttnclfError(
+                f"host={self.host!r} serves beyond this machine: give an API key (api_key=... or "
+                f"{API_KEY_VARIABLE}=...), or serve on host=127.0.0.1"
+            )
+
+    def check_names(self) -> None:
+        if self.names is None:
+            return
+        names = [self.names] if isinstance(self.names, str) else [str(n) for n in self.names]
+        if len(names) != len(self.ckpt):
+            raise AttnclfError(f"names={names}: {len(names)} names for {len(self.ckpt)} checkpoints; give one each")
+        for name in names:
+            if not NAME.fullmatch(name):
+                raise AttnclfError(f"names: {name!r} is not a name; allowed: letters, digits, '_', '.', '-'")
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise AttnclfError(f"names: {', '.join(map(repr, repeated))} given twice; each model needs its own name")
+        self.names = names
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` is this machine alone (127.0.0.0/8, ::1, localhost)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def serve_settings(cfg: DictConfig) -> ServeConfig:
+    values = {k: v for k, v in OmegaConf.to_container(cfg, resolve=True).items() if k not in ("paths", "hydra")}
+    config = typed(ServeConfig, values, "")
+    config.check()
+    return config

@@ -1,0 +1,1 @@
+"""Helpers shared by test modules: a server started as a real process, a real browser."""

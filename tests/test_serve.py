@@ -1,0 +1,336 @@
+"""attnclf serve in-process: the JSON API, its refusals, the API key, the explorer's pages and the dynamic
+batching, on the tiny runs (FastAPI's TestClient runs the app's startup and shutdown as uvicorn does)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+from scipy.stats import kendalltau
+
+from attnclf.errors import AttnclfError
+from attnclf.inference.trained import Classifier
+from attnclf.serving.app import create_app
+from attnclf.serving.batching import Batcher, Busy
+from attnclf.settings.serve import ServeConfig
+
+TEXT = "A wonderful film, really moving! The plot was dull at times."
+
+
+def serve_config(ckpts, **kw) -> ServeConfig:
+    s = ServeConfig(ckpt=[str(c) for c in ckpts], **kw)
+    s.check()
+    return s
+
+
+def client_of(ckpts, **kw) -> TestClient:
+    from attnclf.commands.serve import load_models
+
+    s = serve_config(ckpts, **kw)
+    return TestClient(create_app(load_models(s), s))
+
+
+@pytest.fixture(scope="module")
+def two(tiny_run, tiny_run_additive):
+    with client_of([tiny_run, tiny_run_additive]) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def one(tiny_run):
+    with client_of([tiny_run], max_texts=4, max_text_chars=2000, max_body_bytes=20_000) as c:
+        yield c
+
+
+def test_health_names_every_model_by_its_attention(two):
+    r = two.get("/health")
+    assert r.status_code == 200 and r.json() == {"status": "ok", "models": ["dot", "additive"]}
+
+
+def test_predict_gives_each_text_what_the_classifier_gives_it_in_order(two, tiny_run_additive):
+    texts = [TEXT, "awful boring waste", "great " * 1200, "superb"]
+    r = two.post("/predict", json={"texts": texts, "model": "additive"})
+    assert r.status_code == 200
+    got = r.json()["predictions"]
+    offline = Classifier.from_checkpoint(tiny_run_additive).predict(texts)
+    assert len(got) == len(texts)
+    for g, p in zip(got, offline, strict=True):
+        assert g["model"] == "additive" and g["label"] == p.label_name and g["tokens"] == p.tokens
+        assert set(g) == {"model", "label", "prob", "probs", "tokens", "weights", "truncated"}
+        assert g["prob"] == pytest.approx(p.prob, abs=1e-5) and len(g["weights"]) == len(g["tokens"])
+        assert list(g["probs"].values()) == pytest.approx(p.probs, abs=1e-5)
+        assert g["weights"] == pytest.approx(p.weights, abs=1e-5)
+    assert [g["truncated"] for g in got] == [False, False, True, False]  # (the run reads 1000 tokens)
+    assert len(got[2]["tokens"]) == 1000
+
+
+def test_explain_gives_the_measures_faithfulness_defines_and_their_taus(two, tiny_run):
+    r = two.post("/explain", json={"text": TEXT, "model": "dot"})
+    assert r.status_code == 200
+    e = r.json()
+    clf = Classifier.from_checkpoint(tiny_run)
+    tokens = e["tokens"]
+    assert tokens == clf.predict([TEXT])[0].tokens and len(e["gradient"]) == len(tokens) == len(e["leave_one_out"])
+    # leave-one-out, independently: the text without each word in turn, through the classifier's own predict
+    k = clf.labels.index(e["label"])
+    without = [" ".join(tokens[:i] + tokens[i + 1 :]) for i in range(len(tokens))]
+    changes = [abs(e["prob"] - q.probs[k]) for q in clf.predict(without)]
+    assert e["leave_one_out"] == pytest.approx(changes, abs=1e-5)
+    assert e["tau"]["leave_one_out"] == pytest.approx(kendalltau(e["weights"], changes).statistic, abs=1e-6)
+    assert e["tau"]["gradient"] == pytest.approx(kendalltau(e["weights"], e["gradient"]).statistic, abs=1e-9)
+    assert all(g >= 0 for g in e["gradient"]) and 0 <= e["tau_p_value"]["gradient"] <= 1
+
+
+def test_a_one_word_text_has_no_tau_and_says_so_with_null(two):
+    e = two.post("/explain", json={"text": "superb", "model": "additive"}).json()
+    assert e["tau"] == {"gradient": None, "leave_one_out": None} and e["leave_one_out"] == [None]
+
+
+JSON = {"content-type": "application/json"}
+BAD = [  # (what is sent, the status, words the one line holds)
+    ({"content": b"{not json", "headers": JSON}, 400, "not valid JSON"),
+    ({"content": b'{"texts": ["\xff\xfe"]}', "headers": JSON}, 400, "not UTF-8"),
+    ({"content": b'{"texts": ["a"]}', "headers": {"content-type": "text/plain"}}, 415, "application/json"),
+    ({"json": {}}, 422, "texts is missing"),
+    ({"json": {"texts": "a review"}}, 422, "texts is a string; it must be a list"),
+    ({"json": ["a review"]}, 422, "the body is a list"),
+    ({"json": {"texts": []}}, 422, "texts is empty; give 1 to 4 texts"),
+    ({"json": {"texts": ["ok", 3]}}, 422, "texts[1] is a number"),
+    ({"json": {"texts": ["ok", None]}}, 422, "texts[1] is null"),
+    ({"json": {"texts": ["ok", "  "]}}, 422, "texts[1] is empty"),
+    ({"json": {"texts": ["a"] * 5}}, 413, "at most 4 a request (max_texts)"),
+    ({"json": {"texts": ["a" * 2001]}}, 413, "at most 2000 (max_text_chars)"),
+    # (36,000 bytes: each é written as \\u00e9)
+    ({"content": json.dumps({"texts": ["é" * 1500] * 4}).encode(), "headers": JSON}, 413, "(max_body_bytes)"),
+    ({"json": {"texts": ["a"], "model": "nosuch"}}, 422, "model='nosuch' is not served; allowed: dot"),
+    ({"json": {"texts": ["a"], "model": 7}}, 422, "model=a number is not served; allowed: dot"),
+    ({"json": {"texts": ["a"], "labels": 7}}, 422, "'labels' is not a field; allowed: texts, model"),
+]
+
+
+@pytest.mark.parametrize("sent,status,words", BAD, ids=[w for _, _, w in BAD])
+def test_each_bad_request_is_a_4xx_with_one_line_one_log_line_and_the_next_is_answered(
+    one, sent, status, words, caplog
+):
+    with caplog.at_level(logging.WARNING, logger="attnclf.serve"):
+        r = one.post("/predict", **sent)
+    assert r.status_code == status, r.text
+    assert list(r.json()) == ["error"] and words in r.json()["error"] and "\n" not in r.json()["error"]
+    assert "Traceback" not in r.text
+    assert len([x for x in caplog.records if x.name == "attnclf.serve"]) == 1
+    assert one.post("/predict", json={"texts": ["superb film"]}).status_code == 200
+
+
+@pytest.mark.parametrize(
+    "method,path,body,status,words",
+    [
+        ("get", "/nosuch", None, 404, "no such path: /nosuch; paths: /, /browse"),
+        ("get", "/predict", None, 405, "GET is not allowed on /predict; allowed: POST"),
+        ("put", "/explain", None, 405, "PUT is not allowed on /explain"),
+        ("post", "/health", None, 405, "POST is not allowed on /health; allowed: GET"),
+        ("post", "/explain", {"texts": ["a"]}, 422, "'texts' is not a field; allowed: text, model"),
+        ("post", "/explain", {"model": "dot"}, 422, "text is missing"),
+        ("post", "/explain", {"text": ""}, 422, "text is empty"),
+        ("post", "/explain", {"text": "a" * 2001}, 413, "(max_text_chars)"),
+    ],
+)
+def test_unknown_paths_wrong_methods_and_bad_explains_are_one_line_too(one, method, path, body, status, words):
+    r = getattr(one, method)(path, **({"json": body} if body is not None else {}))
+    assert r.status_code == status and words in r.json()["error"] and "\n" not in r.json()["error"], r.text
+    assert one.post("/explain", json={"text": "superb film"}).status_code == 200
+
+
+def test_with_several_models_a_request_names_one(two):
+    r = two.post("/predict", json={"texts": ["a"]})
+    assert r.status_code == 422 and r.json()["error"] == (
+        "model is missing: 2 models are served; give one of: dot, additive"
+    )
+
+
+def test_an_api_key_is_asked_of_every_path_but_health(tiny_run):
+    with client_of([tiny_run], api_key="s3cret") as c:
+        assert c.get("/health").status_code == 200
+        for path in ("/", "/docs", "/nosuch"):
+            r = c.get(path)
+            assert r.status_code == 401 and "API key" in r.json()["error"], path
+        assert c.post("/predict", json={"texts": ["a"]}, headers={"X-API-Key": "wrong"}).status_code == 401
+        assert c.post("/predict", json={"texts": ["a"]}, headers={"X-API-Key": "s3cret"}).status_code == 200
+        assert c.post("/predict", json={"texts": ["a"]}, headers={"Authorization": "Bearer s3cret"}).status_code == 200
+        page = c.get("/?key=s3cret&text=superb")
+        assert page.status_code == 200 and "name='key' value='s3cret'" in page.text  # (the form keeps it)
+
+
+@pytest.mark.parametrize(
+    "host,key,words",
+    [("0.0.0.0", None, "host='0.0.0.0' serves beyond this machine: give an API key"), ("::1", None, None),
+     ("localhost", None, None), ("192.168.1.5", "k", None)],
+)  # fmt: skip
+def test_a_host_beyond_this_machine_needs_a_key(host, key, words, tiny_run, monkeypatch):
+    monkeypatch.delenv("ATTNCLF_API_KEY", raising=False)
+    s = ServeConfig(ckpt=str(tiny_run), host=host, api_key=key)
+    if words is None:
+        s.check()
+        return
+    with pytest.raises(AttnclfError, match=words.replace("(", r"\(")):
+        s.check()
+    monkeypatch.setenv("ATTNCLF_API_KEY", "from-env")
+    s = ServeConfig(ckpt=str(tiny_run), host=host)
+    s.check()
+    assert s.api_key == "from-env"
+
+
+@pytest.mark.parametrize(
+    "kw,words",
+    [
+        ({"ckpt": None}, "give the checkpoint to serve"),
+        ({"ckpt": "/no/such/run"}, "ckpt='/no/such/run': no such checkpoint or run folder"),
+        ({"names": ["a", "a"], "twice": True}, "names: 'a' given twice"),
+        ({"names": ["a"], "twice": True}, "1 names for 2 checkpoints"),
+        ({"names": ["a b"]}, "'a b' is not a name"),
+        ({"port": 70000}, "port=70000 must be in 0..65535"),
+        ({"max_texts": 0}, "max_texts=0 must be a positive integer"),
+        ({"device": "tpu"}, "device='tpu'"),
+    ],
+)
+def test_bad_settings_are_one_line(kw, words, tiny_run, tiny_run_additive):
+    kw = dict(kw)
+    ckpt = [str(tiny_run), str(tiny_run_additive)] if kw.pop("twice", False) else kw.pop("ckpt", str(tiny_run))
+    with pytest.raises(AttnclfError, match=words.replace("(", r"\(").replace("[", r"\[")) as e:
+        ServeConfig(ckpt=ckpt, **kw).check()
+    assert "\n" not in str(e.value)
+
+
+def test_the_same_run_twice_is_refused_and_names_given_are_used(tiny_run, tiny_run_additive):
+    from attnclf.commands.serve import load_models
+
+    with pytest.raises(AttnclfError, match="is given twice; serve each model once"):
+        load_models(serve_config([tiny_run, tiny_run_additive, tiny_run]))
+    models = load_models(serve_config([tiny_run, tiny_run_additive], names=["mine", "theirs"]))
+    assert [m.name for m in models] == ["mine", "theirs"]
+
+
+def test_the_page_shows_every_model_side_by_side_and_escapes_the_text(two):
+    text = "superb <img src=x onerror=alert(1)> & dull"
+    r = two.get("/", params={"text": text})
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/html")
+    page = r.text
+    assert "<img" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+    assert page.count("<section class='model'") == 2 and "data-model='dot'" in page and "data-model='additive'" in page
+    assert page.count("class='label'") == 2 and page.count("class='tau'") == 4  # (two taus a model)
+    for m in ("attention", "gradient", "loo"):  # each model's text shaded three ways, one shown at a time
+        assert page.count(f"class='by by-{m}'") == 3  # (two models + the legend)
+    assert "src=" not in page.replace("src=x", "") and "http" not in page  # (nothing fetched from elsewhere)
+
+
+def test_the_page_refuses_a_text_over_the_limit_in_one_line(one):
+    r = one.get("/", params={"text": "a" * 2001})
+    assert r.status_code == 413 and "at most 2000 (max_text_chars)" in r.text and "class='model'" not in r.text
+
+
+def rows_shown(page: str) -> list[int]:
+    return [int(x) for x in re.findall(r"<tr><td><a href='/\?row=(\d+)'", page)]
+
+
+def test_browse_lists_the_runs_test_rows_orders_them_and_opens_each(two, tiny_run):
+    r = two.get("/browse")
+    assert r.status_code == 200
+    kept = list(tiny_run.glob("browse_test_500_s42_*.json"))
+    assert len(kept) == 1
+    rows = json.loads(kept[0].read_text())["rows"]
+    assert rows_shown(r.text) == [x["row"] for x in rows] == list(range(80))  # (80 test rows: fewer than 500)
+    assert set(rows[0]["models"]) == {"dot", "additive"}
+
+    def lowest(x):
+        return min([m["tau"] for m in x["models"].values() if m["tau"] is not None] or [np.inf])
+
+    def wrong(x):
+        return -sum(m["label"] != x["label"] for m in x["models"].values())
+
+    def disagree(x):
+        return -len({m["label"] for m in x["models"].values()})
+
+    for order, key in (("tau", lowest), ("misclassified", wrong), ("disagree", disagree)):
+        shown = rows_shown(two.get("/browse", params={"order": order}).text)
+        assert shown == [x["row"] for x in sorted(rows, key=key)], order
+    opened = two.get("/", params={"row": rows[5]["row"]})
+    assert opened.status_code == 200 and f"true label: <b class='gold'>{rows[5]['label']}</b>" in opened.text
+    assert two.get("/browse", params={"order": "nosuch"}).status_code == 422
+    assert two.get("/", params={"row": "99999"}).status_code == 404
+
+
+def test_docs_describes_every_endpoint_and_the_limits_without_fetching_anything(two):
+    r = two.get("/docs")
+    assert r.status_code == 200 and "http" not in r.text.replace("/openapi.json", "")
+    for what in ("POST /predict", "POST /explain", "GET /health", "max_texts: 64", "texts"):
+        assert what in r.text
+    schema = two.get("/openapi.json").json()
+    assert schema["paths"]["/predict"]["post"]["requestBody"]["content"]["application/json"]["schema"]["required"] == [
+        "texts"
+    ]
+
+
+def test_the_batcher_runs_what_arrived_while_the_model_was_busy_as_one_batch_sorted_by_length():
+    """The first request runs alone; the nine that arrive while it runs go together, shortest first and at
+    most batch_tokens padded tokens a batch (here run_batch records each batch it is given)."""
+    busy, seen = threading.Event(), []
+
+    def run_batch(readings):
+        seen.append(list(readings))
+        if len(seen) == 1:
+            busy.wait(5)
+        return [r * 10 for r in readings]
+
+    async def main():
+        b = Batcher(run_batch, ThreadPoolExecutor(1), batch_tokens=1000, max_queue=100)
+        b.start()
+        first = asyncio.ensure_future(b.submit([1], [5]))
+        await asyncio.sleep(0.05)
+        rest = [asyncio.ensure_future(b.submit([i], [i])) for i in range(2, 11)]
+        await asyncio.sleep(0.05)
+        busy.set()
+        out = await asyncio.gather(first, *rest)
+        await b.stop()
+        return out
+
+    assert asyncio.run(main()) == [[10], *[[i * 10] for i in range(2, 11)]]
+    assert seen == [[1], list(range(2, 11))]
+
+
+def test_a_full_queue_refuses_at_once_and_drains():
+    gate = threading.Event()
+
+    def run_batch(readings):
+        gate.wait(5)
+        return list(readings)
+
+    async def main():
+        b = Batcher(run_batch, ThreadPoolExecutor(1), batch_tokens=1000, max_queue=3)
+        b.start()
+        waiting = asyncio.ensure_future(b.submit([1, 2, 3], [1, 1, 1]))
+        await asyncio.sleep(0.05)
+        with pytest.raises(Busy, match=r"3 texts are waiting \(at most 3: max_queue\)"):
+            await b.submit([4], [1])
+        gate.set()
+        assert await waiting == [1, 2, 3]
+        assert await b.submit([4], [1]) == [4]
+        await b.stop()
+
+    asyncio.run(main())
+
+
+def test_dynamic_batches_give_what_one_text_at_a_time_gives(tiny_run):
+    """predict_readings by token budget, over texts of very different lengths, against each text alone."""
+    clf = Classifier.from_checkpoint(tiny_run)
+    texts = ["superb", TEXT, "awful dull " * 40, "great " * 300, "the plot was dull"]
+    together = clf.predict_readings([clf.read(t) for t in texts], batch_tokens=700)
+    for t, p in zip(texts, together, strict=True):
+        alone = clf.predict_readings([clf.read(t)])[0]
+        assert p.tokens == alone.tokens and np.allclose(p.probs, alone.probs, atol=1e-6)
+        assert np.allclose(p.weights, alone.weights, atol=1e-6)

@@ -1,0 +1,109 @@
+"""attnclf serve as a user runs it: a process of its own (started, asked, stopped by SIGTERM with a request in
+flight), its bad settings, and its page in a real browser (headless Chromium)."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import time
+from urllib.parse import quote
+
+import pytest
+from helpers.browser import chromium, need_chromium
+from helpers.server import served
+
+pytestmark = pytest.mark.slow
+
+TEXT = "A wonderful film, really moving! The plot was dull at times."
+
+
+def test_a_server_process_answers_then_stops_on_sigterm_answering_the_request_in_flight(tiny_run, tmp_path):
+    with served([f"ckpt={tiny_run}"], tmp_path) as server:
+        assert server.get("/health") == (200, {"status": "ok", "models": ["dot"]})
+        status, body = server.post("/predict", {"texts": [TEXT, "awful"]})
+        assert status == 200 and len(body["predictions"]) == 2
+        # a request whose body is still arriving when SIGTERM comes: answered, then the process ends with 0
+        host, port = server.url.split("//")[1].rstrip("/").split(":")
+        body = b'{"texts": ["a superb film"]}'
+        conn = socket.create_connection((host, int(port)), timeout=30)
+        conn.sendall(b"POST /predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     + f"Content-Length: {len(body)}\r\n\r\n".encode() + body[:10])  # fmt: skip
+        time.sleep(1.0)
+        server.proc.send_signal(signal.SIGTERM)
+        time.sleep(1.0)
+        conn.sendall(body[10:])
+        answer = conn.recv(65536).decode()
+        conn.close()
+        assert answer.startswith("HTTP/1.1 200") and '"predictions"' in answer, answer
+        assert server.proc.wait(20) == 0
+        printed = server.rest()
+    assert "Traceback" not in printed and "Shutting down" in printed
+
+
+def bad_start(args: list[str], cwd) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "attnclf", "serve", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+
+
+def test_bad_settings_are_one_line_exit_2_and_leave_nothing_behind(tiny_run, tiny_run_additive, tmp_path):
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    cases = [
+        ([], "give the checkpoint to serve"),
+        ([f"ckpt={tiny_run}", f"port={port}"], f"port={port} is in use on 127.0.0.1"),
+        ([f"ckpt=[{tiny_run},{tiny_run_additive}]", "names=[a,a]"], "names: 'a' given twice"),
+        ([f"ckpt={tiny_run}", "host=0.0.0.0"], "host='0.0.0.0' serves beyond this machine"),
+        ([f"ckpt={tiny_run}", "port=abc"], "port='abc' must be"),
+    ]
+    try:
+        for args, words in cases:
+            r = bad_start(args, tmp_path)
+            lines = r.stderr.strip().splitlines()
+            assert r.returncode == 2 and len(lines) == 1 and words in lines[0], (args, r.stderr)
+    finally:
+        taken.close()
+    assert not (tmp_path / "outputs").exists() or not any((tmp_path / "outputs").rglob("*.log"))
+    help_ = bad_start(["--help"], tmp_path)
+    assert help_.returncode == 0 and "max_texts" in help_.stdout and "Ctrl-C or SIGTERM" in help_.stdout
+
+
+def test_the_page_in_a_real_browser_shows_both_models_and_runs_no_script_from_a_link(
+    tiny_run, tiny_run_additive, tmp_path
+):
+    need_chromium()
+    from selenium.webdriver.common.by import By
+
+    with served([f"ckpt=[{tiny_run},{tiny_run_additive}]"], tmp_path) as server:
+        labels = {m: server.post("/predict", {"texts": [TEXT], "model": m})[1]["predictions"][0]["label"]
+                  for m in ("dot", "additive")}  # fmt: skip
+        driver = chromium()
+        try:
+            driver.get(server.url + "?text=" + quote(TEXT))
+            models = driver.find_elements(By.CSS_SELECTOR, "section.model")
+            assert [m.get_attribute("data-model") for m in models] == ["dot", "additive"]
+            for m in models:
+                assert m.find_element(By.CLASS_NAME, "label").text == labels[m.get_attribute("data-model")]
+                shaded = [w for w in m.find_elements(By.CSS_SELECTOR, "span.w") if w.is_displayed()]
+                assert [w.text for w in shaded][:3] == ["A", "wonderful", "film"]
+                assert all("rgba(220, 40, 40" in w.value_of_css_property("background-color") for w in shaded)
+                assert all(w.get_attribute("title").startswith("attention ") for w in shaded)
+            driver.find_element(By.CSS_SELECTOR, "label[for='shade-gradient']").click()
+            shown = [w for w in driver.find_elements(By.CSS_SELECTOR, "span.w") if w.is_displayed()]
+            assert len(shown) == 2 * 12 and all(
+                w.get_attribute("title").startswith("|gradient x input| ") for w in shown
+            )
+            driver.save_screenshot(str(tmp_path / "explorer.png"))
+
+            attack = "superb <img src=x onerror=\"document.title='pwned'\"><script>document.title='pwned'</script>"
+            driver.get(server.url + "?text=" + quote(attack))
+            time.sleep(0.5)
+            assert driver.title == "attnclf explorer"
+            assert driver.find_elements(By.TAG_NAME, "img") == []
+            assert driver.find_elements(By.TAG_NAME, "script") == []
+            assert "<img src=x" in driver.find_element(By.TAG_NAME, "textarea").get_attribute("value")
+        finally:
+            driver.quit()
