@@ -296,3 +296,22 @@ def test_imbalance_makes_a_smaller_copy_with_a_rare_class(tmp_path):
     assert (
         too_many.returncode != 0 and "test has 33 rows of class 2 and 67 others; asked for 45 and 45" in too_many.stderr
     )
+
+
+@pytest.mark.bench  # (a benchmark script on tiny inputs, in a process of its own)
+@pytest.mark.slow
+def test_bench_serve_tiny(tiny_run, tiny_imdb, tmp_path):
+    """The serving benchmark on the tiny run: every setting's row, offline beside, the memory line, the JSON."""
+    out = tmp_path / "bench_serve.json"
+    args = ["--ckpt", str(tiny_run), "--data", str(tiny_imdb), "--reviews", "40", "--requests", "8", "--clients",
+            "1,2", "--texts", "1,3", "--memory", "150", "--threads", "1", "--out", str(out)]  # fmt: skip
+    r = subprocess.run([sys.executable, "scripts/bench_serve.py", *args], cwd=ROOT, capture_output=True, text=True,
+                       timeout=300)  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:] + r.stdout[-2000:]
+    assert re.search(r"^offline Classifier\.predict: [\d.]+ reviews/s \(40 reviews, 1 threads\)$", r.stdout, re.M)
+    for clients, texts in ((1, 1), (2, 1), (1, 3), (2, 3)):
+        assert re.search(rf"^\| {clients} \| {texts} \| [\d.]+ \| [\d.]+ \| [\d.]+ \|", r.stdout, re.M), r.stdout
+    assert re.search(r"^resident memory: \d+ MiB after 100 requests, \d+ MiB after 150 ", r.stdout, re.M)
+    result = json.loads(out.read_text())
+    assert [(x["clients"], x["texts"], x["requests"]) for x in result["rows"]] == [(1, 1, 8), (2, 1, 8), (1, 3, 8),
+                                                                                    (2, 3, 8)]  # fmt: skip

@@ -15,6 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 from scipy.stats import kendalltau
 
+from attnclf.analysis import measures
 from attnclf.errors import AttnclfError
 from attnclf.inference.trained import Classifier
 from attnclf.serving.app import create_app
@@ -86,6 +87,10 @@ def test_explain_gives_the_measures_faithfulness_defines_and_their_taus(two, tin
     assert e["tau"]["leave_one_out"] == pytest.approx(kendalltau(e["weights"], changes).statistic, abs=1e-6)
     assert e["tau"]["gradient"] == pytest.approx(kendalltau(e["weights"], e["gradient"]).statistic, abs=1e-9)
     assert all(g >= 0 for g in e["gradient"]) and 0 <= e["tau_p_value"]["gradient"] <= 1
+    # the gradient faithfulness measures by magnitude: the attention weights held fixed (not through them)
+    ids = [np.asarray(clf.vocab.encode_tokens(tokens))]
+    fixed, free = (measures.attributions(clf.module.model, ids, fixed_weights=f).gradient[0] for f in (True, False))
+    assert e["gradient"] == pytest.approx(np.abs(fixed), abs=1e-7) and not np.allclose(np.abs(fixed), np.abs(free))
 
 
 def test_a_one_word_text_has_no_tau_and_says_so_with_null(two):
@@ -334,3 +339,19 @@ def test_dynamic_batches_give_what_one_text_at_a_time_gives(tiny_run):
         alone = clf.predict_readings([clf.read(t)])[0]
         assert p.tokens == alone.tokens and np.allclose(p.probs, alone.probs, atol=1e-6)
         assert np.allclose(p.weights, alone.weights, atol=1e-6)
+
+
+def test_the_listening_socket_is_tcp_so_that_answers_are_not_held_back(tmp_path):
+    """asyncio turns Nagle's algorithm off (TCP_NODELAY) only on sockets whose proto says TCP: a socket made
+    without it held each keep-alive answer for 40 ms (delayed ACKs), ten times the work of a request."""
+    import socket
+
+    from attnclf.commands.serve import listening_socket
+
+    sock = listening_socket("127.0.0.1", 0)
+    try:
+        assert sock.proto == socket.IPPROTO_TCP
+        with pytest.raises(AttnclfError, match=f"port={sock.getsockname()[1]} is in use on 127.0.0.1"):
+            listening_socket("127.0.0.1", sock.getsockname()[1]).close()
+    finally:
+        sock.close()

@@ -784,6 +784,74 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         '"paths": OmegaConf.to_container(cfg.paths, resolve=True)',
         ["tests/test_run_data.py::test_a_resumed_run_reads_its_own_data_and_refuses_other_data"],
     ),
+    # attnclf serve: what each refusal, the queue, the key, the page and the socket must do
+    (
+        "serve-refusal-not-logged",
+        "attnclf/serving/app.py",
+        r'    log\.warning\("%s %s -> %d: %s", request\.method, request\.url\.path, status, message\)\n',
+        "",
+        ["tests/test_serve.py::test_each_bad_request_is_a_4xx_with_one_line_one_log_line_and_the_next_is_answered"],
+    ),
+    (
+        "serve-batches-one-text-at-a-time",
+        "attnclf/serving/batching.py",
+        r"while self\.pending and \(not taken or ",
+        "while self.pending and (not taken and ",
+        [
+            "tests/test_serve.py::test_the_batcher_runs_what_arrived_while_the_model_was_busy_as_one_batch_sorted_by_length"
+        ],
+    ),
+    (
+        "serve-queue-unbounded",
+        "attnclf/serving/batching.py",
+        r"if self\.queued \+ len\(readings\) > self\.max_queue:",
+        "if False:",
+        ["tests/test_serve.py::test_a_full_queue_refuses_at_once_and_drains"],
+    ),
+    (
+        "serve-key-not-asked",
+        "attnclf/serving/app.py",
+        r'scope\["path"\] == "/health" or hmac',
+        'scope["path"] != "" or hmac',
+        ["tests/test_serve.py::test_an_api_key_is_asked_of_every_path_but_health"],
+    ),
+    (
+        "serve-page-text-unescaped",
+        "attnclf/presentation/explorer.py",
+        r"placeholder='Type or paste a text'>\{html\.escape\(text\)\}",
+        "placeholder='Type or paste a text'>{text}",
+        ["tests/test_serve.py::test_the_page_shows_every_model_side_by_side_and_escapes_the_text"],
+    ),
+    (
+        "serve-explain-gradient-through-the-weights",
+        "attnclf/serving/explain.py",
+        r"measures\.attributions\(model, seq, fixed_weights=True\)",
+        "measures.attributions(model, seq, fixed_weights=False)",
+        ["tests/test_serve.py::test_explain_gives_the_measures_faithfulness_defines_and_their_taus"],
+    ),
+    (
+        "serve-socket-without-tcp",
+        "attnclf/commands/serve.py",
+        r"socket\.socket\(family, socket\.SOCK_STREAM, socket\.IPPROTO_TCP\)",
+        "socket.socket(family, socket.SOCK_STREAM)",
+        ["tests/test_serve.py::test_the_listening_socket_is_tcp_so_that_answers_are_not_held_back"],
+    ),
+    (
+        "serve-sigterm-ends-by-the-signal",
+        "attnclf/commands/serve.py",
+        r"        self\._captured_signals\.clear\(\)\n",
+        "",
+        [
+            "tests/test_serve_process.py::test_a_server_process_answers_then_stops_on_sigterm_answering_the_request_in_flight"
+        ],
+    ),
+    (
+        "serve-truncated-never-said",
+        "attnclf/inference/trained.py",
+        r"return Reading\(text, words, kept, ids, len\(kept\) < len\(every\)\)",
+        "return Reading(text, words, kept, ids, False)",
+        ["tests/test_serve.py::test_predict_gives_each_text_what_the_classifier_gives_it_in_order"],
+    ),
 ]
 
 args = sys.argv[1:]

@@ -32,9 +32,13 @@ def serve(cfg: DictConfig) -> None:
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
-    """A socket bound to host:port (a port in use is one line), handed to the server as it is."""
+    """A socket listening on host:port (a port in use is one line), handed to the server as it is. It
+    listens from here on: a client that connects while the models load waits, and is answered once they
+    are."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # proto named: asyncio sets TCP_NODELAY only on sockets whose proto says TCP; without it a keep-alive
+    # client waits 40 ms for each answer (Nagle's algorithm against delayed ACKs)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
@@ -43,6 +47,7 @@ def listening_socket(host: str, port: int) -> socket.socket:
         if e.errno == errno.EADDRINUSE:
             raise AttnclfError(f"port={port} is in use on {host}; give another (port=0: any free one)") from None
         raise AttnclfError(f"host={host!r} port={port}: cannot listen there ({e.strerror or e})") from None
+    sock.listen(2048)
     return sock
 
 

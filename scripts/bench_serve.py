@@ -1,0 +1,279 @@
+"""`attnclf serve` under load: requests/s, reviews/s and latency at 1, 8 and 32 concurrent clients, with one
+text and with 16 texts a request, beside offline `Classifier.predict` on the same texts in the same run.
+
+    python scripts/bench_serve.py --ckpt <run> --data /path/to/imdb [--requests 400] [--clients 1,8,32]
+        [--texts 1,16] [--reviews 2000] [--threads 2] [--memory 10000] [--out bench_serve.json]
+
+The server is a process of its own (`python -m attnclf serve port=0`), on 127.0.0.1 only; the clients are
+one asyncio loop in this process, each with one keep-alive connection, sending POST /predict in turn over a
+seeded sample of the data's test reviews. Each setting sends a bounded number of requests (--requests, at
+least 4 a client) after a warm-up, and the whole run stops by itself. Offline: `Classifier.predict` (batch 64)
+over the same reviews, in this process, with the server's thread count, before the server starts.
+--memory N: after the table, N one-text requests from 8 clients, the server's resident memory after the
+first 100 and after all N. --litserve: the same /predict served by LitServe (`pip install litserve`; its
+batching: up to 64 requests, 5 ms), the comparison behind docs/decisions.md's choice. Timings, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+READY = re.compile(r"serving .* at http://([\d.]+):(\d+)/ ")
+
+
+def sample_texts(data: str, n: int, seed: int = 0, max_chars: int = 100_000) -> list[str]:
+    """n of the data's test texts (seeded), or the first n lines of a .txt file; none empty or over the
+    server's default max_text_chars."""
+    if data.endswith(".txt"):
+        texts = Path(data).read_text(encoding="utf-8").splitlines()
+    else:
+        from attnclf.data.loading import load_splits
+
+        texts = load_splits(data)["test"]["text"]
+    texts = [t for t in texts if t and t.strip() and len(t) <= max_chars]
+    return random.Random(seed).sample(texts, min(n, len(texts)))
+
+
+def offline(ckpt: str, texts: list[str], threads: int) -> float:
+    """Classifier.predict's reviews/s over `texts` (after one warm-up batch)."""
+    from attnclf.inference.trained import Classifier
+
+    torch.set_num_threads(threads)
+    clf = Classifier.from_checkpoint(ckpt)
+    clf.predict(texts[:64])
+    t = time.perf_counter()
+    clf.predict(texts, batch_size=64)
+    return len(texts) / (time.perf_counter() - t)
+
+
+def start_server(ckpt: str, threads: int, cwd: Path, litserve: bool = False) -> tuple[subprocess.Popen, str, int]:
+    cmd = [sys.executable, "-m", "attnclf", "serve", f"ckpt={ckpt}", "port=0", f"num_threads={threads}",
+           "hydra.run.dir=" + str(cwd / "serve_run")]  # fmt: skip
+    if litserve:
+        cmd = [sys.executable, __file__, "--ckpt", ckpt, "--data", "-", "--threads", str(threads), "--serve-litserve"]
+    # (a session of its own: the stop at the end reaches LitServe's worker processes too)
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)  # fmt: skip
+    deadline = time.time() + 300
+    for line in proc.stdout:
+        m = READY.search(line)
+        if m:
+            return proc, m.group(1), int(m.group(2))
+        if time.time() > deadline:
+            break
+    proc.kill()
+    sys.exit("error: the server printed no address: " + line.strip())
+
+
+try:  # (the comparison only: LitServe is no dependency of attnclf's)
+    import litserve as ls
+except ImportError:
+    ls = None
+
+if ls is not None:
+
+    class LitPredict(ls.LitAPI):
+        """/predict on LitServe: the same reading, batches by token budget within what LitServe batched, and
+        the same answer as attnclf serve's (at module level: LitServe's worker process unpickles it)."""
+
+        def __init__(self, ckpt: str, threads: int, **kw):
+            super().__init__(**kw)
+            self.ckpt, self.threads = ckpt, threads
+
+        def setup(self, device):
+            from attnclf.inference.trained import Classifier
+
+            torch.set_num_threads(self.threads)
+            self.clf = Classifier.from_checkpoint(self.ckpt)
+
+        def decode_request(self, request):
+            return [self.clf.read(t) for t in request["texts"]]
+
+        def batch(self, inputs):
+            return inputs
+
+        def predict(self, batch):
+            preds = self.clf.predict_readings([r for item in batch for r in item])
+            at = [0, *np.cumsum([len(item) for item in batch])]
+            return [preds[a:b] for a, b in zip(at[:-1], at[1:], strict=True)]
+
+        def unbatch(self, output):
+            return output
+
+        def encode_response(self, preds):
+            from attnclf.serving.explain import prediction_json
+
+            return {"predictions": [prediction_json("dot", p, self.clf.labels) for p in preds]}
+
+
+def serve_litserve(ckpt: str, threads: int) -> None:
+    """LitServe serving LitPredict on a free port of 127.0.0.1 (batches of up to 64 requests, 5 ms)."""
+    import socket
+
+    if ls is None:
+        sys.exit("error: --litserve needs LitServe: pip install litserve")
+    with socket.socket() as s:  # (a free port, said as attnclf serve says it)
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    api = LitPredict(ckpt, threads, max_batch_size=64, batch_timeout=0.005)
+    server = ls.LitServer(api, accelerator="cpu", workers_per_device=1)
+    print(f"serving litserve at http://127.0.0.1:{port}/ (LitServe)", flush=True)
+    server.run(host="127.0.0.1", port=port, generate_client_file=False, num_api_servers=1, log_level="warning")
+
+
+def rss_mib(pid: int) -> float:
+    """A process's resident memory (VmRSS), MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+class Connection:
+    """One keep-alive HTTP/1.1 connection that POSTs JSON and reads the answer (plain asyncio streams: the
+    clients must cost the shared cores as little as they can)."""
+
+    def __init__(self, host: str, port: int):
+        self.host, self.port = host, port
+
+    async def open(self) -> None:
+        self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+
+    async def post(self, path: str, body: bytes) -> tuple[int, bytes]:
+        head = f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Type: application/json\r\n"
+        self.writer.write(f"{head}Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        status_line = await self.reader.readline()
+        length = 0
+        while (line := await self.reader.readline()) not in (b"\r\n", b""):
+            name, _, value = line.decode("latin-1").partition(":")
+            if name.lower() == "content-length":
+                length = int(value)
+        return int(status_line.split()[1]), await self.reader.readexactly(length)
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+async def load(host: str, port: int, bodies: list[bytes], clients: int, requests: int) -> list[float]:
+    """`requests` POST /predict from `clients` connections, bodies taken in turn; each one's seconds."""
+    conns = [Connection(host, port) for _ in range(clients)]
+    await asyncio.gather(*(c.open() for c in conns))
+    latencies: list[float] = []
+    next_one = iter(range(requests))
+
+    async def client(conn: Connection) -> None:
+        for i in next_one:
+            t = time.perf_counter()
+            status, answer = await conn.post("/predict", bodies[i % len(bodies)])
+            latencies.append(time.perf_counter() - t)
+            if status != 200:
+                raise SystemExit(f"error: /predict answered {status}: {answer[:200]!r}")
+
+    await asyncio.gather(*(client(c) for c in conns))
+    for c in conns:
+        c.close()
+    return latencies
+
+
+def wait_health(host: str, port: int, seconds: float = 300) -> None:
+    import urllib.request
+
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            with urllib.request.urlopen(f"http://{host}:{port}/health", timeout=5):
+                return
+        except OSError:
+            time.sleep(0.5)
+    sys.exit(f"error: nothing answers /health at {host}:{port}")
+
+
+def measure(host: str, port: int, texts: list[str], clients: int, per: int, requests: int) -> dict:
+    """One setting: a warm-up (a request a client), then `requests` requests of `per` texts each."""
+    bodies = [json.dumps({"texts": texts[i : i + per]}).encode() for i in range(0, len(texts) - per + 1, per)]
+    requests = max(requests, 4 * clients)
+    asyncio.run(load(host, port, bodies, clients, clients))
+    t = time.perf_counter()
+    lat = asyncio.run(load(host, port, bodies, clients, requests))
+    seconds = time.perf_counter() - t
+    q = statistics.quantiles(lat, n=100, method="inclusive")
+    return {"clients": clients, "texts": per, "requests": requests, "requests_s": requests / seconds,
+            "reviews_s": requests * per / seconds, "p50_ms": 1000 * q[49], "p95_ms": 1000 * q[94],
+            "p99_ms": 1000 * q[98]}  # fmt: skip
+
+
+def memory(proc: subprocess.Popen, host: str, port: int, texts: list[str], n: int) -> dict:
+    """The server's resident memory after the first 100 one-text requests and after `n`."""
+    bodies = [json.dumps({"texts": [t]}).encode() for t in texts]
+    asyncio.run(load(host, port, bodies, 8, 100))
+    first = rss_mib(proc.pid)
+    asyncio.run(load(host, port, bodies, 8, max(n - 100, 0)))
+    return {"requests": n, "rss_after_100_mib": first, "rss_after_all_mib": rss_mib(proc.pid)}
+
+
+def table(rows: list[dict], offline_rate: float) -> str:
+    lines = ["| clients | texts a request | requests/s | reviews/s | x offline | p50 ms | p95 ms | p99 ms | p99/p50 |",
+             "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for r in rows:
+        lines.append(f"| {r['clients']} | {r['texts']} | {r['requests_s']:.1f} | {r['reviews_s']:.1f} | "
+                     f"{r['reviews_s'] / offline_rate:.2f} | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} | "
+                     f"{r['p99_ms']:.1f} | {r['p99_ms'] / r['p50_ms']:.2f} |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--ckpt", required=True, help="a run folder or checkpoint")
+    ap.add_argument("--data", required=True, help="the data whose test texts are sent (or a .txt, one a line)")
+    ap.add_argument("--reviews", type=int, default=2000, help="texts sampled (offline runs over all of them)")
+    ap.add_argument("--requests", type=int, default=400, help="requests a setting (at least 4 a client)")
+    ap.add_argument("--clients", default="1,8,32")
+    ap.add_argument("--texts", default="1,16", help="texts a request")
+    ap.add_argument("--threads", type=int, default=2, help="torch threads, the server's and offline's")
+    ap.add_argument("--memory", type=int, default=0, help="one-text requests of the memory check (0: none)")
+    ap.add_argument("--out", type=Path, help="the figures as JSON too")
+    ap.add_argument("--litserve", action="store_true", help="serve with LitServe instead (the comparison)")
+    ap.add_argument("--serve-litserve", action="store_true", help=argparse.SUPPRESS)  # (the LitServe process)
+    args = ap.parse_args()
+    if args.serve_litserve:
+        return serve_litserve(args.ckpt, args.threads)
+    texts = sample_texts(args.data, args.reviews)
+    rate = offline(args.ckpt, texts, args.threads)
+    print(f"offline Classifier.predict: {rate:.1f} reviews/s ({len(texts)} reviews, {args.threads} threads)")
+    work = Path(args.out.parent if args.out else ".").resolve() / "bench_serve_work"
+    work.mkdir(parents=True, exist_ok=True)
+    proc, host, port = start_server(args.ckpt, args.threads, work, args.litserve)
+    if args.litserve:  # (it prints its port before it answers)
+        wait_health(host, port)
+    try:
+        rows = [measure(host, port, texts, c, k, args.requests)
+                for k in map(int, args.texts.split(",")) for c in map(int, args.clients.split(","))]  # fmt: skip
+        print(table(rows, rate))
+        mem = memory(proc, host, port, texts, args.memory) if args.memory else None
+        if mem:
+            grew = mem["rss_after_all_mib"] / mem["rss_after_100_mib"] - 1
+            print(f"resident memory: {mem['rss_after_100_mib']:.0f} MiB after 100 requests, "
+                  f"{mem['rss_after_all_mib']:.0f} MiB after {mem['requests']} ({100 * grew:+.1f}%)")  # fmt: skip
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(60)
+    if args.out:
+        args.out.write_text(json.dumps({"offline_reviews_s": rate, "rows": rows, "memory": mem}, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
