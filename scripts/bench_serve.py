@@ -8,7 +8,9 @@ The server is a process of its own (`python -m attnclf serve port=0`), on 127.0.
 one asyncio loop in this process, each with one keep-alive connection, sending POST /predict in turn over a
 seeded sample of the data's test reviews. Each setting sends a bounded number of requests (--requests, at
 least 4 a client) after a warm-up, and the whole run stops by itself. Offline: `Classifier.predict` (batch 64)
-over the same reviews, in this process, with the server's thread count, before the server starts.
+over the same reviews, in this process, with the server's thread count, measured just before each setting
+(the server idle), and each setting's figures are given as ratios to it; beside them, the model alone on
+batches of as many texts as the setting keeps waiting (what the server's batching can give at most).
 --memory N: after the table, N one-text requests from 8 clients, the server's resident memory after the
 first 100 and after all N. --litserve: the same /predict served by LitServe (`pip install litserve`; its
 batching: up to 64 requests, 5 ms), the comparison behind docs/decisions.md's choice. Timings, not a test.
@@ -48,16 +50,32 @@ def sample_texts(data: str, n: int, seed: int = 0, max_chars: int = 100_000) -> 
     return random.Random(seed).sample(texts, min(n, len(texts)))
 
 
-def offline(ckpt: str, texts: list[str], threads: int) -> float:
-    """Classifier.predict's reviews/s over `texts` (after one warm-up batch)."""
-    from attnclf.inference.trained import Classifier
+class Offline:
+    """The references, in this process with the server's thread count: `Classifier.predict` (batches of 64
+    sorted by length over all the texts), and the model alone on batches as the server forms them."""
 
-    torch.set_num_threads(threads)
-    clf = Classifier.from_checkpoint(ckpt)
-    clf.predict(texts[:64])
-    t = time.perf_counter()
-    clf.predict(texts, batch_size=64)
-    return len(texts) / (time.perf_counter() - t)
+    def __init__(self, ckpt: str, texts: list[str], threads: int):
+        from attnclf.inference.trained import Classifier
+
+        torch.set_num_threads(threads)
+        self.clf, self.texts = Classifier.from_checkpoint(ckpt), texts
+        self.readings = [self.clf.read(t) for t in texts]
+        self.clf.predict(texts[:64])
+
+    def predict(self) -> float:
+        """Classifier.predict's reviews/s over the texts."""
+        t = time.perf_counter()
+        self.clf.predict(self.texts, batch_size=64)
+        return len(self.texts) / (time.perf_counter() - t)
+
+    def alone(self, n: int, at_most: int = 512) -> float:
+        """reviews/s of predict_readings over groups of `n` texts (what `n` waiting texts give the server:
+        sorted, cut by batch_tokens), over the first `at_most` groups' worth."""
+        readings = self.readings[: max(n, min(len(self.readings), at_most))]
+        t = time.perf_counter()
+        for i in range(0, len(readings), n):
+            self.clf.predict_readings(readings[i : i + n])
+        return len(readings) / (time.perf_counter() - t)
 
 
 def start_server(ckpt: str, threads: int, cwd: Path, litserve: bool = False) -> tuple[subprocess.Popen, str, int]:
@@ -202,8 +220,10 @@ def wait_health(host: str, port: int, seconds: float = 300) -> None:
     sys.exit(f"error: nothing answers /health at {host}:{port}")
 
 
-def measure(host: str, port: int, texts: list[str], clients: int, per: int, requests: int) -> dict:
-    """One setting: a warm-up (a request a client), then `requests` requests of `per` texts each."""
+def measure(host: str, port: int, texts: list[str], clients: int, per: int, requests: int, ref: Offline) -> dict:
+    """One setting: a warm-up (a request a client), then `requests` requests of `per` texts each; the
+    references measured just before it (the server idle), so that a slow spell of the machine hits both."""
+    offline_s, alone_s = ref.predict(), ref.alone(clients * per)
     bodies = [json.dumps({"texts": texts[i : i + per]}).encode() for i in range(0, len(texts) - per + 1, per)]
     requests = max(requests, 4 * clients)
     asyncio.run(load(host, port, bodies, clients, clients))
@@ -213,7 +233,7 @@ def measure(host: str, port: int, texts: list[str], clients: int, per: int, requ
     q = statistics.quantiles(lat, n=100, method="inclusive")
     return {"clients": clients, "texts": per, "requests": requests, "requests_s": requests / seconds,
             "reviews_s": requests * per / seconds, "p50_ms": 1000 * q[49], "p95_ms": 1000 * q[94],
-            "p99_ms": 1000 * q[98]}  # fmt: skip
+            "p99_ms": 1000 * q[98], "offline_reviews_s": offline_s, "alone_reviews_s": alone_s}  # fmt: skip
 
 
 def memory(proc: subprocess.Popen, host: str, port: int, texts: list[str], n: int) -> dict:
@@ -225,12 +245,16 @@ def memory(proc: subprocess.Popen, host: str, port: int, texts: list[str], n: in
     return {"requests": n, "rss_after_100_mib": first, "rss_after_all_mib": rss_mib(proc.pid)}
 
 
-def table(rows: list[dict], offline_rate: float) -> str:
-    lines = ["| clients | texts a request | requests/s | reviews/s | x offline | p50 ms | p95 ms | p99 ms | p99/p50 |",
-             "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+def table(rows: list[dict]) -> str:
+    """The figures, a row a setting, as ratios to offline measured beside it; `model alone`: the model
+    without HTTP on as many texts at once as the setting keeps waiting (clients x texts), what the server's
+    batches can give at most."""
+    lines = ["| clients | texts a request | requests/s | reviews/s | x offline | model alone, x offline | p50 ms | "
+             "p95 ms | p99 ms | p99/p50 |", "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
     for r in rows:
+        served, alone = r["reviews_s"] / r["offline_reviews_s"], r["alone_reviews_s"] / r["offline_reviews_s"]
         lines.append(f"| {r['clients']} | {r['texts']} | {r['requests_s']:.1f} | {r['reviews_s']:.1f} | "
-                     f"{r['reviews_s'] / offline_rate:.2f} | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} | "
+                     f"{served:.2f} | {alone:.2f} | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} | "
                      f"{r['p99_ms']:.1f} | {r['p99_ms'] / r['p50_ms']:.2f} |")  # fmt: skip
     return "\n".join(lines)
 
@@ -252,27 +276,30 @@ def main() -> None:
     if args.serve_litserve:
         return serve_litserve(args.ckpt, args.threads)
     texts = sample_texts(args.data, args.reviews)
-    rate = offline(args.ckpt, texts, args.threads)
-    print(f"offline Classifier.predict: {rate:.1f} reviews/s ({len(texts)} reviews, {args.threads} threads)")
+    clients, per = [int(c) for c in args.clients.split(",")], [int(k) for k in args.texts.split(",")]
+    ref = Offline(args.ckpt, texts, args.threads)
     work = Path(args.out.parent if args.out else ".").resolve() / "bench_serve_work"
     work.mkdir(parents=True, exist_ok=True)
     proc, host, port = start_server(args.ckpt, args.threads, work, args.litserve)
     if args.litserve:  # (it prints its port before it answers)
         wait_health(host, port)
     try:
-        rows = [measure(host, port, texts, c, k, args.requests)
-                for k in map(int, args.texts.split(",")) for c in map(int, args.clients.split(","))]  # fmt: skip
-        print(table(rows, rate))
+        rows = [measure(host, port, texts, c, k, args.requests, ref) for k in per for c in clients]
         mem = memory(proc, host, port, texts, args.memory) if args.memory else None
-        if mem:
-            grew = mem["rss_after_all_mib"] / mem["rss_after_100_mib"] - 1
-            print(f"resident memory: {mem['rss_after_100_mib']:.0f} MiB after 100 requests, "
-                  f"{mem['rss_after_all_mib']:.0f} MiB after {mem['requests']} ({100 * grew:+.1f}%)")  # fmt: skip
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(60)
+    rates = [r["offline_reviews_s"] for r in rows]
+    print(f"offline Classifier.predict: {statistics.median(rates):.1f} reviews/s ({len(texts)} reviews, "
+          f"{args.threads} threads; {min(rates):.1f} to {max(rates):.1f} over the settings)")  # fmt: skip
+    print(table(rows))
+    if mem:
+        grew = mem["rss_after_all_mib"] / mem["rss_after_100_mib"] - 1
+        print(f"resident memory: {mem['rss_after_100_mib']:.0f} MiB after 100 requests, "
+              f"{mem['rss_after_all_mib']:.0f} MiB after {mem['requests']} ({100 * grew:+.1f}%)")  # fmt: skip
     if args.out:
-        args.out.write_text(json.dumps({"offline_reviews_s": rate, "rows": rows, "memory": mem}, indent=2) + "\n")
+        figures = {"rows": rows, "memory": mem}
+        args.out.write_text(json.dumps(figures, indent=2) + "\n")
 
 
 if __name__ == "__main__":
