@@ -68,13 +68,13 @@ class Offline:
         self.clf.predict(self.texts, batch_size=64)
         return len(self.texts) / (time.perf_counter() - t)
 
-    def alone(self, n: int, at_most: int = 512) -> float:
+    def alone(self, n: int, at_most: int = 512, batch_tokens: int = 16384) -> float:
         """reviews/s of predict_readings over groups of `n` texts (what `n` waiting texts give the server:
-        sorted, cut by batch_tokens), over the first `at_most` groups' worth."""
+        sorted, cut by batch_tokens), over the first `at_most` texts (at least one group)."""
         readings = self.readings[: max(n, min(len(self.readings), at_most))]
         t = time.perf_counter()
         for i in range(0, len(readings), n):
-            self.clf.predict_readings(readings[i : i + n])
+            self.clf.predict_readings(readings[i : i + n], batch_tokens)
         return len(readings) / (time.perf_counter() - t)
 
 
@@ -259,6 +259,28 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def print_explain(ref: Offline) -> None:
+    """/explain's work (attnclf.serving.explain) on the reviews at the median, the 90th percentile and the
+    longest, seconds each (after one warm-up)."""
+    from attnclf.serving.explain import explain
+
+    by_length = sorted(ref.readings, key=lambda r: len(r.ids))
+    for q in (0.5, 0.9, 1.0):
+        r = by_length[min(int(q * len(by_length)), len(by_length) - 1)]
+        explain(ref.clf, r)
+        t = time.perf_counter()
+        explain(ref.clf, r)
+        print(f"/explain, {len(r.ids)} tokens (quantile {q}): {time.perf_counter() - t:.2f} s")
+
+
+def print_budgets(ref: Offline, budgets: list[int], arrivals: list[int]) -> None:
+    """The model alone (no server) on groups of each size in `arrivals`, under each batch_tokens."""
+    print("| batch_tokens | " + " | ".join(f"{n} waiting, reviews/s" for n in arrivals) + " |")
+    print("|---|" + "---|" * len(arrivals))
+    for b in budgets:
+        print(f"| {b} | " + " | ".join(f"{ref.alone(n, batch_tokens=b):.0f}" for n in arrivals) + " |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ckpt", required=True, help="a run folder or checkpoint")
@@ -271,6 +293,8 @@ def main() -> None:
     ap.add_argument("--memory", type=int, default=0, help="one-text requests of the memory check (0: none)")
     ap.add_argument("--out", type=Path, help="the figures as JSON too")
     ap.add_argument("--litserve", action="store_true", help="serve with LitServe instead (the comparison)")
+    ap.add_argument("--budgets", help="instead: the model alone under these batch_tokens, e.g. 4096,16384")
+    ap.add_argument("--explain", action="store_true", help="instead: /explain's seconds on short to long reviews")
     ap.add_argument("--serve-litserve", action="store_true", help=argparse.SUPPRESS)  # (the LitServe process)
     args = ap.parse_args()
     if args.serve_litserve:
@@ -278,6 +302,10 @@ def main() -> None:
     texts = sample_texts(args.data, args.reviews)
     clients, per = [int(c) for c in args.clients.split(",")], [int(k) for k in args.texts.split(",")]
     ref = Offline(args.ckpt, texts, args.threads)
+    if args.explain:
+        return print_explain(ref)
+    if args.budgets:
+        return print_budgets(ref, [int(b) for b in args.budgets.split(",")], [c * k for k in per for c in clients])
     work = Path(args.out.parent if args.out else ".").resolve() / "bench_serve_work"
     work.mkdir(parents=True, exist_ok=True)
     proc, host, port = start_server(args.ckpt, args.threads, work, args.litserve)

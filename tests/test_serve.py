@@ -355,3 +355,39 @@ def test_the_listening_socket_is_tcp_so_that_answers_are_not_held_back(tmp_path)
             listening_socket("127.0.0.1", sock.getsockname()[1]).close()
     finally:
         sock.close()
+
+
+@pytest.mark.parametrize(
+    "args,words",
+    [
+        ([], "give the checkpoint to serve"),
+        (["names=[a,a]", "twice"], "names: 'a' given twice"),
+        (["host=0.0.0.0"], "host='0.0.0.0' serves beyond this machine"),
+        (["port=abc"], "port='abc' must be"),
+        (["nosuch=1"], "nosuch is not a setting"),
+    ],
+)
+def test_bad_settings_from_the_command_line_are_one_line_exit_2_and_leave_nothing_behind(
+    args, words, tiny_run, tiny_run_additive, tmp_path, monkeypatch, capsys, in_process
+):
+    from attnclf.commands import main
+
+    monkeypatch.delenv("ATTNCLF_API_KEY", raising=False)
+    if args:
+        args = [f"ckpt=[{tiny_run},{tiny_run_additive}]" if a == "twice" else a for a in args]
+        args = args if any(a.startswith("ckpt=") for a in args) else [f"ckpt={tiny_run}", *args]
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        main(["serve", *args])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and err.startswith("error: ") and words in err and err.count("\n") == 1, err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_serve_help_says_what_each_key_does(capsys, in_process):
+    from attnclf.commands import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["serve", "--help"])
+    out = capsys.readouterr().out
+    assert e.value.code == 0 and "max_texts" in out and "Ctrl-C or SIGTERM" in out and "api_key" in out

@@ -78,7 +78,7 @@ def explorer_page(text: str, views: list[dict], key: str | None = None, gold: st
         "<p class='about'>Every served model reads the text; each word is shaded by the measure chosen below, "
         "and each model says how far its attention agrees with what its decision rests on (Kendall tau).</p>",
         "<form method='get' action='/'>",
-        f"<textarea name='text' rows='5' placeholder='Type or paste a text'>{html.escape(text)}</textarea>",
+        f"<textarea name='text' rows='3' placeholder='Type or paste a text'>{html.escape(text)}</textarea>",
         f"<input type='hidden' name='key' value='{html.escape(key)}'>" if key else "",
         "<p><button type='submit'>Read it</button></p></form>",
     ]
