@@ -120,3 +120,34 @@ def test_a_resumed_run_reads_its_own_data_and_refuses_other_data(tmp_path, monke
     assert not (tmp_path / "fresh").exists() and len(list((run / "checkpoints").glob("*.ckpt"))) >= 2
     assert resumed["splits"]["test"].startswith("carved from train")
     assert json.loads((run / "data.json").read_text())["data"]["text_column"] == "body"
+
+
+def test_a_run_trained_on_a_relative_path_evaluates_from_another_folder_and_a_moved_file_is_one_line(
+    tmp_path, monkeypatch
+):
+    """data.path=reviews.csv typed in the data's folder is recorded as an absolute path: eval from elsewhere
+    reads the same rows; where the file has gone, one line names it and the run (not a Hub error)."""
+    here, elsewhere = tmp_path / "here", tmp_path / "elsewhere"
+    here.mkdir(), elsewhere.mkdir()
+    write(here / "reviews.csv", examples(200, 2, 0, names=["neg", "pos"]), "csv")
+    monkeypatch.chdir(here)
+    run = tmp_path / "run"
+    m = fit("reviews.csv", run, "logger=none")
+    assert json.loads((run / "data.json").read_text())["data"]["path"] == str(here / "reviews.csv")
+    monkeypatch.chdir(elsewhere)
+    result = evaluated(run, out=tmp_path / "e.json")
+    assert result["confusion_matrix"] == m["test/confusion_matrix"] and result["data"] == str(here / "reviews.csv")
+    (here / "reviews.csv").rename(here / "moved.csv")
+    with pytest.raises(AttnclfError) as e:
+        evaluated(run, out=tmp_path / "e2.json")
+    assert str(e.value) == (
+        f"data.path={str(here / 'reviews.csv')!r}: the run {run} was trained on it, and it is not there (looked for "
+        f"from {elsewhere}); give data.path=<where it is now>"
+    )
+    # a record from before paths were recorded whole: the relative path named, not the Hub
+    record = json.loads((run / "data.json").read_text())
+    record["data"]["path"] = "reviews.csv"
+    (run / "data.json").write_text(json.dumps(record))
+    with pytest.raises(AttnclfError, match=r"^data.path='reviews.csv': the run .* is not there \(looked for from"):
+        evaluated(run, out=tmp_path / "e3.json")
+    assert evaluated(run, f"data.path={here / 'moved.csv'}", out=tmp_path / "e4.json")["reviews"] == 20

@@ -270,6 +270,8 @@ def test_a_trial_that_falls_behind_is_pruned_and_recorded_as_pruned(tiny_imdb, t
         ("hparams_search.pruner=bogus", "hparams_search.pruner='bogus'"),
         ("hparams_search.warmup=-1", "hparams_search.warmup=-1 must be a whole number >= 0"),
         ("hydra.sweeper.storage=null", "hparams_search.pruner=median needs hydra.sweeper.storage"),
+        ("hydra.sweeper.sampler.seed=abc", "hydra.sweeper.sampler.seed='abc' must be a whole number or null"),
+        ("hydra.sweeper.sampler.n_startup_trials=abc", "hydra.sweeper.sampler={"),
     ],
 )
 @pytest.mark.slow  # (a process of its own)
@@ -278,3 +280,19 @@ def test_bad_pruning_values_are_one_line_before_any_trial(bad, message, tiny_imd
               f"hydra.sweeper.storage=sqlite:///{tmp_path / 'optuna.db'}", bad)  # fmt: skip
     assert r.returncode == 2 and r.stderr.strip().splitlines()[-1].startswith(f"error: {message}"), r.stderr[-2000:]
     assert not (tmp_path / "sweep").exists() and "Traceback" not in r.stderr
+
+
+def test_a_sweep_without_optuna_names_the_extra_that_installs_it(monkeypatch):
+    """hparams_search without Optuna installed: one line naming the extra (Hydra's own error was a
+    traceback of its instantiation ending in `full_key: hydra.sweeper.sampler`)."""
+    from attnclf.errors import AttnclfError
+    from hydra_plugins.attnclf_optuna_sweeper.optuna_sweeper import make_sampler
+
+    sampler = {"_target_": "optuna.samplers.TPESampler", "seed": 3}
+    assert type(make_sampler(sampler)).__name__ == "TPESampler"
+    monkeypatch.setitem(sys.modules, "optuna", None)  # (import optuna now fails as where it is not installed)
+    with pytest.raises(
+        AttnclfError,
+        match=r'^hparams_search needs Optuna, which the sweep extra installs: pip install "attnclf\[sweep\]"$',
+    ):
+        make_sampler(sampler)

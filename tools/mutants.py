@@ -852,6 +852,47 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "return Reading(text, words, kept, ids, False)",
         ["tests/test_serve.py::test_predict_gives_each_text_what_the_classifier_gives_it_in_order"],
     ),
+    # the Optuna sweeper's sampler: built by the sweeper, its errors one line
+    (
+        "sweeper-sampler-built-by-hydra",
+        "hydra_plugins/attnclf_optuna_sweeper/optuna_sweeper.py",
+        r"_recursive_: bool = False",
+        "_recursive_: bool = True",
+        ["tests/test_sweeps.py::test_bad_pruning_values_are_one_line_before_any_trial"],
+    ),
+    (
+        "sweeper-sampler-seed-unchecked",
+        "hydra_plugins/attnclf_optuna_sweeper/optuna_sweeper.py",
+        r"if seed is not None and \(not isinstance\(seed, int\) or isinstance\(seed, bool\)\):",
+        "if False:",
+        ["tests/test_sweeps.py::test_bad_pruning_values_are_one_line_before_any_trial"],
+    ),
+    (
+        "sweeper-optuna-missing-unsaid",
+        "hydra_plugins/attnclf_optuna_sweeper/optuna_sweeper.py",
+        r"        import optuna  # noqa: F401\n",
+        "        pass\n",
+        ["tests/test_sweeps.py::test_a_sweep_without_optuna_names_the_extra_that_installs_it"],
+    ),
+    # a run's data paths: recorded whole, and a path no longer there said as such
+    (
+        "data-path-recorded-as-typed",
+        "attnclf/settings/data.py",
+        r"return str\(Path\(value\)\.expanduser\(\)\.resolve\(\)\)",
+        "return value",
+        [
+            "tests/test_run_data.py::test_a_run_trained_on_a_relative_path_evaluates_from_another_folder_and_a_moved_file_is_one_line"
+        ],
+    ),
+    (
+        "moved-data-not-said",
+        "attnclf/data/splits.py",
+        r"        if not Path\(value\)\.expanduser\(\)\.exists\(\):\n",
+        "        if False:\n",
+        [
+            "tests/test_run_data.py::test_a_run_trained_on_a_relative_path_evaluates_from_another_folder_and_a_moved_file_is_one_line"
+        ],
+    ),
 ]
 
 args = sys.argv[1:]

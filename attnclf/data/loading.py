@@ -122,6 +122,16 @@ def _fasttext(ds):
     return ds.map(split, batched=True, remove_columns=["text"])
 
 
+def looks_local(path: str) -> bool:
+    """Whether `path` names a local file or folder rather than a Hub id (owner/name): it starts with . / ~,
+    has more than one folder level, or ends in a data file's suffix."""
+    return (
+        path.startswith((".", "/", "~"))
+        or os.sep in path.strip("/").split("/", 1)[-1]
+        or Path(path).suffix.lower() in DATA_SUFFIXES
+    )
+
+
 def load_splits(
     path: str,
     name: str | None = None,
@@ -145,8 +155,7 @@ def load_splits(
             if "train" not in files:
                 raise AttnclfError("data.validation_file / data.test_file need data.train_file too")
             return _load_files(files)
-        looks_local = path.startswith((".", "/", "~")) or os.sep in path.strip("/").split("/", 1)[-1]
-        if looks_local and not local.exists():
+        if looks_local(path) and not local.exists():
             raise AttnclfError(f"data.path {path!r} does not exist (give a local dataset folder or file, or a Hub id)")
         if local.is_file():
             return _load_files({"train": local})

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import numpy as np
 
-from attnclf.data.loading import VALIDATION_SPLITS, load_splits, prepare_labels, resolve_columns
+from attnclf.data.loading import VALIDATION_SPLITS, load_splits, looks_local, prepare_labels, resolve_columns
 from attnclf.errors import AttnclfError
-from attnclf.settings.data import RECORDED, DataConfig
+from attnclf.settings.data import PATH_KEYS, RECORDED, DataConfig
 from attnclf.settings.typed import typed
 from attnclf.utils.jsonfile import read_json
 
@@ -179,6 +179,20 @@ def record_of(config: DataConfig, seed: int, carved: dict) -> dict:
     return {"data": config.recorded(), "seed": seed, "carved": carved}
 
 
+def check_still_there(config: DataConfig, run: Path, given: dict) -> None:
+    """The local data a run recorded is still where it was (a key given on the command line is the user's):
+    one line naming it and the run, not a Hub error for a path that is not a Hub id."""
+    for key in PATH_KEYS:
+        value = getattr(config, key)
+        if key in given or not value or (key == "path" and not looks_local(value)):
+            continue
+        if not Path(value).expanduser().exists():
+            raise AttnclfError(
+                f"data.{key}={value!r}: the run {run} was trained on it, and it is not there (looked for from "
+                f"{Path.cwd()}); give data.{key}=<where it is now>"
+            )
+
+
 def run_data(run: Path, vocab_meta: dict, given: dict) -> tuple[DataConfig, dict | None, str]:
     """The data a run was trained on as a DataConfig, with `given` (data.* keys from the command line) over
     it, checked; the run's record of what it carved (None: the run kept none); and a line saying which data
@@ -199,6 +213,7 @@ def run_data(run: Path, vocab_meta: dict, given: dict) -> tuple[DataConfig, dict
             base.update({k: carved[k] for k in ("test_size", "val_size") if carved[k] is not None})
     config = typed(DataConfig, {**base, **given}, "data")
     config.check()
+    check_still_there(config, run, given)
     where = config.path or config.train_file
     named = ", ".join(f"data.{k}={v!r}" for k, v in given.items() if k in RECORDED)
     if named:

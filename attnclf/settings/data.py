@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 
 from attnclf.errors import AttnclfError
 from attnclf.settings.typed import register
@@ -93,8 +94,21 @@ class DataConfig:
             )
 
     def recorded(self) -> dict:
-        """What a run folder records of its data (data.json): what decides which rows it read and how."""
-        return {k: v for k, v in asdict(self).items() if k in RECORDED}
+        """What a run folder records of its data (data.json): what decides which rows it read and how; a
+        local path as an absolute one (as_recorded)."""
+        return {k: as_recorded(v) if k in PATH_KEYS else v for k, v in asdict(self).items() if k in RECORDED}
+
+
+# the data keys that may name a local file or folder
+PATH_KEYS = ("path", "train_file", "validation_file", "test_file")
+
+
+def as_recorded(value):
+    """A data path as a run records it: absolute where it names a local file or folder, so that the run is
+    evaluated from any folder; a Hub id, or a path not found here, as given."""
+    if isinstance(value, str) and value and Path(value).expanduser().exists():
+        return str(Path(value).expanduser().resolve())
+    return value
 
 
 # how a run reads its data, not which data it reads: neither recorded nor taken from a run's record

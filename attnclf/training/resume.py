@@ -13,7 +13,7 @@ from hydra.core.override_parser.overrides_parser import OverridesParser
 
 from attnclf.data.splits import RECORD
 from attnclf.errors import AttnclfError
-from attnclf.settings.data import RECORDED, DataConfig
+from attnclf.settings.data import PATH_KEYS, RECORDED, DataConfig, as_recorded
 from attnclf.settings.model import CLASSIFIER, ClassifierConfig, setting_differences
 from attnclf.settings.run import PathsConfig
 from attnclf.settings.typed import typed
@@ -68,7 +68,8 @@ def resumed_data(data: DataConfig, run: Path, given: set[str] | None) -> DataCon
         record = read_json(run / RECORD)["data"]
     except FileNotFoundError:
         return data
-    record = {k: v for k, v in record.items() if k in RECORDED}  # (a key the record lacks: this command's)
+    # (a key the record lacks: this command's; a relative path recorded before paths were absolute: as here)
+    record = {k: as_recorded(v) if k in PATH_KEYS else v for k, v in record.items() if k in RECORDED}
     now = data.recorded()
     for key in RECORDED:
         if key in record and (given is None or key in given) and now[key] != record[key]:

@@ -37,6 +37,9 @@ class OptunaSweeperConf:
     """hydra.sweeper.* (conf/hparams_search/imdb_optuna.yaml sets them)."""
 
     _target_: str = "hydra_plugins.attnclf_optuna_sweeper.optuna_sweeper.OptunaSweeper"
+    # the sampler is built by the sweeper itself (make_sampler), so that a missing Optuna or a bad sampler
+    # value is one line, not Hydra's traceback of the instantiation
+    _recursive_: bool = False
     direction: str = "maximize"
     study_name: str | None = None
     storage: str | None = None  # e.g. sqlite:///outputs/optuna.db; null: in memory, not kept
@@ -77,6 +80,33 @@ def first_error(ret) -> str:
     return line if isinstance(e, AttnclfError) else f"{type(e).__name__}: {line}"
 
 
+SWEEP_EXTRA = 'pip install "attnclf[sweep]"'
+
+
+def make_sampler(sampler):
+    """hydra.sweeper.sampler (a `_target_` and its arguments) as an Optuna sampler; Optuna missing or a
+    value the sampler refuses is one line."""
+    from hydra.errors import InstantiationException
+    from hydra.utils import instantiate
+
+    try:
+        import optuna  # noqa: F401
+    except ImportError:
+        raise AttnclfError(f"hparams_search needs Optuna, which the sweep extra installs: {SWEEP_EXTRA}") from None
+    if not OmegaConf.is_config(sampler) and not isinstance(sampler, dict):
+        return sampler  # (an Optuna sampler already)
+    seed = sampler.get("seed")
+    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+        raise AttnclfError(f"hydra.sweeper.sampler.seed={seed!r} must be a whole number or null (not seeded)")
+    try:
+        return instantiate(sampler)
+    except InstantiationException as e:
+        cause = e.__cause__ or e
+        why = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+        given = OmegaConf.to_container(sampler) if OmegaConf.is_config(sampler) else sampler
+        raise AttnclfError(f"hydra.sweeper.sampler={given}: {why}") from None
+
+
 class OptunaSweeper(Sweeper):
     def __init__(self, direction, study_name, storage, n_trials, n_jobs, max_failure_rate, sampler, params):
         self.direction, self.study_name, self.storage = direction, study_name, storage
@@ -90,6 +120,8 @@ class OptunaSweeper(Sweeper):
         )
         self.search = SearchConfig.of(config.get("hparams_search"))  # (checked before any trial starts)
         self.check()
+        self.sampler_given = self.sampler
+        self.sampler = make_sampler(self.sampler)
 
     def check(self) -> None:
         """The sweeper's own values, each one line before any trial starts."""
@@ -112,7 +144,6 @@ class OptunaSweeper(Sweeper):
 
         from attnclf.training.pruning import make_pruner
 
-        # (Hydra built the sampler from its _target_ with the sweeper)
         return optuna.create_study(study_name=self.study_name, storage=self.storage, sampler=self.sampler,
                                    pruner=make_pruner(self.search), direction=self.direction,
                                    load_if_exists=True)  # fmt: skip
@@ -125,7 +156,7 @@ class OptunaSweeper(Sweeper):
                  self.search.pruner, self.n_trials)  # fmt: skip
         returns = []
         for start in range(0, self.n_trials, self.n_jobs):
-            batch = [study.ask(searched) for _ in range(min(self.n_jobs, self.n_trials - start))]
+            batch = [self.ask(study, searched) for _ in range(min(self.n_jobs, self.n_trials - start))]
             overrides = [self.overrides_of(trial, fixed) for trial in batch]
             done = self.launcher.launch(overrides, initial_job_idx=self.job_idx)
             self.job_idx += len(done)
@@ -136,6 +167,16 @@ class OptunaSweeper(Sweeper):
                 raise AttnclfError(f"{len(failed)} of {len(done)} trials failed, more than {rate} allows; the "
                                    f"first: {first_error(failed[0])}")  # fmt: skip
         self.report(study, returns)
+
+    def ask(self, study, searched: dict):
+        """A new trial; a sampler whose values it only uses now (a word for a number) is one line."""
+        try:
+            return study.ask(searched)
+        except (TypeError, ValueError) as e:
+            given = self.sampler_given
+            given = OmegaConf.to_container(given) if OmegaConf.is_config(given) else given
+            why = (str(e).strip().splitlines() or [""])[0]
+            raise AttnclfError(f"hydra.sweeper.sampler={given}: it could not propose a trial ({why})") from None
 
     def overrides_of(self, trial, fixed: dict[str, str]) -> tuple[str, ...]:
         """A trial's command line: its sampled values, the fixed ones, and its id (for its pruner)."""
