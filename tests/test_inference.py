@@ -192,6 +192,12 @@ def test_predict_command_text_and_files(tiny_run, tmp_path, capsys):
     header, row = (tmp_path / "gold.csv").read_text().splitlines()
     assert header == "id,text,label,predicted_label,predicted_prob,predicted_top_words"
     assert row.startswith("7,superb,pos,")
+    # the html= page names the run and its attention, and shows the true label where a row has one
+    (tmp_path / "gold2.jsonl").write_text('{"text": "superb", "label": "pos"}\n{"text": "dull"}\n')
+    predict([f"ckpt={tiny_run}", f"input={tmp_path / 'gold2.jsonl'}", f"html={tmp_path / 'gold.html'}"])
+    shown = (tmp_path / "gold.html").read_text()
+    assert f"<b>{tiny_run.name}: dot attention (" in shown
+    assert shown.count(", true label: pos)</h3>") == 1 and shown.count("true label") == 1
 
     # column= names another text column; a run folder stands for its best checkpoint
     (tmp_path / "col.csv").write_text('id,review\n1,superb film\n2,"dull, awful"\n')

@@ -160,6 +160,14 @@ def test_compare_attention(tiny_run, tiny_run_additive, tiny_imdb, tmp_path):
         timeout=300,
     )
     assert swapped.returncode != 0 and "trained with attention=additive" in swapped.stderr
+    from attnclf.tools.compare_attention import as_flags
+
+    # key=value, as the other commands that read a checkpoint take it: the same flags
+    assert as_flags([f"ckpt=[{ckpts[0]},{ckpts[1]}]", f"data={tiny_imdb}", "n=2", "min_tokens=5", "--out", "o"]) == [
+        *ckpts, "--data", str(tiny_imdb), "--n", "2", "--min-tokens", "5", "--out", "o"]  # fmt: skip
+    for bad, words in (("nosuch=1", "'nosuch' is not a setting of compare-attention"), ("ckpt=[a]", "give two")):
+        with pytest.raises(SystemExit, match=re.escape(words)):
+            as_flags([bad])
 
 
 @pytest.mark.bench  # (a benchmark script on tiny inputs, in a process of its own)

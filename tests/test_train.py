@@ -369,3 +369,21 @@ def test_the_default_early_stopping_waits_while_val_acc_rises(tmp_path, rising, 
                         enable_progress_bar=False, enable_model_summary=False)  # fmt: skip
     trainer.fit(Scripted(), loader, loader)
     assert trainer.current_epoch == epochs
+
+
+def test_small_data_logs_train_loss_a_few_times_an_epoch_and_says_so(tiny_imdb, tmp_path, caplog):
+    """12 steps an epoch against trainer.log_every_n_steps=50 (the default): Lightning would log no
+    train/loss at all; the run logs it every 3 steps (4 points an epoch) and the log says why."""
+    import logging
+
+    caplog.set_level(logging.INFO, logger="attnclf")
+    overrides = [o for o in tiny_overrides(tiny_imdb, tmp_path) if not o.startswith("trainer.log_every_n_steps")]
+    train(compose_cfg(["trainer.max_epochs=2", "trainer.log_every_n_steps=50", "callbacks.rich_progress_bar=null",
+                       "callbacks.attention_maps=null", *overrides]))  # fmt: skip
+    logged = EventAccumulator(str(tmp_path / "tensorboard"))
+    logged.Reload()
+    steps = [e.step for e in logged.Scalars("train/loss")]
+    assert steps == [2, 5, 8, 11, 14, 17, 20, 23], steps  # (Lightning logs after the step: global step 3, 6, ...)
+    assert (
+        "trainer.log_every_n_steps=50: 3, for 12 steps an epoch (train/loss at least 4 times an epoch)" in caplog.text
+    )

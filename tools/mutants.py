@@ -893,6 +893,27 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
             "tests/test_run_data.py::test_a_run_trained_on_a_relative_path_evaluates_from_another_folder_and_a_moved_file_is_one_line"
         ],
     ),
+    (
+        "predict-page-without-true-label",
+        "attnclf/inference/predict.py",
+        r"gold = \[r\.get\(args\.label_column\) for r in rows\]",
+        "gold = None",
+        ["tests/test_inference.py::test_predict_command_text_and_files"],
+    ),
+    (
+        "compare-attention-key-value-ignored",
+        "attnclf/tools/compare_attention.py",
+        r"argv = as_flags\(list\(sys\.argv\[1:\] if argv is None else argv\)\)",
+        "argv = list(sys.argv[1:] if argv is None else argv)",
+        ["tests/test_scripts.py::test_compare_attention"],
+    ),
+    (
+        "small-data-logs-no-loss",
+        "attnclf/training/trainer.py",
+        r"    if every < trainer\.log_every_n_steps:",
+        "    if False:",
+        ["tests/test_train.py::test_small_data_logs_train_loss_a_few_times_an_epoch_and_says_so"],
+    ),
 ]
 
 args = sys.argv[1:]

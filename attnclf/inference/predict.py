@@ -31,6 +31,7 @@ HELP = """usage: attnclf predict ckpt=<.ckpt or run folder> (text="a review" | i
   text=REVIEW      one review, taken literally
   input=FILE       .txt (one review per line; blank lines are skipped), or the text column of .csv, .jsonl, .parquet
   column=NAME      the text column of input= (default: text)
+  label_column=NAME  the true label's column of input=, shown on the html= page where rows have it (default: label)
   output=FILE      write label, probability and top words to .csv or .jsonl
   html=FILE        the reviews with their words shaded by attention
   top_k=N          top-weighted words shown (default 5)
@@ -146,6 +147,8 @@ def predict_as_set(args: PredictConfig) -> list[Prediction]:
         write_output(Path(args.output), rows, preds, args.top_k)
         print(f"predictions written to {args.output}", file=sys.stderr)
     if args.html is not None:
-        write_text_atomic(args.html, predictions_page(preds))  # (its folder made where missing)
+        about = f"{clf.run.name}: {clf.module.hparams.attention} attention ({best_checkpoint(args.ckpt)})"
+        gold = [r.get(args.label_column) for r in rows]
+        write_text_atomic(args.html, predictions_page(preds, about, gold))  # (its folder made where missing)
         print(f"attention page written to {args.html}", file=sys.stderr)
     return preds

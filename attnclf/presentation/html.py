@@ -71,11 +71,18 @@ def page(title: str, body: list[str], truncated: bool = False) -> str:
     return "\n".join(head + body) + "\n"
 
 
-def predictions_page(preds: list) -> str:
-    """predict.py's html=: each review with its predicted label and probability."""
+def predictions_page(preds: list, about: str = "", gold: list | None = None) -> str:
+    """predict.py's html=: each review with its predicted label and probability, and its true label where
+    the input has one (`gold`, None for a row without); `about` (the run and its attention) on top."""
     truncated = any(p.positions and len(p.positions) < len(token_spans(p.text) or p.positions) for p in preds)
-    body = [
-        f"<h3>#{i + 1}: {html.escape(p.label_name)} ({p.prob:.3f})</h3><p>{shade_words(p)}</p>"
-        for i, p in enumerate(preds)
+    gold = gold or [None] * len(preds)
+
+    def true(g) -> str:
+        return "" if g is None else f", true label: {html.escape(str(g))}"
+
+    body = [f"<p><b>{html.escape(about)}</b></p>"] if about else []
+    body += [
+        f"<h3>#{i + 1}: {html.escape(p.label_name)} ({p.prob:.3f}{true(g)})</h3><p>{shade_words(p)}</p>"
+        for i, (p, g) in enumerate(zip(preds, gold, strict=True))
     ]
     return page("attention", body, truncated)

@@ -380,6 +380,7 @@ class PredictConfig:
     top_k: int = 5
     device: str = "cpu"
     column: str = "text"
+    label_column: str = "label"  # the true label's column of input=, shown on the html= page where present
     num_threads: int | None = None  # torch CPU threads, as train.py's; None: PyTorch's default
 
     def check(self) -> None:

@@ -1,7 +1,12 @@
 """The two attentions' weights on the same reviews, one above the other.
 
+    attnclf compare-attention 'ckpt=[<dot run>,<additive run>]' [data=/path/to/imdb] [n=6] [texts=FILE]
+        [out=outputs/compare_attention]
     attnclf compare-attention <ckpt_dot> <ckpt_additive> [--data /path/to/imdb] [--n 6]
         [--out outputs/compare_attention] [--logdir outputs/compare_attention/tensorboard]
+
+Each flag may be given as key=value too, as the other commands that read a checkpoint take their
+arguments (ckpt=[dot,additive] for the two checkpoints; min_tokens=, max_tokens= for --min-tokens ...).
 
 Takes a fixed set of test reviews (the first --n of the test split, in its
 order, whose length is between --min-tokens and --max-tokens), or --texts FILE
@@ -14,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import html
+import sys
 from pathlib import Path
 
 from attnclf.data.text import tokenize
@@ -30,7 +36,30 @@ def pick_reviews(data: str, n: int, lo: int, hi: int) -> list[str]:
     return chosen or list(test[:n])
 
 
+KEYS = ("ckpt", "data", "texts", "n", "min_tokens", "max_tokens", "out", "logdir")
+
+
+def as_flags(argv: list[str]) -> list[str]:
+    """key=value arguments as the flags they stand for (ckpt=[a,b]: the two checkpoints); flags as given."""
+    out = []
+    for a in argv:
+        key, eq, value = a.partition("=")
+        if a.startswith("-") or not eq:
+            out.append(a)
+        elif key not in KEYS:
+            raise SystemExit(f"error: {key!r} is not a setting of compare-attention; allowed: {', '.join(KEYS)}")
+        elif key == "ckpt":
+            ckpts = [c.strip() for c in value.strip("[]").split(",") if c.strip()]
+            if len(ckpts) != 2:
+                raise SystemExit(f"error: ckpt={value}: give two, the dot run's and the additive's: 'ckpt=[a,b]'")
+            out += ckpts
+        else:
+            out += [f"--{key.replace('_', '-')}", value]
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = as_flags(list(sys.argv[1:] if argv is None else argv))
     p = argparse.ArgumentParser(prog="attnclf compare-attention", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     p.add_argument("ckpt_dot")

@@ -34,6 +34,7 @@ from attnclf.training.trainer import (
     at_least_epochs,
     at_least_steps,
     hparams_of,
+    log_often_enough,
     make_trainer,
     peak_gpu_mb,
     peak_rss_mb,
@@ -67,6 +68,7 @@ def train(cfg: DictConfig, overrides: list[str] | None = None) -> float:
     start = keep_records(s, out, datamodule, resume, start)
     at_least_epochs(trainer, s.run.min_epochs, datamodule)
     at_least_steps(trainer, s.run.min_steps, datamodule)
+    log_often_enough(trainer, datamodule)
 
     fit_seconds = timed_fit(trainer, model, datamodule, resume, "training", out / "checkpoints")
 

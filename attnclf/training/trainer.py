@@ -125,18 +125,37 @@ def at_least_epochs(trainer: L.Trainer, min_epochs: int | str | None, datamodule
     _raise_epochs(trainer, min_epochs, why)
 
 
+def optimizer_steps_an_epoch(trainer: L.Trainer, datamodule) -> int:
+    """An epoch's optimizer steps, as Lightning will count them: this rank's batches (the length-bucketing
+    sampler shards them), cut by limit_train_batches, over the accumulated gradient batches."""
+    batches = -(-len(datamodule.train_set) // (datamodule.train_batch_size() * trainer.world_size))
+    limit = trainer.limit_train_batches
+    batches = max(1, int(batches * limit)) if isinstance(limit, float) else min(batches, int(limit))
+    return -(-batches // trainer.accumulate_grad_batches)
+
+
+# train/loss points an epoch at the least: small data logs more often than trainer.log_every_n_steps says
+LOSS_POINTS_AN_EPOCH = 4
+
+
+def log_often_enough(trainer: L.Trainer, datamodule) -> None:
+    """trainer.log_every_n_steps lowered where an epoch has too few steps for LOSS_POINTS_AN_EPOCH points of
+    train/loss (Lightning would log none in an epoch shorter than it), and said in the log."""
+    per_epoch = optimizer_steps_an_epoch(trainer, datamodule)
+    every = max(1, per_epoch // LOSS_POINTS_AN_EPOCH)
+    if every < trainer.log_every_n_steps:
+        log.info("trainer.log_every_n_steps=%d: %d, for %d steps an epoch (train/loss at least %d times an epoch)",
+                 trainer.log_every_n_steps, every, per_epoch, min(LOSS_POINTS_AN_EPOCH, per_epoch))  # fmt: skip
+        trainer.log_every_n_steps = every
+
+
 def at_least_steps(trainer: L.Trainer, min_steps: int | None, datamodule) -> None:
     """Train for more epochs than trainer.max_epochs where those would be fewer than `min_steps` optimizer
     steps (small data: 3 epochs of 3,000 texts are 150 steps), and say so in the log. The schedule follows
     (its length is the Trainer's estimate of the steps, read when the fit starts)."""
     if not min_steps or _epochs_by_count(trainer) is None:
         return
-    # an epoch's optimizer steps, as Lightning will count them: this rank's batches (the length-bucketing
-    # sampler shards them), cut by limit_train_batches, over the accumulated gradient batches
-    batches = -(-len(datamodule.train_set) // (datamodule.train_batch_size() * trainer.world_size))
-    limit = trainer.limit_train_batches
-    batches = max(1, int(batches * limit)) if isinstance(limit, float) else min(batches, int(limit))
-    per_epoch = -(-batches // trainer.accumulate_grad_batches)
+    per_epoch = optimizer_steps_an_epoch(trainer, datamodule)
     needed = -(-min_steps // per_epoch)
     _raise_epochs(trainer, needed, f"{per_epoch} optimizer steps an epoch, and min_steps={min_steps}")
 
