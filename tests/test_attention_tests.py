@@ -115,6 +115,7 @@ def test_attention_tests_bad_values_are_one_line_before_any_work(tiny_run, tmp_p
     for given, message in (
         ("test=shap", r"test='shap'; allowed: diagnostic, adversarial"),
         ("lambdas=[0.1,-1]", r"lambdas: -1; allowed: numbers >= 0"),
+        ("lambdas=[]", r"lambdas=\[\]: give at least one weight"),
         ("epochs=0", r"epochs=0"),
     ):
         with pytest.raises(AttnclfError, match=message):

@@ -62,6 +62,7 @@ def test_bad_values(override, message, tiny_imdb, tmp_path):
         ("trainer.precision=12", "trainer: Precision 12 is invalid"),  # (the Trainer's own check, built first)
         ("data.label_column=text", "data.label_column='text' is data.text_column too"),
         ("model.rnn=rnn", "model.rnn='rnn'; allowed: gru, lstm"),
+        ("hparams_search=imdb_optuna hparams_search.trial=3", "hparams_search.trial=3 is set by the Optuna sweeper"),
         ("model.rnn=lstm model.init_from=pretrain", "model.init_from needs model.rnn=gru (the language models"),
     ],
 )

@@ -393,6 +393,10 @@ def test_faithfulness_bad_input(tiny_run, tiny_imdb, tmp_path):
         faithfulness(compose_faith([*base, "min_tokens=300"]))
     with pytest.raises(AttnclfError, match=r"sources='shap'.*allowed: integrated_gradients, feature_ablation"):
         faithfulness(compose_faith([*base, "sources=[shap]"]))
+    with pytest.raises(AttnclfError, match=r"^sources: integrated_gradients is given twice; give each source once$"):
+        faithfulness(compose_faith([*base, "sources=[integrated_gradients,integrated_gradients]"]))
+    with pytest.raises(AttnclfError, match=r"num_threads=0 must be a positive integer"):
+        faithfulness(compose_faith([*base, "num_threads=0"]))
     for bad in ("0", "-0.1", "1.5"):
         with pytest.raises(AttnclfError, match=r"adversarial=[-.0-9]+: the output's allowed change .* in \(0, 1\)"):
             faithfulness(compose_faith([*base, f"adversarial={bad}"]))

@@ -272,6 +272,7 @@ def test_a_trial_that_falls_behind_is_pruned_and_recorded_as_pruned(tiny_imdb, t
         ("hydra.sweeper.storage=null", "hparams_search.pruner=median needs hydra.sweeper.storage"),
         ("hydra.sweeper.sampler.seed=abc", "hydra.sweeper.sampler.seed='abc' must be a whole number or null"),
         ("hydra.sweeper.sampler.n_startup_trials=abc", "hydra.sweeper.sampler={"),
+        ("hparams_search.trial=3", "hparams_search.trial=3 is set by the Optuna sweeper for each run of a search"),
     ],
 )
 @pytest.mark.slow  # (a process of its own)

@@ -914,6 +914,20 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "    if False:",
         ["tests/test_train.py::test_small_data_logs_train_loss_a_few_times_an_epoch_and_says_so"],
     ),
+    (
+        "trial-by-hand-taken",
+        "attnclf/settings/run.py",
+        r"if self\.trial is not None and not in_multirun\(\):",
+        "if False:",
+        ["tests/test_errors.py::test_bad_values_are_refused_before_any_data_work"],
+    ),
+    (
+        "a-source-twice-computed-twice",
+        "attnclf/settings/commands.py",
+        r"twice = sorted\(\{x for x in self\.sources if self\.sources\.count\(x\) > 1\}\)",
+        "twice = []",
+        ["tests/test_faithfulness.py::test_faithfulness_bad_input"],
+    ),
 ]
 
 args = sys.argv[1:]

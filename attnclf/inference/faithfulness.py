@@ -28,6 +28,7 @@ from attnclf.presentation.tensorboard import write_faithfulness
 from attnclf.settings.commands import FaithfulnessConfig, faithfulness_settings
 from attnclf.training.checkpoint import best_checkpoint, run_dir_of
 from attnclf.utils.jsonfile import write_json
+from attnclf.utils.threads import torch_threads
 
 log = logging.getLogger(__name__)
 
@@ -313,6 +314,12 @@ def faithfulness(cfg: DictConfig) -> dict:
     """The measures on `reviews` reviews of the run's own split (data.split of the data it was trained on,
     data.json; data.* keys given go over it)."""
     cfg = faithfulness_settings(cfg)  # every value typed and checked, before any checkpoint or data is read
+    with torch_threads(cfg.num_threads):
+        return faithfulness_as_set(cfg)
+
+
+def faithfulness_as_set(cfg: FaithfulnessConfig) -> dict:
+    """faithfulness() with its settings read and checked."""
     ckpt = best_checkpoint(cfg.ckpt)
     clf = Classifier.from_checkpoint(ckpt, cfg.device)
     marked = None

@@ -71,6 +71,7 @@ def train_settings(cfg: DictConfig) -> TrainSettings:
     classifier.model.check_embeddings_file()
     settings = TrainSettings(run, paths, trainer, data, classifier, word2vec_config(cfg, classifier.model))
     settings.search = SearchConfig.of(cfg.get("hparams_search"))
+    settings.search.check_set_by_the_sweeper()
     if classifier.model.init_from == INIT_FROM_PRETRAIN:
         settings.pretraining = pretraining_config(cfg, run, classifier.model)
     return settings
@@ -277,6 +278,7 @@ class FaithfulnessConfig:
     sources: list[str] = field(default_factory=list)  # Captum's importance sources beside the built-in ones
     batch_tokens: int = 8192
     device: str = "cpu"
+    num_threads: int | None = None  # torch CPU threads, as train.py's; None: PyTorch's default
     output: str | None = None
     split: str = "test"
     data: dict = field(default_factory=dict)
@@ -294,6 +296,10 @@ class FaithfulnessConfig:
         positive_int("permutations", self.permutations)
         for source in self.sources:
             one_of("sources", source, ATTRIBUTION_SOURCES)
+        twice = sorted({x for x in self.sources if self.sources.count(x) > 1})
+        if twice:
+            raise AttnclfError(f"sources: {twice[0]} is given twice; give each source once")
+        positive_int("num_threads", self.num_threads, "PyTorch's default")
         if self.adversarial is not None and not 0 < self.adversarial < 1:
             raise AttnclfError(f"adversarial={self.adversarial!r}: the output's allowed change (total variation) "
                                "must be in (0, 1), e.g. adversarial=0.01; null: no search")  # fmt: skip
@@ -348,6 +354,8 @@ class AttentionTestsConfig:
         positive_int("num_threads", self.num_threads, "PyTorch's default")
         positive_number("lr", self.lr)
         lambdas = self.lambdas if isinstance(self.lambdas, (list, tuple)) else [self.lambdas]
+        if not lambdas:
+            raise AttnclfError("lambdas=[]: give at least one weight, e.g. lambdas=[0.001,0.01,0.1]")
         for lam in lambdas:
             if not number(lam) or not 0 <= lam < float("inf"):
                 raise AttnclfError(f"lambdas: {lam!r}; allowed: numbers >= 0 (the weight of the attention's "

@@ -191,6 +191,14 @@ class SearchConfig:
         at_least("hparams_search.warmup", self.warmup, 0)
         at_least("hparams_search.startup_trials", self.startup_trials, 0)
 
+    def check_set_by_the_sweeper(self) -> None:
+        """hparams_search.trial is the sweeper's to set, for each run of a search: given by hand, one line."""
+        if self.trial is not None and not in_multirun():
+            raise AttnclfError(
+                f"hparams_search.trial={self.trial!r} is set by the Optuna sweeper for each run of a search; leave "
+                "it out (a search: attnclf train -m hparams_search=imdb_optuna)"
+            )
+
     @classmethod
     def of(cls, node) -> SearchConfig:
         search = typed(cls, node, "hparams_search")

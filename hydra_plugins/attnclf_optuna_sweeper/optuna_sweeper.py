@@ -151,6 +151,9 @@ class OptunaSweeper(Sweeper):
     def sweep(self, arguments: list[str]) -> None:
         params = [f"{k}={v}" for k, v in (self.params or {}).items()]
         searched, fixed = search_space([*params, *arguments])
+        if "hparams_search.trial" in fixed:  # (the sweeper gives each run its own)
+            raise AttnclfError(f"hparams_search.trial={fixed['hparams_search.trial']} is set by the Optuna sweeper "
+                               "for each run of a search; leave it out")  # fmt: skip
         study = self.study()
         log.info("study %s (%s), pruner %s, %d trials", study.study_name, self.storage or "in memory",
                  self.search.pruner, self.n_trials)  # fmt: skip
