@@ -253,7 +253,7 @@ def test_missing_vocabulary(tiny_run, tmp_path):
 
 
 @pytest.mark.slow  # (a process of its own, or more training than a tiny run)
-def test_bad_predict_inputs(tiny_run, tmp_path):
+def test_bad_predict_inputs(tiny_run, tmp_path, capsys):
     ckpt = f"ckpt={best(tiny_run)}"
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"fine line\nbad \xff\xfe line\n")
@@ -293,8 +293,17 @@ def test_bad_predict_inputs(tiny_run, tmp_path):
     predict([ckpt, "text=a great film", "num_threads=1"])  # (as train.py takes it)
     assert torch.get_num_threads() == before  # the caller's threads, put back after the command
     # a page in a folder that is not there yet: the folder is made
+    capsys.readouterr()
     predict([ckpt, "text=a great film", f"html={tmp_path / 'new' / 'deeper' / 'page.html'}"])
     assert "great" in (tmp_path / "new" / "deeper" / "page.html").read_text()
+    assert f"made its folder {tmp_path / 'new' / 'deeper'}" in capsys.readouterr().err  # (said, not silent)
+    # bytes that are not UTF-8 (sys.argv holds them as surrogate escapes): refused, not read as escapes
+    error_of([ckpt, "text=caf\udce9 au lait"], "text= holds bytes that are not UTF-8 (at character 4)")
+    # a review longer than the run reads: read in part, and said
+    predict([ckpt, "text=" + "awful " * 1500])
+    assert "1 review(s) longer than the run reads (1000 tokens, head_tail) were read in part: #1" in (
+        capsys.readouterr().err
+    )
 
 
 def test_eval_refuses_bad_values_before_reading_anything(tmp_path):

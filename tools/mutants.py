@@ -928,6 +928,20 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "twice = []",
         ["tests/test_faithfulness.py::test_faithfulness_bad_input"],
     ),
+    (
+        "predict-cut-review-unsaid",
+        "attnclf/inference/predict.py",
+        r"    if cut:  # \(as the run's test read them: said, not silent\)",
+        "    if False:",
+        ["tests/test_inference.py::test_bad_predict_inputs"],
+    ),
+    (
+        "predict-text-not-utf8-taken",
+        "attnclf/settings/commands.py",
+        r"        if at is not None:  # \(sys\.argv holds",
+        "        if False:  # (sys.argv holds",
+        ["tests/test_inference.py::test_bad_predict_inputs"],
+    ),
 ]
 
 args = sys.argv[1:]

@@ -139,6 +139,11 @@ def predict_as_set(args: PredictConfig) -> list[Prediction]:
         check_not_empty(texts, f"input={args.input}: the {args.column!r} of rows", first=1)
     clf = Classifier.from_checkpoint(best_checkpoint(args.ckpt), args.device)
     preds = clf.predict(texts, batch_size=args.batch_size)
+    cut = [i + 1 for i, p in enumerate(preds) if p.truncated]
+    if cut:  # (as the run's test read them: said, not silent)
+        shown = ", ".join(f"#{i}" for i in cut[:5]) + (f" and {len(cut) - 5} more" if len(cut) > 5 else "")
+        print(f"{len(cut)} review(s) longer than the run reads ({clf.max_length} tokens, {clf.truncation}) were "
+              f"read in part: {shown}", file=sys.stderr)  # fmt: skip
     for t, p in zip(texts, preds, strict=True):
         top = ", ".join(f"{w} {v:.2f}" for w, v in p.top_words(args.top_k))
         preview = " ".join(t.split())[:70]
@@ -148,6 +153,8 @@ def predict_as_set(args: PredictConfig) -> list[Prediction]:
         print(f"predictions written to {args.output}", file=sys.stderr)
     if args.html is not None:
         about = f"{clf.run.name}: {clf.module.hparams.attention} attention ({best_checkpoint(args.ckpt)})"
+        if not Path(args.html).parent.exists():
+            print(f"html={args.html}: made its folder {Path(args.html).parent}", file=sys.stderr)
         gold = [r.get(args.label_column) for r in rows]
         write_text_atomic(args.html, predictions_page(preds, about, gold))  # (its folder made where missing)
         print(f"attention page written to {args.html}", file=sys.stderr)

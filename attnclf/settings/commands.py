@@ -425,6 +425,9 @@ def predict_settings(argv: list[str]) -> PredictConfig:
         key, eq, value = a.partition("=")
         if not eq or key not in keys:
             raise AttnclfError(f"unknown argument {a!r}; give key=value with key one of: {', '.join(sorted(keys))}")
+        at = next((i for i, ch in enumerate(value) if "\udc80" <= ch <= "\udcff"), None)
+        if at is not None:  # (sys.argv holds bytes that are not UTF-8 as surrogate escapes)
+            raise AttnclfError(f"{key}= holds bytes that are not UTF-8 (at character {at + 1}); give UTF-8 text")
         args[key] = value
     for key in ("batch_size", "top_k", "num_threads"):
         if key in args:
