@@ -121,9 +121,9 @@ def test_eval_of_an_ensemble_averages_the_members_probabilities(tiny_run, tiny_r
     words[i], words[j] = words[j], words[i]
     (other / "vocab.json").write_text(json.dumps(vocab))
 
-    def run(ckpts, out):
+    def run(ckpts, out, data=tiny_imdb):
         with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-            overrides = [f"ckpt=[{','.join(map(str, ckpts))}]", f"data.path={tiny_imdb}",
+            overrides = [f"ckpt=[{','.join(map(str, ckpts))}]", f"data.path={data}",
                          f"paths.cache_dir={tmp_path}", f"output={out}"]  # fmt: skip
             return evaluate(compose("eval", overrides))
 
@@ -148,6 +148,9 @@ def test_eval_of_an_ensemble_averages_the_members_probabilities(tiny_run, tiny_r
     (other / "vocab.json").write_text(json.dumps(vocab))
     with pytest.raises(AttnclfError, match=r"ckpt: .* was trained on classes \['neg', 'pos'\].*same classes"):
         run([tiny_run, other], tmp_path / "bad.json")
+    # refused before any member is evaluated: data that is not there is never read
+    with pytest.raises(AttnclfError, match=r"same classes"):
+        run([tiny_run, other], tmp_path / "bad.json", data=tmp_path / "no_such_data")
 
 
 @pytest.mark.slow  # (a process of its own, or more training than a tiny run)

@@ -52,14 +52,15 @@ def evaluate_as_set(s: EvalConfig, cfg: DictConfig) -> dict:
     else:
         out = Path(cfg.paths.output_dir) / f"ensemble_{s.split}.json"
     check_writable_file("output", out)  # (before any data work: a read-only run folder is one line)
-    probs, labels, members = None, None, []
-    for ckpt in ckpts:
-        clf = Classifier.from_checkpoint(ckpt, s.device)
-        if members and clf.labels != members[0]["labels"]:
+    clfs = [Classifier.from_checkpoint(ckpt, s.device) for ckpt in ckpts]
+    for ckpt, clf in zip(ckpts[1:], clfs[1:], strict=True):  # (before any evaluation, not after the first)
+        if clf.labels != clfs[0].labels:
             raise AttnclfError(
-                f"ckpt: {ckpt} was trained on classes {clf.labels}, {members[0]['checkpoint']} on "
-                f"{members[0]['labels']}; an ensemble needs the same classes"
+                f"ckpt: {ckpt} was trained on classes {clf.labels}, {ckpts[0]} on {clfs[0].labels}; an ensemble "
+                "needs the same classes"
             )
+    probs, labels, members = None, None, []
+    for ckpt, clf in zip(ckpts, clfs, strict=True):
         data, dataset = split_as_trained(clf, s.split, s.data)
         if members and not same_rows(members[0], data, dataset):
             first = members[0]
