@@ -362,6 +362,12 @@ def test_faithfulness_command_writes_json_summary_and_tensorboard(tiny_run, tiny
         main([str(tmp_path / "nothing")])
     assert missing.value.code == 2 and "error: no faithfulness.json at" in capsys.readouterr().err
 
+    # a run folder stands for the one result it holds (<run>/faithfulness_test/)
+    import shutil
+
+    shutil.copytree(out, tmp_path / "a_run" / "faithfulness_test")
+    assert main([str(tmp_path / "a_run"), str(out), "--out", str(tmp_path / "d.png")]) == 0
+    capsys.readouterr()
     assert main([str(out), str(tmp_path / "again" / "faithfulness.json"), "--out", str(tmp_path / "c.png")]) == 0
     table = capsys.readouterr().out
     assert "| flipped, top-1 by attention removed |" in table and (tmp_path / "c.png").stat().st_size > 10_000

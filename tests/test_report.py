@@ -186,6 +186,14 @@ def test_a_run_without_a_test_reads_as_not_measured(tmp_path):
     assert "(3 pairs over 3 setting(s), paired t-test)" in (tmp_path / "report.md").read_text()
 
 
+def test_a_metrics_file_that_is_not_json_is_one_warning_and_the_rest_are_reported(tmp_path):
+    grid(tmp_path)
+    (tmp_path / "0_dot" / "metrics.json").write_text('{"val/acc": 0.8')  # (torn)
+    r = report(tmp_path)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-2000:]
+    assert f"warning: {tmp_path / '0_dot' / 'metrics.json'} is not JSON" in r.stderr
+
+
 def test_each_run_has_its_own_colour_and_one_validation_its_time(tmp_path):
     """Seeds of one attention in shades of its colour, each its own; and the wall-clock of a run that
     validated once is the time since its start, not 0 (its one validation was its first scalar)."""

@@ -949,6 +949,20 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "        if False:",
         ["tests/test_inference.py::test_eval_of_an_ensemble_averages_the_members_probabilities"],
     ),
+    (
+        "compare-faithfulness-run-folder-not-looked-into",
+        "attnclf/tools/compare_faithfulness.py",
+        r"found = sorted\(p\.glob\(\"faithfulness_\*/faithfulness\.json\"\)\)",
+        "found = []",
+        ["tests/test_faithfulness.py::test_faithfulness_command_writes_json_summary_and_tensorboard"],
+    ),
+    (
+        "report-stops-on-a-torn-metrics-file",
+        "attnclf/tools/report.py",
+        r"        except \(json\.JSONDecodeError, UnicodeDecodeError\) as e:",
+        "        except ZeroDivisionError as e:",
+        ["tests/test_report.py::test_a_metrics_file_that_is_not_json_is_one_warning_and_the_rest_are_reported"],
+    ),
 ]
 
 args = sys.argv[1:]

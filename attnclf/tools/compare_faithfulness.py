@@ -23,6 +23,13 @@ from attnclf.utils.jsonfile import not_measured
 
 def load(path: str) -> dict:
     p = Path(path)
+    if p.is_dir() and not (p / "faithfulness.json").is_file():  # a run folder: its own results, where one set
+        found = sorted(p.glob("faithfulness_*/faithfulness.json"))
+        p = found[0].parent if len(found) == 1 else p
+        if len(found) > 1:
+            names = ", ".join(str(f.parent) for f in found)
+            print(f"error: {path} holds several faithfulness results; give one of: {names}", file=sys.stderr)
+            raise SystemExit(2)
     p = p / "faithfulness.json" if p.is_dir() else p
     if not p.is_file():
         print(f"error: no faithfulness.json at {path} (run attnclf faithfulness first)", file=sys.stderr)

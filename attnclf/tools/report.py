@@ -65,8 +65,13 @@ def load_runs(root: Path) -> list[dict]:
 
     runs = []
     for path in sorted(root.rglob("metrics.json")):
+        try:
+            read = json.loads(path.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:  # (a torn or hand-edited file: that run left out)
+            print(f"warning: {path} is not JSON ({getattr(e, 'msg', e)}); that run is left out", file=sys.stderr)
+            continue
         # (a value not measured, such as test/acc with test=false, is null in the file: nan here)
-        m = {k: math.nan if v is None else v for k, v in json.loads(path.read_text()).items()}
+        m = {k: math.nan if v is None else v for k, v in read.items()}
         overrides = path.parent / ".hydra" / "overrides.yaml"
         config = path.parent / ".hydra" / "config.yaml"
         m["dir"] = path.parent
