@@ -302,6 +302,9 @@ def test_bad_predict_inputs(tiny_run, tmp_path, capsys):
     assert f"made its folder {tmp_path / 'new' / 'deeper'}" in capsys.readouterr().err  # (said, not silent)
     # bytes that are not UTF-8 (sys.argv holds them as surrogate escapes): refused, not read as escapes
     error_of([ckpt, "text=caf\udce9 au lait"], "text= holds bytes that are not UTF-8 (at character 4)")
+    # JSON Lines whose rows differ: the rows without the text named
+    (tmp_path / "mixed.jsonl").write_text('{"text": "superb"}\n{"review": "dull"}\n{"text": "fine"}\n')
+    error_of([ckpt, f"input={tmp_path / 'mixed.jsonl'}"], "row(s) 2 have no 'text' key (the other rows have it)")
     # a review longer than the run reads: read in part, and said
     predict([ckpt, "text=" + "awful " * 1500])
     assert "1 review(s) longer than the run reads (1000 tokens, head_tail) were read in part: #1" in (

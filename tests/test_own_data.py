@@ -168,7 +168,8 @@ def test_eval_rebuilds_a_carved_test_split(tmp_path):
                        r".* has 150; give the data it was trained on \(or data.split=train for every row "
                        r"of .*\)$"):  # fmt: skip
         evaluated("test", other)
-    with pytest.raises(AttnclfError, match=r"^data.split='unsupervised'; splits in .*: train$"):
+    with pytest.raises(AttnclfError, match=r"^data.split='unsupervised'; allowed for .*: train, test \(the rows the "
+                       r"run tested on\), validation \(the rows the run validated on\)$"):  # fmt: skip
         evaluated("unsupervised")
 
 

@@ -963,6 +963,20 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "        except ZeroDivisionError as e:",
         ["tests/test_report.py::test_a_metrics_file_that_is_not_json_is_one_warning_and_the_rest_are_reported"],
     ),
+    (
+        "jsonl-rows-without-the-text-unnamed",
+        "attnclf/inference/predict.py",
+        r"if lacking and len\(lacking\) < len\(records\):",
+        "if False:",
+        ["tests/test_inference.py::test_bad_predict_inputs"],
+    ),
+    (
+        "carved-splits-left-out-of-the-allowed",
+        "attnclf/inference/evaluate.py",
+        r'allowed\.append\("validation \(the rows the run validated on\)"\)',
+        "pass",
+        ["tests/test_own_data.py::test_eval_rebuilds_a_carved_test_split"],
+    ),
 ]
 
 args = sys.argv[1:]

@@ -183,7 +183,12 @@ def check_carved(split: str, carved: dict | None, ds, data: DataConfig) -> None:
     path = data.path or data.train_file
     test = carved and split == carved["test_split"] and (carved["test_size"] is not None or carved.get("folds"))
     if not (test or (carved and split in VALIDATION_SPLITS and carved["val_size"] is not None)):
-        raise AttnclfError(f"data.split={split!r}; splits in {path!r}: {', '.join(ds)}")
+        allowed = list(ds)
+        if carved and (carved["test_size"] is not None or carved.get("folds")):
+            allowed.append(f"{carved['test_split']} (the rows the run tested on)")
+        if carved and carved["val_size"] is not None:
+            allowed.append("validation (the rows the run validated on)")
+        raise AttnclfError(f"data.split={split!r}; allowed for {path!r}: {', '.join(allowed)}")
     n = len(ds[carved["from"]]) if carved["from"] in ds else None
     if n != carved["rows"]:
         raise AttnclfError(

@@ -79,8 +79,11 @@ def read_rows(path: Path, column: str = "text") -> tuple[list[str], list[dict]]:
             if not all(isinstance(r, dict) for r in records):
                 raise AttnclfError(f"{path}: every line must be a JSON object with a {column!r} key")
             columns = sorted({k for r in records for k in r})
-            if any(column not in r for r in records):
-                columns = [c for c in columns if all(c in r for r in records)]
+            lacking = [n for n, r in enumerate(records, 1) if column not in r]
+            if lacking and len(lacking) < len(records):  # (some rows have it: name those that do not)
+                shown = ", ".join(map(str, lacking[:5])) + (f" and {len(lacking) - 5} more" if len(lacking) > 5 else "")
+                raise AttnclfError(f"{path}: row(s) {shown} have no {column!r} key (the other rows have it); "
+                                   "give every row one")  # fmt: skip
     if not records:
         raise AttnclfError(f"input={path} holds no review to classify (no rows)")
     if column not in columns:
