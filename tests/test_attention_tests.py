@@ -86,9 +86,13 @@ def compose_tests(overrides):
 
 
 @pytest.mark.slow  # (seven short trainings)
-def test_attention_tests_command_on_a_tiny_run(tiny_run, tmp_path, capsys):
+def test_attention_tests_command_on_a_tiny_run(tiny_run, tmp_path, capsys, caplog):
+    import logging
+
     base = [f"ckpt={tiny_run}", f"paths.cache_dir={tmp_path / 'cache'}", "epochs=2", "num_threads=1"]
+    caplog.set_level(logging.INFO)
     diag = attention_tests(compose_tests([*base, "test=diagnostic", f"output={tmp_path / 'd'}"]))
+    assert not any("Tip:" in r.getMessage() or "GPU available" in r.getMessage() for r in caplog.records)
     saved = json.loads((tmp_path / "d" / "diagnostic.json").read_text())
     assert set(saved["weights"]) == {"uniform", "learned", "frozen"} and saved == json.loads(json.dumps(diag))
     assert saved["weights"]["frozen"]["jsd_from_base"] < 1e-6 < saved["weights"]["uniform"]["jsd_from_base"]

@@ -977,6 +977,13 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "pass",
         ["tests/test_own_data.py::test_eval_rebuilds_a_carved_test_split"],
     ),
+    (
+        "attention-tests-lightning-tips-shown",
+        "attnclf/inference/attention_tests.py",
+        r'with logs_at_least\(logging\.WARNING, "pytorch_lightning", "lightning_fabric", "lightning"\):',
+        "if True:",
+        ["tests/test_attention_tests.py::test_attention_tests_command_on_a_tiny_run"],
+    ),
 ]
 
 args = sys.argv[1:]

@@ -33,6 +33,7 @@ from attnclf.models.context_free import ContextFreeClassifier
 from attnclf.settings.commands import AttentionTestsConfig, attention_tests_settings
 from attnclf.training.checkpoint import best_checkpoint
 from attnclf.training.guided import GuidedModule
+from attnclf.training.trainer import logs_at_least
 from attnclf.utils.jsonfile import write_json
 from attnclf.utils.threads import torch_threads
 
@@ -61,8 +62,10 @@ def fit_and_test(module: GuidedModule, dm: TextDataModule, s: AttentionTestsConf
 
     with tempfile.TemporaryDirectory() as tmp:
         best = ModelCheckpoint(dirpath=tmp, monitor="val/acc", mode="max", save_top_k=1)
-        trainer = L.Trainer(max_epochs=s.epochs, logger=False, callbacks=[best], enable_model_summary=False,
-                            num_sanity_val_steps=0, accelerator="cpu", devices=1)  # fmt: skip
+        # quietly: the Trainer's notes as it is built (the hardware found, an advertising tip) are not ours to say
+        with logs_at_least(logging.WARNING, "pytorch_lightning", "lightning_fabric", "lightning"):
+            trainer = L.Trainer(max_epochs=s.epochs, logger=False, callbacks=[best], enable_model_summary=False,
+                                num_sanity_val_steps=0, accelerator="cpu", devices=1)  # fmt: skip
         t = time.perf_counter()
         trainer.fit(module, dm)
         seconds = time.perf_counter() - t
