@@ -4,6 +4,7 @@ run and in a sweep (`run`, `main_entry`)."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import sys
 from pathlib import Path
@@ -133,7 +134,16 @@ def composition_error(e: HydraException, config_name: str) -> str:
         group, _, option = e.missing_cfg_file.rpartition("/")  # e.g. attention/foo
         return f"{group}={option!r}; allowed: {', '.join(sorted(e.options))}"
     cause = e.__cause__
+    not_a_group = re.search(r"Could not override '([^']+)'\. No match in the defaults list.*use \+(\S+)", str(e), re.S)
+    if not_a_group:  # attention=additive where the command has no such group (its checkpoint decides it)
+        keys = keys_of(config_name, "")
+        return f"{not_a_group.group(2)}: {not_a_group.group(1)} is not a setting here; allowed: {', '.join(keys)}"
     if isinstance(cause, (ConfigKeyError, ConfigAttributeError)) and cause.full_key:  # model.foo=1: no such key
+        if cause.full_key == "hparams_search" and config_name == "train":  # (its keys come with a search)
+            given = re.search(r"Could not override '([^']+)'", str(e))
+            key = given.group(1) if given else "hparams_search.*"
+            return (f"{key} belongs to an Optuna search: give hparams_search=imdb_optuna with it "
+                    f"(attnclf train -m hparams_search=imdb_optuna {key}=...)")  # fmt: skip
         parent, _, key = cause.full_key.rpartition(".")
         keys = keys_of(config_name, parent)
         where = f"a setting of {parent}" if parent else "a setting"

@@ -266,8 +266,12 @@ def test_divergence_stops_and_keeps_the_last_good_checkpoint(lr, tiny_imdb, tmp_
         ("train.py", "foo=1", "error: foo is not a setting; allowed: seed, test, min_steps,"),
         ("eval.py", "data.foo=1", "error: data.foo is not a setting of data; allowed: split, path, name,"),
         ("train.py", "seed=[1", "error: no viable alternative at input '[1'"),
+        ("train.py", "hparams_search.pruner=median",
+         "error: hparams_search.pruner belongs to an Optuna search: give hparams_search=imdb_optuna with it"),
+        ("attention_tests.py", "attention=additive",
+         "error: attention=additive: attention is not a setting here; allowed: paths, ckpt, test, epochs,"),
     ],
-)
+)  # fmt: skip
 def test_a_command_line_hydra_cannot_compose_is_one_line_naming_what_is_allowed(script, override, line, tmp_path):
     r = subprocess.run(
         [sys.executable, script, override, f"hydra.run.dir={tmp_path / 'run'}"],

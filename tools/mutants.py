@@ -984,6 +984,20 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "if True:",
         ["tests/test_attention_tests.py::test_attention_tests_command_on_a_tiny_run"],
     ),
+    (
+        "a-search-key-without-its-search-unnamed",
+        "attnclf/cli.py",
+        r'if cause\.full_key == "hparams_search" and config_name == "train":',
+        "if False:",
+        ["tests/test_errors.py::test_a_command_line_hydra_cannot_compose_is_one_line_naming_what_is_allowed"],
+    ),
+    (
+        "a-group-the-command-lacks-hinted-with-plus",
+        "attnclf/cli.py",
+        r"    if not_a_group:  # attention=additive",
+        "    if False:  # attention=additive",
+        ["tests/test_errors.py::test_a_command_line_hydra_cannot_compose_is_one_line_naming_what_is_allowed"],
+    ),
 ]
 
 args = sys.argv[1:]
