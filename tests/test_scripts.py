@@ -227,6 +227,10 @@ def test_compare_datasets_runs_each_protocol_and_reports_each_dataset_apart(tiny
     for extra, message in (
         (["model.hidden_dim=0"], "error: cr ({short}): model.hidden_dim=0 must be a positive"),
         (["data.label_column=text"], "error: cr ({short}): data.label_column='text' is data."),
+        (
+            ["data.folds=5"],
+            "attnclf compare-datasets: error: -- data.folds=5: compare-datasets sets data.folds itself (--folds K)",
+        ),
     ):
         bad = subprocess.run([*cmd, *extra], cwd=ROOT, capture_output=True, text=True, timeout=600)
         assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1].startswith(message.format(short=short))

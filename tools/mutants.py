@@ -998,6 +998,13 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "    if False:  # attention=additive",
         ["tests/test_errors.py::test_a_command_line_hydra_cannot_compose_is_one_line_naming_what_is_allowed"],
     ),
+    (
+        "compare-datasets-protocol-key-replaced-unsaid",
+        "attnclf/tools/compare_datasets.py",
+        r"        if key in PROTOCOL_KEYS:",
+        "        if False:",
+        ["tests/test_scripts.py::test_compare_datasets_runs_each_protocol_and_reports_each_dataset_apart"],
+    ),
 ]
 
 args = sys.argv[1:]

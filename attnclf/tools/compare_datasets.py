@@ -36,6 +36,16 @@ def has_test_split(path: str) -> bool:
     return "test" in load_splits(path)
 
 
+# the keys each dataset's protocol sets, and how to choose them here
+PROTOCOL_KEYS = {
+    "data.path": "--mr, --subj, --cr, --sst5, --imdb or --data NAME=PATH",
+    "data.folds": "--folds K",
+    "data.fold": "every fold of --folds",
+    "seed": "--seeds",
+    "attention": "both, dot and additive",
+}
+
+
 def runs(name: str, path: str, args, extra: list[str], own_test: bool) -> tuple[list[str], int]:
     """The `attnclf train` multirun arguments for one dataset, and how many runs it makes."""
     common = [f"data.path={path}", "attention=dot,additive", "callbacks.rich_progress_bar=null", *extra]
@@ -124,6 +134,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     extra = argv[argv.index("--") + 1 :] if "--" in argv else []
     args = p.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
+    for item in extra:  # (the protocol's own keys would be replaced by it without a word)
+        key = item.split("=", 1)[0].lstrip("+~")
+        if key in PROTOCOL_KEYS:
+            p.error(f"-- {item}: compare-datasets sets {key} itself ({PROTOCOL_KEYS[key]})")
     given = {n: getattr(args, n) for n in BUILT_IN if getattr(args, n)}
     protocol = {n: BUILT_IN[n] for n in given}  # (--data's: from its splits)
     for item in args.data:
