@@ -142,6 +142,7 @@ class Api:
         self.models, self.s, self.executor = models, s, executor
         self.names = list(models)
         self.browsed: list[dict] | None = None
+        self.browsing = asyncio.Lock()  # (two first visits at once compute the rows once)
 
     async def on_model_thread(self, fn, *args):
         return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
@@ -189,9 +190,10 @@ class Api:
 
     async def rows(self) -> list[dict]:
         """/browse's rows, computed at the first call (then read from the run folder at later starts)."""
-        if self.browsed is None:
-            s, models = self.s, list(self.models.values())
-            self.browsed = await self.on_model_thread(browse_rows, models, s.browse_rows, s.seed, s.batch_tokens)
+        async with self.browsing:
+            if self.browsed is None:
+                s, models = self.s, list(self.models.values())
+                self.browsed = await self.on_model_thread(browse_rows, models, s.browse_rows, s.seed, s.batch_tokens)
         return self.browsed
 
     async def page(self, request: Request, text: str | None = None, row: str | None = None, key: str | None = None):
