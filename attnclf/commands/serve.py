@@ -23,7 +23,7 @@ def serve(cfg: DictConfig) -> None:
     sock = listening_socket(s.host, s.port)
     try:
         with torch_threads(s.num_threads):
-            from attnclf.serving.app import create_app  # (FastAPI and uvicorn: only where serving)
+            from attnclf.serving.app import create_app
 
             app = create_app(load_models(s), s)
             run_server(app, sock)
