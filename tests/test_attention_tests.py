@@ -127,3 +127,17 @@ def test_attention_tests_bad_values_are_one_line_before_any_work(tiny_run, tmp_p
     with pytest.raises(AttnclfError, match="give the checkpoint to test"):
         attention_tests(compose_tests([f"output={tmp_path / 'o'}"]))
     assert not (tmp_path / "o").exists()
+
+
+def test_attention_tests_help_says_what_the_command_does_and_each_key(capsys, in_process):
+    from dataclasses import fields
+
+    from attnclf.commands import main
+    from attnclf.settings.commands import AttentionTestsConfig
+
+    with pytest.raises(SystemExit) as e:
+        main(["attention-tests", "--help"])
+    out = capsys.readouterr().out
+    assert e.value.code == 0 and out.startswith("Wiegreffe & Pinter's tests of a trained classifier's attention")
+    said = {line.split()[0] for line in out.splitlines() if line.strip() and not line.startswith(" ")}
+    assert {f.name for f in fields(AttentionTestsConfig)} - {"cache_dir"} <= said, said
