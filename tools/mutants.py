@@ -924,7 +924,7 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     (
         "a-source-twice-computed-twice",
         "attnclf/settings/commands.py",
-        r"twice = sorted\(\{x for x in self\.sources if self\.sources\.count\(x\) > 1\}\)",
+        r"twice = repeated\(self\.sources\)",
         "twice = []",
         ["tests/test_faithfulness.py::test_faithfulness_bad_input"],
     ),

@@ -15,6 +15,7 @@ from omegaconf import DictConfig
 from attnclf.cli import main_entry, run
 from attnclf.errors import AttnclfError
 from attnclf.settings.serve import ServeConfig, serve_settings
+from attnclf.utils.checks import repeated
 from attnclf.utils.threads import torch_threads
 
 
@@ -59,7 +60,7 @@ def load_models(s: ServeConfig) -> list:
     from attnclf.training.checkpoint import best_checkpoint
 
     ckpts = [best_checkpoint(c).resolve() for c in s.ckpt]
-    twice = sorted({str(c) for c in ckpts if ckpts.count(c) > 1})
+    twice = repeated(str(c) for c in ckpts)
     if twice:
         raise AttnclfError(f"ckpt: {twice[0]} is given twice; serve each model once")
     clfs = [Classifier.from_checkpoint(c, s.device) for c in ckpts]

@@ -21,6 +21,7 @@ from attnclf.inference.trained import Classifier, Prediction, check_not_empty
 from attnclf.presentation.html import predictions_page
 from attnclf.settings.commands import PREDICT_INPUTS, PredictConfig, predict_settings
 from attnclf.training.checkpoint import best_checkpoint
+from attnclf.utils.checks import first_few
 from attnclf.utils.files import write_atomic, write_text_atomic
 from attnclf.utils.jsonfile import dumps
 from attnclf.utils.threads import torch_threads
@@ -81,9 +82,8 @@ def read_rows(path: Path, column: str = "text") -> tuple[list[str], list[dict]]:
             columns = sorted({k for r in records for k in r})
             lacking = [n for n, r in enumerate(records, 1) if column not in r]
             if lacking and len(lacking) < len(records):  # (some rows have it: name those that do not)
-                shown = ", ".join(map(str, lacking[:5])) + (f" and {len(lacking) - 5} more" if len(lacking) > 5 else "")
-                raise AttnclfError(f"{path}: row(s) {shown} have no {column!r} key (the other rows have it); "
-                                   "give every row one")  # fmt: skip
+                raise AttnclfError(f"{path}: row(s) {first_few(lacking)} have no {column!r} key (the other rows "
+                                   "have it); give every row one")  # fmt: skip
     if not records:
         raise AttnclfError(f"input={path} holds no review to classify (no rows)")
     if column not in columns:
@@ -144,9 +144,8 @@ def predict_as_set(args: PredictConfig) -> list[Prediction]:
     preds = clf.predict(texts, batch_size=args.batch_size)
     cut = [i + 1 for i, p in enumerate(preds) if p.truncated]
     if cut:  # (as the run's test read them: said, not silent)
-        shown = ", ".join(f"#{i}" for i in cut[:5]) + (f" and {len(cut) - 5} more" if len(cut) > 5 else "")
         print(f"{len(cut)} review(s) longer than the run reads ({clf.max_length} tokens, {clf.truncation}) were "
-              f"read in part: {shown}", file=sys.stderr)  # fmt: skip
+              f"read in part: {first_few(f'#{i}' for i in cut)}", file=sys.stderr)  # fmt: skip
     for t, p in zip(texts, preds, strict=True):
         top = ", ".join(f"{w} {v:.2f}" for w, v in p.top_words(args.top_k))
         preview = " ".join(t.split())[:70]

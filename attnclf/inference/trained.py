@@ -18,6 +18,7 @@ from attnclf.models.language_model import KIND as LANGUAGE_MODEL
 from attnclf.settings.commands import check_device
 from attnclf.training.checkpoint import best_checkpoint, checkpoint_kind, load_checkpoint, run_dir_of
 from attnclf.training.module import AttnClassifierModule
+from attnclf.utils.checks import first_few
 
 
 @dataclass
@@ -53,7 +54,7 @@ def check_not_empty(texts: list, what: str, first: int = 0) -> None:
     """Every text has something to classify: one line naming the empty ones (`first`: the first's number)."""
     empty = [i + first for i, t in enumerate(texts) if not isinstance(t, str) or not t.strip()]
     if empty:
-        shown = ", ".join(map(str, empty[:5])) + (f" and {len(empty) - 5} more" if len(empty) > 5 else "")
+        shown = first_few(empty)
         raise AttnclfError(f"{what} {shown}: empty, nothing to classify; drop or fill them")
 
 

@@ -20,7 +20,7 @@ from attnclf.settings.lm import LMConfig
 from attnclf.settings.model import INIT_FROM_PRETRAIN, ClassifierConfig, ModelConfig, classifier_config
 from attnclf.settings.run import PathsConfig, RunConfig, SearchConfig, TrainerConfig, TrainRunConfig
 from attnclf.settings.typed import register, typed
-from attnclf.utils.checks import number, one_of, positive_int, positive_number
+from attnclf.utils.checks import number, one_of, positive_int, positive_number, repeated
 from attnclf.utils.files import check_writable_file
 
 
@@ -296,7 +296,7 @@ class FaithfulnessConfig:
         positive_int("permutations", self.permutations)
         for source in self.sources:
             one_of("sources", source, ATTRIBUTION_SOURCES)
-        twice = sorted({x for x in self.sources if self.sources.count(x) > 1})
+        twice = repeated(self.sources)
         if twice:
             raise AttnclfError(f"sources: {twice[0]} is given twice; give each source once")
         positive_int("num_threads", self.num_threads, "PyTorch's default")

@@ -14,7 +14,7 @@ from omegaconf import DictConfig, OmegaConf
 from attnclf.errors import AttnclfError
 from attnclf.settings.commands import check_device, checkpoints_given
 from attnclf.settings.typed import typed
-from attnclf.utils.checks import positive_int
+from attnclf.utils.checks import positive_int, repeated
 
 # the environment variable read where api_key= is not given
 API_KEY_VARIABLE = "ATTNCLF_API_KEY"
@@ -68,9 +68,9 @@ class ServeConfig:
         for name in names:
             if not NAME.fullmatch(name):
                 raise AttnclfError(f"names: {name!r} is not a name; allowed: letters, digits, '_', '.', '-'")
-        repeated = sorted({n for n in names if names.count(n) > 1})
-        if repeated:
-            raise AttnclfError(f"names: {', '.join(map(repr, repeated))} given twice; each model needs its own name")
+        twice = repeated(names)
+        if twice:
+            raise AttnclfError(f"names: {', '.join(map(repr, twice))} given twice; each model needs its own name")
         self.names = names
 
 

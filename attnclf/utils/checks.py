@@ -59,3 +59,15 @@ def one_of(key: str, value, allowed: Sequence[str]) -> None:
     """`value` is one of `allowed`."""
     if value not in allowed:
         raise AttnclfError(f"{key}={value!r}; allowed: {', '.join(allowed)}")
+
+
+def repeated(values) -> list:
+    """The values given more than once, each named once, in order (a list whose items must differ)."""
+    values = list(values)
+    return sorted({v for v in values if values.count(v) > 1})
+
+
+def first_few(items, k: int = 5) -> str:
+    """A list named in a message: its first `k` items, and how many more."""
+    items = list(items)
+    return ", ".join(map(str, items[:k])) + (f" and {len(items) - k} more" if len(items) > k else "")

@@ -84,8 +84,8 @@ SWEEP_EXTRA = 'pip install "attnclf[sweep]"'
 
 
 def make_sampler(sampler):
-    """hydra.sweeper.sampler (a `_target_` and its arguments) as an Optuna sampler; Optuna missing or a
-    value the sampler refuses is one line."""
+    """hydra.sweeper.sampler (a plain dict: a `_target_` and its arguments) as an Optuna sampler; Optuna
+    missing or a value the sampler refuses is one line."""
     from hydra.errors import InstantiationException
     from hydra.utils import instantiate
 
@@ -93,7 +93,7 @@ def make_sampler(sampler):
         import optuna  # noqa: F401
     except ImportError:
         raise AttnclfError(f"hparams_search needs Optuna, which the sweep extra installs: {SWEEP_EXTRA}") from None
-    if not OmegaConf.is_config(sampler) and not isinstance(sampler, dict):
+    if not isinstance(sampler, dict):
         return sampler  # (an Optuna sampler already)
     seed = sampler.get("seed")
     if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
@@ -103,8 +103,7 @@ def make_sampler(sampler):
     except InstantiationException as e:
         cause = e.__cause__ or e
         why = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
-        given = OmegaConf.to_container(sampler) if OmegaConf.is_config(sampler) else sampler
-        raise AttnclfError(f"hydra.sweeper.sampler={given}: {why}") from None
+        raise AttnclfError(f"hydra.sweeper.sampler={sampler}: {why}") from None
 
 
 class OptunaSweeper(Sweeper):
@@ -120,8 +119,9 @@ class OptunaSweeper(Sweeper):
         )
         self.search = SearchConfig.of(config.get("hparams_search"))  # (checked before any trial starts)
         self.check()
-        self.sampler_given = self.sampler
-        self.sampler = make_sampler(self.sampler)
+        # (the sampler as given, plain: what make_sampler builds from, and what a refusal names)
+        self.sampler_given = OmegaConf.to_container(self.sampler) if OmegaConf.is_config(self.sampler) else self.sampler
+        self.sampler = make_sampler(self.sampler_given)
 
     def check(self) -> None:
         """The sweeper's own values, each one line before any trial starts."""
@@ -176,10 +176,10 @@ class OptunaSweeper(Sweeper):
         try:
             return study.ask(searched)
         except (TypeError, ValueError) as e:
-            given = self.sampler_given
-            given = OmegaConf.to_container(given) if OmegaConf.is_config(given) else given
             why = (str(e).strip().splitlines() or [""])[0]
-            raise AttnclfError(f"hydra.sweeper.sampler={given}: it could not propose a trial ({why})") from None
+            raise AttnclfError(
+                f"hydra.sweeper.sampler={self.sampler_given}: it could not propose a trial ({why})"
+            ) from None
 
     def overrides_of(self, trial, fixed: dict[str, str]) -> tuple[str, ...]:
         """A trial's command line: its sampled values, the fixed ones, and its id (for its pruner)."""
