@@ -788,7 +788,7 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     (
         "serve-refusal-not-logged",
         "attnclf/serving/app.py",
-        r'    log\.warning\("%s %s -> %d: %s", request\.method, request\.url\.path, status, message\)\n',
+        r'    log\.warning\("%s %s -> %d: %s", method, path, status, message\)\n',
         "",
         ["tests/test_serve.py::test_each_bad_request_is_a_4xx_with_one_line_one_log_line_and_the_next_is_answered"],
     ),

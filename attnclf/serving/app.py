@@ -50,9 +50,14 @@ def error(status: int, message: str, headers: dict | None = None) -> JSONRespons
     return JSONResponse({"error": message}, status_code=status, headers=headers)
 
 
+def log_refusal(method: str, path: str, status: int, message: str) -> None:
+    """The one log line of each refusal, JSON or page."""
+    log.warning("%s %s -> %d: %s", method, path, status, message)
+
+
 def refused(request: Request, status: int, message: str, headers: dict | None = None) -> JSONResponse:
     """A refusal: one log line, and the one-line JSON error."""
-    log.warning("%s %s -> %d: %s", request.method, request.url.path, status, message)
+    log_refusal(request.method, request.url.path, status, message)
     return error(status, message, headers)
 
 
@@ -76,7 +81,7 @@ class KeyRequired:
         if scope["type"] != "http" or scope["path"] == "/health" or hmac.compare_digest(self.given(scope), self.key):
             return await self.app(scope, receive, send)
         message = "no API key, or a wrong one: send the header X-API-Key: <key> (or Authorization: Bearer <key>)"
-        log.warning("%s %s -> 401: %s", scope.get("method"), scope["path"], message)
+        log_refusal(scope.get("method"), scope["path"], 401, message)
         await error(401, message)(scope, receive, send)
 
 
@@ -205,7 +210,7 @@ class Api:
                 text_of(text, "text", self.s.max_text_chars)
         except Refused as e:
             status, problem = e.status, e.message
-            log.warning("GET / -> %d: %s", status, problem)
+            log_refusal(request.method, request.url.path, status, problem)
         views = await self.views(text) if text and problem is None else []
         return HTMLResponse(explorer_page(text or "", views, key, gold, problem), status_code=status)
 
@@ -229,7 +234,7 @@ class Api:
         try:
             rows = await self.browse_rows_or_refuse()
         except Refused as e:
-            log.warning("GET /browse -> %d: %s", e.status, e.message)
+            log_refusal(request.method, request.url.path, e.status, e.message)
             return HTMLResponse(explorer_page("", [], key, None, e.message), status_code=e.status)
         first = next(iter(self.models.values()))
         about = f"{len(rows)} test rows of {first.about}, sampled with seed {self.s.seed}; each opens in the explorer"
