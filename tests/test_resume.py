@@ -18,20 +18,23 @@ import os, signal
 import pytorch_lightning as L
 
 class SignalAt(L.Callback):
-    """Send this process `sig` right after optimizer step `step`: SIGKILL (no clean-up of any kind), or
-    SIGTERM (as a scheduler stops a job)."""
+    """Send this process `sig` right after optimizer step `step`: SIGKILL (no clean-up of any kind), SIGTERM
+    (as a scheduler stops a job) or SIGINT (Ctrl-C). Only where SIGNALLER_ARMED is set: the resume takes
+    the run's own settings, this callback among them, and goes on unsignalled."""
     def __init__(self, step, sig="SIGKILL"):
         self.step, self.sig = step, getattr(signal, sig)
     def on_train_batch_end(self, trainer, *args):
-        if trainer.global_step == self.step:
+        if trainer.global_step == self.step and os.environ.get("SIGNALLER_ARMED"):
             os.kill(os.getpid(), self.sig)
 '''
 
 
-def signaller_env(tmp_path):
-    """The environment of a run that may name signaller.SignalAt as a callback."""
+def signaller_env(tmp_path, armed=True):
+    """The environment of a run that may name signaller.SignalAt as a callback (`armed`: it signals)."""
     (tmp_path / "signaller.py").write_text(SIGNALLER)
-    return {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    env.pop("SIGNALLER_ARMED", None)
+    return {**env, "SIGNALLER_ARMED": "1"} if armed else env
 
 
 # 12 batches an epoch, 3 epochs, a step checkpoint every 5 steps; killed at step 17 (epoch 1, batch 5),
@@ -83,7 +86,7 @@ def test_killed_run_resumes_to_the_same_result(
         *schedule,
     ]
 
-    env = signaller_env(tmp_path)
+    env, quiet = signaller_env(tmp_path), signaller_env(tmp_path, armed=False)
     run = tmp_path / "run"
     killed = cli(
         [
@@ -101,10 +104,10 @@ def test_killed_run_resumes_to_the_same_result(
     assert not list((run / "checkpoints").glob(".*tmp*"))  # no stray temporary files
 
     if how == "run folder":  # from a new command, whose own fresh folder is not left behind
-        resumed = cli([*common, f"hydra.run.dir={tmp_path / 'fresh'}", f"ckpt_path={run}"], tmp_path)
+        resumed = cli([*common, f"hydra.run.dir={tmp_path / 'fresh'}", f"ckpt_path={run}"], tmp_path, quiet)
         assert not (tmp_path / "fresh").exists()
     else:  # the same command again with ckpt_path=last: the run is in its own hydra.run.dir
-        resumed = cli([*common, f"hydra.run.dir={run}", "ckpt_path=last"], tmp_path)
+        resumed = cli([*common, f"hydra.run.dir={run}", "ckpt_path=last"], tmp_path, quiet)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     assert "exists and is not empty" not in resumed.stderr  # (its own checkpoints are no news)
     assert "resuming" in (run / "train.log").read_text()  # the resumed part logs into the run's own log
@@ -296,31 +299,37 @@ def test_a_checkpoint_says_its_kind_and_an_older_one_is_still_known():
     assert checkpoint_kind({"vocab_size": 9}) is None
 
 
-@pytest.mark.slow  # (a process of its own)
-def test_sigterm_exits_non_zero_and_says_how_to_resume(tiny_imdb, tmp_path):
-    """A scheduler's SIGTERM stops the fit: exit status 143 (never 0, which reads as success), no
-    metrics.json, and one line naming the checkpoints and the resume; that resume then finishes the run."""
-    env = signaller_env(tmp_path)
+@pytest.mark.slow  # (processes of their own)
+@pytest.mark.parametrize("sig,by,status", [("SIGTERM", "SIGTERM", 143), ("SIGINT", "Ctrl-C", 130)])
+def test_a_signal_checkpoints_at_its_step_and_the_run_alone_resumes_to_the_same_figures(
+    tiny_imdb, tmp_path, sig, by, status
+):
+    """A scheduler's SIGTERM or a Ctrl-C stops the fit at the step in flight, with a checkpoint there: exit
+    status 128 + the signal (never 0, which reads as success), no metrics.json, one line naming the
+    checkpoints and the resume. `ckpt_path=<run>` alone then continues with the run's own settings (its
+    seed 7 and 12 batches an epoch, not the defaults' 42 and all) and ends at the uninterrupted run's
+    figures."""
+    armed, quiet = signaller_env(tmp_path), signaller_env(tmp_path, armed=False)
     run = tmp_path / "run"
-    common = [*tiny_overrides(tiny_imdb, tmp_path / "x")[2:], f"data.path={tiny_imdb}", *RUN, "logger=none"]
-    stopped = cli(
-        [
-            *common,
-            f"hydra.run.dir={run}",
-            "+callbacks.t._target_=signaller.SignalAt",
-            "+callbacks.t.step=7",
-            "+callbacks.t.sig=SIGTERM",
-        ],
-        tmp_path,
-        env,
-    )
-    assert stopped.returncode == 128 + 15, stopped.stderr[-2000:]
+    common = [*tiny_overrides(tiny_imdb, tmp_path / "x")[2:], f"data.path={tiny_imdb}", *RUN, "logger=none",
+              f"paths.cache_dir={tmp_path / 'cache'}", "trainer.limit_train_batches=10"]  # fmt: skip
+    signalled = ["+callbacks.t._target_=signaller.SignalAt", "+callbacks.t.step=13", f"+callbacks.t.sig={sig}"]
+    stopped = cli([*common, f"hydra.run.dir={run}", *signalled], tmp_path, armed)
+    assert stopped.returncode == status, stopped.stderr[-2000:]
     last = stopped.stderr.strip().splitlines()[-1]
     assert last == (
-        f"error: training was stopped by SIGTERM at step 7; checkpoints so far are in {run / 'checkpoints'}: "
+        f"error: training was stopped by {by} at step 13; checkpoints so far are in {run / 'checkpoints'}: "
         f"resume with the same command and ckpt_path={run}"
     ), last
     assert not (run / "metrics.json").exists()
-    resumed = cli([*common, f"hydra.run.dir={tmp_path / 'fresh'}", f"ckpt_path={run}"], tmp_path)
+    assert load_checkpoint(run / "checkpoints" / "last.ckpt")["global_step"] == 13  # (not the step-10 one)
+    # the run alone (and where this command's cache is, which cannot change a result)
+    alone = [f"hydra.run.dir={tmp_path / 'fresh'}", f"ckpt_path={run}", f"paths.cache_dir={tmp_path / 'cache'}"]
+    resumed = cli(alone, tmp_path, quiet)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
-    assert json.loads((run / "metrics.json").read_text())["steps"] == 36
+    after = json.loads((run / "metrics.json").read_text())
+    train(compose_cfg([*common, f"paths.output_dir={tmp_path / 'straight'}"]))
+    straight = json.loads((tmp_path / "straight" / "metrics.json").read_text())
+    assert after["seed"] == 7 and after["steps"] == straight["steps"] == 30  # (3 epochs of 10 batches)
+    for key in ("val/acc", "test/acc", "test/loss"):
+        assert after[key] == straight[key], key

@@ -83,17 +83,17 @@ def test_a_run_from_before_data_json_evaluates_from_its_vocabulary_record_and_ge
     (run / "data.json").unlink()
     result = evaluated(run, f"data.path={data}", out=tmp_path / "e.json")
     assert result["reviews"] == 20 and result["accuracy"] == pytest.approx(m["test/acc"], abs=1e-6)
-    (run / "metrics.json").unlink()  # (unfinished: its last.ckpt resumes, for one more epoch)
-    resumed = fit(data, run, "logger=none", "seed=3", "trainer.max_epochs=5", f"ckpt_path={run}")
-    assert resumed["epochs"] == 5 and json.loads((run / "data.json").read_text())["carved"]["rows"] == 200
+    (run / "metrics.json").unlink()  # (unfinished: its last.ckpt resumes, for its test)
+    resumed = fit(data, run, "logger=none", "seed=3", f"ckpt_path={run}")
+    assert resumed["epochs"] == m["epochs"] and json.loads((run / "data.json").read_text())["carved"]["rows"] == 200
     again = evaluated(run, out=tmp_path / "again.json")
     assert again["reviews"] == 20 and again["accuracy"] == pytest.approx(resumed["test/acc"], abs=1e-6)
 
 
 def test_a_resumed_run_reads_its_own_data_and_refuses_other_data(tmp_path, monkeypatch, capsys, in_process):
     """`attnclf train ckpt_path=<run>` with no data.* key continues on the run's own file and columns (not
-    the default, IMDb from the Hub); a data.* key given that differs from the run's record is refused in one
-    line before any work, and the run is left as it was."""
+    the default, IMDb from the Hub); a data.* key or another setting given that differs from the run's is
+    refused in one line before any work, and the run is left as it was."""
     from attnclf.commands.train import main
 
     data = write(tmp_path / "tickets.csv", columns(examples(200, 2, 0, names=["neg", "pos"])), "csv")
@@ -101,21 +101,33 @@ def test_a_resumed_run_reads_its_own_data_and_refuses_other_data(tmp_path, monke
     fit(data, run, "logger=none", "seed=3", "data.text_column=body", "data.label_column=y")
     (run / "metrics.json").unlink()  # (unfinished: its last.ckpt resumes)
     same = [o for o in tiny_overrides(data, run) if not o.startswith(("data.", "paths.output_dir"))]
-    command = ["attnclf train", *same, "trainer.max_epochs=5", "optimizer.lr=1e-2", "logger=none", "seed=3",
+    command = ["attnclf train", *same, "trainer.max_epochs=4", "optimizer.lr=1e-2", "logger=none", "seed=3",
                "callbacks.rich_progress_bar=null", "callbacks.attention_maps=null", f"ckpt_path={run}",
                f"hydra.run.dir={tmp_path / 'fresh'}"]  # fmt: skip
-    monkeypatch.setattr("sys.argv", [*command, "data.max_length=32"])
-    capsys.readouterr()
-    with pytest.raises(SystemExit) as stop:
-        main()
-    assert stop.value.code == 2 and not (tmp_path / "fresh").exists() and not (run / "metrics.json").exists()
-    err = capsys.readouterr().err.strip()
-    assert err == (f"error: data.max_length=32: the run resumed was trained with data.max_length=64 "
-                   f"({run / 'data.json'}); leave data.max_length out to resume on the run's own data")  # fmt: skip
-    monkeypatch.setattr("sys.argv", [*command, "data.label_column=y", "data.batch_size=16"])  # (the same)
+    refused = {
+        "data.max_length=32": f"error: data.max_length=32: the run resumed was trained with data.max_length=64 "
+                              f"({run / 'data.json'}); leave data.max_length out to resume on the run's own data",
+        "trainer.max_epochs=5": f"error: trainer.max_epochs=5: the run resumed was trained with trainer.max_epochs=4 "
+                                f"({run / '.hydra' / 'config.yaml'}); leave trainer.max_epochs out to resume with "
+                                "the run's own settings",
+        # a group's choice: the keys its file sets
+        "attention=additive": f"error: attention='additive': the run resumed was trained with attention='dot' "
+                              f"({run / '.hydra' / 'config.yaml'}); leave attention out to resume with the run's "
+                              "own settings",
+    }  # fmt: skip
+    for given, line in refused.items():
+        monkeypatch.setattr("sys.argv", [*command, given])
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as stop:
+            main()
+        assert stop.value.code == 2 and not (tmp_path / "fresh").exists() and not (run / "metrics.json").exists()
+        assert capsys.readouterr().err.strip() == line
+    # the same values, and keys that cannot change a result (threads, where the cache is): the command's
+    monkeypatch.setattr("sys.argv", [*command, "data.label_column=y", "data.batch_size=16", "num_threads=1",
+                                     f"paths.cache_dir={tmp_path / 'another_cache'}"])  # fmt: skip
     main()
     resumed = json.loads((run / "metrics.json").read_text())
-    assert resumed["epochs"] == 5 and resumed["test/confusion_matrix"] is not None
+    assert resumed["epochs"] == 4 and resumed["test/confusion_matrix"] is not None
     # its checkpoints and logs went on in its own folder: the one Hydra made for the command is gone
     assert not (tmp_path / "fresh").exists() and len(list((run / "checkpoints").glob("*.ckpt"))) >= 2
     assert resumed["splits"]["test"].startswith("carved from train")

@@ -223,7 +223,7 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "attnclf/training/trainer.py",
         r'raise Interrupted\(stopped\(what, "SIGTERM", trainer, checkpoints\), signal.SIGTERM\) from None',
         "raise SystemExit(0)",
-        ["tests/test_resume.py::test_sigterm_exits_non_zero_and_says_how_to_resume"],
+        ["tests/test_resume.py::test_a_signal_checkpoints_at_its_step_and_the_run_alone_resumes_to_the_same_figures"],
     ),
     (
         "resumed-run-forgets-its-start",
@@ -1004,6 +1004,45 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         r"        if key in PROTOCOL_KEYS:",
         "        if False:",
         ["tests/test_scripts.py::test_compare_datasets_runs_each_protocol_and_reports_each_dataset_apart"],
+    ),
+    # a resume continues the run it names: its own settings, a differing key refused, no step lost to a signal
+    (
+        "a-resume-takes-the-commands-settings",
+        "attnclf/training/train.py",
+        r"    cfg = with_run_settings\(cfg, overrides\)",
+        "    pass",
+        [
+            "tests/test_resume.py::test_a_signal_checkpoints_at_its_step_and_the_run_alone_resumes_to_the_same_figures",
+            "tests/test_run_data.py::test_a_resumed_run_reads_its_own_data_and_refuses_other_data",
+        ],
+    ),
+    (
+        "a-groups-choice-is-no-key-given",
+        "attnclf/training/resume.py",
+        r"keys\.update\(differing\(",
+        "set().update(differing(",
+        ["tests/test_run_data.py::test_a_resumed_run_reads_its_own_data_and_refuses_other_data"],
+    ),
+    (
+        "a-runtime-key-taken-from-the-run",
+        "attnclf/training/resume.py",
+        r"    for key in RUNTIME_KEYS:\n        parent",
+        "    for key in ():\n        parent",
+        ["tests/test_run_data.py::test_a_resumed_run_reads_its_own_data_and_refuses_other_data"],
+    ),
+    (
+        "a-signal-stops-without-a-checkpoint",
+        "attnclf/training/callbacks.py",
+        r'        trainer\.save_checkpoint\(self\.dirpath / "last\.ckpt"\)\n',
+        "",
+        ["tests/test_resume.py::test_a_signal_checkpoints_at_its_step_and_the_run_alone_resumes_to_the_same_figures"],
+    ),
+    (
+        "ctrl-c-stops-at-once",
+        "attnclf/training/callbacks.py",
+        r"for sig in \(signal\.SIGTERM, signal\.SIGINT\):",
+        "for sig in (signal.SIGTERM,):",
+        ["tests/test_resume.py::test_a_signal_checkpoints_at_its_step_and_the_run_alone_resumes_to_the_same_figures"],
     ),
 ]
 

@@ -1,14 +1,18 @@
-"""Callbacks: token throughput, and attention maps in TensorBoard."""
+"""Callbacks: token throughput, attention maps in TensorBoard, and a checkpoint where a signal stops the fit."""
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytorch_lightning as L
 import torch
 from pytorch_lightning.callbacks import RichProgressBar
 from pytorch_lightning.loggers import TensorBoardLogger
+from pytorch_lightning.utilities.exceptions import SIGTERMException
 
 from attnclf.presentation.tensorboard import log_attention_review, log_confusion
 
@@ -234,3 +238,45 @@ class AttentionMaps(L.Callback):
                 return attr, measures.leave_one_out(pl_module.model, reviews, attr.probs)
         finally:
             pl_module.train(was_training)
+
+
+class CheckpointOnStop(L.Callback):
+    """A stop by SIGTERM (a scheduler's) or Ctrl-C lets the training step in flight finish, writes
+    `dirpath`/last.ckpt at that step, then stops the fit (SIGTERMException, KeyboardInterrupt): a resume
+    loses no step. A second Ctrl-C stops at once. One process only: under several (DDP), Lightning's own
+    SIGTERM handling stops every rank together, from the last checkpoint written."""
+
+    def __init__(self, dirpath: str | Path):
+        self.dirpath = Path(dirpath)
+        self.by: signal.Signals | None = None  # the signal that asked the fit to stop
+        self.previous: dict = {}
+
+    def on_train_start(self, trainer, pl_module):
+        if trainer.world_size > 1 or threading.current_thread() is not threading.main_thread():
+            return
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            self.previous[sig] = signal.signal(sig, self.ask_to_stop)
+
+    def ask_to_stop(self, signum, frame):
+        if self.by is not None and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.by = signal.Signals(signum)
+
+    def on_train_batch_end(self, trainer, *args):
+        if self.by is None:
+            return
+        trainer.save_checkpoint(self.dirpath / "last.ckpt")
+        self.restore()
+        # (Lightning's own ways out: it saves nothing more, and timed_fit says how to resume)
+        raise SIGTERMException if self.by == signal.SIGTERM else KeyboardInterrupt
+
+    def on_fit_end(self, trainer, pl_module):
+        self.restore()
+
+    def on_exception(self, trainer, pl_module, exception):
+        self.restore()
+
+    def restore(self) -> None:
+        for sig, handler in self.previous.items():
+            signal.signal(sig, handler)
+        self.previous = {}

@@ -7,12 +7,15 @@ import logging
 import shutil
 import warnings
 from dataclasses import asdict
+from importlib.resources import files
 from pathlib import Path
 
 from hydra.core.override_parser.overrides_parser import OverridesParser
+from omegaconf import DictConfig, OmegaConf
 
 from attnclf.data.splits import RECORD
 from attnclf.errors import AttnclfError
+from attnclf.settings.compose import CONF_MODULE, compose_config
 from attnclf.settings.data import PATH_KEYS, RECORDED, DataConfig, as_recorded
 from attnclf.settings.model import CLASSIFIER, ClassifierConfig, setting_differences
 from attnclf.settings.run import PathsConfig
@@ -166,3 +169,103 @@ def remove_if_unused(folder: Path) -> None:
     kept = {p.name for p in folder.iterdir() if p.suffix != ".log"} if folder.is_dir() else {"(none)"}
     if folder.is_dir() and kept <= {".hydra", "vocab.json", START, RECORD}:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+# A run's own settings, as Hydra wrote them when it started (train(cfg) from Python writes them too).
+RUN_CONFIG = Path(".hydra") / "config.yaml"
+
+# Keys that cannot change a run's results: on a resume they stay this command's (docs/configuration.md,
+# "Resuming a run", lists them). Every other key is the run's own.
+RUNTIME_KEYS = (
+    "ckpt_path", "num_threads", "keep_freed_memory", "test", "optimized_metric", "paths", "logger",
+    "hparams_search", "data.num_workers", "data.cache_dir", "trainer.default_root_dir",
+    "trainer.enable_progress_bar", "trainer.enable_model_summary", "trainer.log_every_n_steps",
+    "callbacks.rich_progress_bar", "callbacks.lr_monitor", "callbacks.throughput", "callbacks.attention_maps",
+    "callbacks.confusion_matrix",
+)  # fmt: skip
+
+
+def run_named(ckpt_path: str | None) -> Path | None:
+    """The run folder `ckpt_path` names (a run folder, or a checkpoint in one); None for last, none, or a
+    path that is not there (find_resume says so)."""
+    if not ckpt_path or ckpt_path == "last":
+        return None
+    path = Path(ckpt_path).expanduser()
+    if path.is_file():
+        return run_dir_of(path)
+    return path if path.is_dir() else None
+
+
+def is_runtime(key: str) -> bool:
+    return any(key == k or key.startswith(k + ".") for k in RUNTIME_KEYS)
+
+
+def with_run_settings(cfg: DictConfig, overrides: list[str] | None) -> DictConfig:
+    """`cfg` with every setting of the run `ckpt_path` names taken from the run's own config, but the
+    runtime keys (RUNTIME_KEYS). A key the command gives that differs from the run's is refused in one line
+    (the data keys of data.json: by resumed_data, against that record). `overrides`: the command line's (None: every
+    key of `cfg` counts as given). `cfg` as it is for ckpt_path=last, a fresh run, or a run without its
+    config."""
+    run = run_named(cfg.get("ckpt_path"))
+    # (a finished run: find_resume refuses it, whatever the settings)
+    if run is None or not (run / RUN_CONFIG).is_file() or (run / "metrics.json").exists():
+        return cfg
+    own = OmegaConf.load(run / RUN_CONFIG)
+    for key in RUNTIME_KEYS:
+        parent, _, last = key.rpartition(".")
+        node = OmegaConf.select(own, parent) if parent else own
+        if isinstance(node, DictConfig) and last in node:
+            del node[last]
+    merged = OmegaConf.merge(OmegaConf.to_container(cfg), own)  # (unstructured: a key the run lacks stays)
+    for key in sorted(keys_given(cfg, overrides)):
+        recorded = key.startswith("data.") and key.split(".")[1] in RECORDED
+        if recorded:  # (as given: resumed_data holds them against the run's data record, paths made whole)
+            OmegaConf.update(merged, key, OmegaConf.select(cfg, key), merge=False)
+        if recorded or is_runtime(key):
+            continue
+        given, was = OmegaConf.select(cfg, key), OmegaConf.select(merged, key)
+        if given != was:
+            raise AttnclfError(
+                f"{key}={given!r}: the run resumed was trained with {key}={was!r} ({run / RUN_CONFIG}); leave "
+                f"{key} out to resume with the run's own settings"
+            )
+    log.info("settings: the run's own (%s)", run / RUN_CONFIG)
+    return merged
+
+
+def keys_given(cfg: DictConfig, overrides: list[str] | None) -> set[str]:
+    """The keys (dotted, to the leaves) a command line sets: key=value, and the keys a group choice sets
+    (attention=additive, experiment=smoke: those its file sets). None: every key of `cfg`."""
+    if overrides is None:
+        return set(leaves(OmegaConf.to_container(cfg)))
+    keys = set()
+    for o in OverridesParser.create().parse_overrides(overrides):
+        name = o.key_or_group
+        if name.startswith("hydra"):
+            continue
+        if o.is_delete():
+            keys.add(name)
+        elif files(CONF_MODULE).joinpath(name).is_dir():
+            chosen = compose_config("train", [o.input_line.lstrip("+")])
+            without = compose_config("train", [f"~{name}"])
+            keys.update(differing(OmegaConf.to_container(chosen), OmegaConf.to_container(without)))
+        else:
+            node = OmegaConf.select(cfg, name)
+            container = OmegaConf.to_container(node) if isinstance(node, DictConfig) else None
+            keys.update(leaves(container, name) if container else [name])
+    return keys
+
+
+def leaves(node: dict, prefix: str = "") -> dict:
+    """{dotted key: value} of every leaf of a nested dict."""
+    out = {}
+    for key, value in node.items():
+        dotted = f"{prefix}.{key}" if prefix else str(key)
+        out.update(leaves(value, dotted) if isinstance(value, dict) and value else {dotted: value})
+    return out
+
+
+def differing(a: dict, b: dict) -> set[str]:
+    """The dotted keys whose leaves differ between two nested dicts (or are in one only)."""
+    la, lb = leaves(a), leaves(b)
+    return {k for k in la.keys() | lb.keys() if la.get(k, ...) != lb.get(k, ...)}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytorch_lightning as L
 import torch
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from attnclf.data.datamodule import TextDataModule
 from attnclf.data.splits import RECORD, record_of
@@ -20,6 +20,7 @@ from attnclf.training.init_from import cached_pretraining, check_init_from, load
 from attnclf.training.module import AttnClassifierModule
 from attnclf.training.pruning import trial_pruning
 from attnclf.training.resume import (
+    RUN_CONFIG,
     START,
     check_resumed_vocab,
     data_keys_given,
@@ -29,6 +30,7 @@ from attnclf.training.resume import (
     same_settings,
     settings_mismatch,
     start_of,
+    with_run_settings,
 )
 from attnclf.training.trainer import (
     at_least_epochs,
@@ -50,8 +52,9 @@ log = logging.getLogger(__name__)
 
 def train(cfg: DictConfig, overrides: list[str] | None = None) -> float:
     """Fit, test the best checkpoint, write metrics.json; return the metric `cfg.optimized_metric`.
-    `overrides`: the command line's (a resumed run reads the data keys they leave out from its own record;
-    None: every data key of `cfg` counts as given)."""
+    `overrides`: the command line's (a run resumed by name takes every key they leave out from its own
+    config and data record, and refuses one given that differs; None: every key of `cfg` counts as given)."""
+    cfg = with_run_settings(cfg, overrides)  # (a run resumed by name: its own settings)
     s = train_settings(cfg)  # every value typed and checked, before any data work (attnclf/settings/)
     init_from = checked_init_from(s)  # (a language models' run given by name: read once, before any data work)
     prepare_process(s.run)
@@ -59,6 +62,9 @@ def train(cfg: DictConfig, overrides: list[str] | None = None) -> float:
     L.seed_everything(s.run.seed, workers=True, verbose=False)  # (the seed is in the run's config and metrics)
     out = Path(s.paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
+    if resume is None and not (out / RUN_CONFIG).exists():  # (train(cfg) from Python: Hydra wrote none)
+        (out / RUN_CONFIG).parent.mkdir(exist_ok=True)
+        OmegaConf.save(cfg, out / RUN_CONFIG)
     # (it draws no random numbers)
     trainer, throughput = make_trainer(cfg, s.paths, resumed_step_of(resume), trial_pruning(s.search, out))
     datamodule, model = data_and_model(s, out)

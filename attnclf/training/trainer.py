@@ -21,7 +21,7 @@ from pytorch_lightning.utilities.exceptions import SIGTERMException
 
 from attnclf.errors import AttnclfError, Interrupted
 from attnclf.settings.run import PathsConfig, RunConfig
-from attnclf.training.callbacks import Throughput
+from attnclf.training.callbacks import CheckpointOnStop, Throughput
 from attnclf.training.checkpoint import AtomicCheckpointIO
 from attnclf.utils.memory import keep_freed_memory
 
@@ -174,6 +174,10 @@ def timed_fit(trainer: L.Trainer, module, datamodule, resume: Path | None, what:
             raise
     if trainer.interrupted:
         raise Interrupted(stopped(what, "Ctrl-C", trainer, checkpoints), signal.SIGINT)
+    late = next((c.by for c in trainer.callbacks if isinstance(c, CheckpointOnStop) and c.by), None)
+    if late is not None:  # (asked in the last validation: the fit ended, its checkpoints written)
+        by = "SIGTERM" if late == signal.SIGTERM else "Ctrl-C"
+        raise Interrupted(stopped(what, by, trainer, checkpoints), late)
     said_early_stop(trainer)
     return time.perf_counter() - start
 
@@ -274,6 +278,8 @@ def make_trainer(
     loggers = instantiate_loggers(cfg.get("logger"), resumed_step)
     if not loggers:  # logger=none: the learning-rate monitor has nowhere to write (Lightning refuses it)
         callbacks = [c for c in callbacks if not isinstance(c, L.callbacks.LearningRateMonitor)]
+    # last: its checkpoint holds what every other callback did at the step
+    callbacks.append(CheckpointOnStop(Path(paths.output_dir) / "checkpoints"))
     try:
         # quietly: the Trainer's notes as it is built (the hardware found, "100% of the batches will be used",
         # a tip) would stand before a data error's one line; its warnings still show
