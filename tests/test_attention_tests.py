@@ -102,6 +102,14 @@ def test_attention_tests_command_on_a_tiny_run(tiny_run, tmp_path, capsys, caplo
     for v in saved["weights"].values():  # the classifier's own test rows, and its own accuracy on them
         assert v["base_accuracy"] == pytest.approx(ev["accuracy"]) and v["test_rows"] == ev["reviews"]
     assert "| frozen |" in (tmp_path / "d" / "diagnostic.md").read_text() and "| uniform |" in capsys.readouterr().out
+    # sized by the user: seeded samples of the test (and validation) and training rows, the time said first
+    caplog.clear()
+    small = attention_tests(compose_tests([*base, "reviews=5", "train_reviews=16", f"output={tmp_path / 's'}"]))
+    assert {v["test_rows"] for v in small["weights"].values()} == {5}
+    said = [r.getMessage() for r in caplog.records]
+    estimate = next(i for i, m in enumerate(said) if "tested on 5 rows: about " in m)
+    assert estimate < next(i for i, m in enumerate(said) if "the context-free model with uniform" in m)
+    assert any(m.startswith("training: 16 of the run's ") for m in said), said
     adv = attention_tests(compose_tests([*base, "test=adversarial", "lambdas=[0,10]", f"output={tmp_path / 'a'}"]))
     low, high = adv["lambdas"]
     assert (low["lambda"], high["lambda"]) == (0.0, 10.0) and high["jsd_from_base"] > low["jsd_from_base"]
@@ -121,6 +129,8 @@ def test_attention_tests_bad_values_are_one_line_before_any_work(tiny_run, tmp_p
         ("lambdas=[0.1,-1]", r"lambdas: -1; allowed: numbers >= 0"),
         ("lambdas=[]", r"lambdas=\[\]: give at least one weight"),
         ("epochs=0", r"epochs=0"),
+        ("reviews=0", r"reviews=0 must be a positive integer or null \(all\)"),
+        ("train_reviews=many", r"train_reviews='many' must be a whole number or null"),
     ):
         with pytest.raises(AttnclfError, match=message):
             attention_tests(compose_tests([*base, given]))

@@ -1,7 +1,9 @@
 """Bad input: one clear line naming the value and what is allowed, and no lost work."""
 
+import logging
 import subprocess
 import sys
+from contextlib import contextmanager
 
 import datasets
 import pytest
@@ -120,9 +122,23 @@ def test_a_run_or_cache_folder_that_cannot_take_files_is_one_line_before_any_dat
         assert e.value.code == 2 and not out.exists(), bad
 
 
+@contextmanager
+def said_by(name: str):
+    """What the logger `name` (and those under it) let through while inside, whatever its handlers."""
+    said, logger = [], logging.getLogger(name)
+    handler = logging.Handler()
+    handler.emit = lambda record: said.append(record.getMessage())
+    logger.addHandler(handler)
+    try:
+        yield said
+    finally:
+        logger.removeHandler(handler)
+
+
 def test_data_files_that_cannot_be_read_name_the_file_and_line(tmp_path):
     """A Latin-1 file, a JSON Lines file with a line that is not JSON, a folder without a data file: the cause
-    in one line, not `datasets`' generic last line ("An error occurred while generating the dataset")."""
+    in one line, not `datasets`' generic last line ("An error occurred while generating the dataset"), nor
+    its own log of the file it could not read before ours."""
     rows = "".join(f"review number {i} good,{i % 2}\n" for i in range(30))
     latin = tmp_path / "latin.csv"
     latin.write_bytes(f"text,label\n{rows}".encode() + "café bad,0\n".encode("latin-1"))
@@ -136,9 +152,10 @@ def test_data_files_that_cannot_be_read_name_the_file_and_line(tmp_path):
         (jsonl, f"{jsonl}: line 3 is not JSON (Expecting value); one JSON object a line"),
         (empty, f"data.path={empty}: the folder holds no data file (.arrow, .csv, .json, .jsonl, .parquet"),
     ):
-        with pytest.raises(AttnclfError) as e:
+        with pytest.raises(AttnclfError) as e, said_by("datasets") as said:
             train(compose_cfg(tiny_overrides(data, tmp_path / "o")))
         assert str(e.value).startswith(message), str(e.value)
+        assert not [m for m in said if "Failed to read file" in m], said
 
 
 def test_texts_that_are_all_empty_are_refused(tmp_path):

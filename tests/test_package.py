@@ -75,7 +75,37 @@ def test_an_installed_copy_trains_from_an_empty_folder(tmp_path):
              "model.embeddings=random", "logger=none", "num_threads=1", "model.hidden_dim=16"]  # fmt: skip
     r = subprocess.run(train, cwd=work, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
+    # the model summary without the FLOPs Lightning never counted (a column of 0s and "Total FLOPs: 0")
+    assert "Total params" in r.stdout and "FLOPs" not in r.stdout + r.stderr, r.stdout[-3000:]
     (metrics,) = (work / "outputs" / "runs").glob("*/metrics.json")
     r = subprocess.run([str(target / "bin" / "attnclf"), "report", str(work / "outputs" / "runs")], cwd=work, env=env,
                        capture_output=True, text=True, timeout=300)  # fmt: skip
     assert r.returncode == 0 and (work / "outputs" / "runs" / "report.md").is_file(), r.stderr[-3000:]
+
+
+@pytest.mark.parametrize("command", ["train", "pretrain"])
+def test_train_and_pretrain_help_say_what_the_command_does_each_group_with_its_options_and_each_key(
+    command, capsys, in_process
+):
+    """Their --help: a line for each config group the command composes (its options named) and for each key
+    of its own (not Hydra's dump of the groups)."""
+    from omegaconf import OmegaConf
+
+    with pytest.raises(SystemExit) as e:
+        main([command, "--help"])
+    out = capsys.readouterr().out
+    assert e.value.code == 0 and "powered by Hydra" not in out and "attnclf_schema" not in out
+    said = {line.split()[0]: line for line in out.splitlines() if line.strip() and not line.startswith(" ")}
+    conf = OmegaConf.load(ROOT / "conf" / f"{command}.yaml")
+    groups = [next(iter(d)) for d in conf.defaults if isinstance(d, dict) or OmegaConf.is_dict(d)]
+    for group in [g for g in groups if g != "hydra"]:
+        options = sorted(p.stem for p in (ROOT / "conf" / group).glob("*.yaml"))
+        # (its options may go on to the next line)
+        text = out[out.index(said[group]) :].split("\n\n")[0]
+        assert all(option in text for option in options), (group, options)
+    own = {k for k, v in conf.items() if k not in groups and k not in ("defaults", "hydra", "model", "word2vec",
+                                                                           "trainer", "paths")}  # fmt: skip
+    for key in own:
+        value = conf[key]
+        names = [f"{key}.{k}" for k in value] if OmegaConf.is_dict(value) else [key]
+        assert all(name in said for name in names), (key, names)

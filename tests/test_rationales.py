@@ -285,15 +285,18 @@ def compose_faith(overrides):
 
 
 @pytest.mark.slow  # (three faithfulness runs)
-def test_faithfulness_with_eraser_rationales(tiny_run, tiny_run_additive, movies_like, tmp_path, caplog, capsys):
+def test_faithfulness_with_eraser_rationales(
+    tiny_run, tiny_run_additive, movies_like, tmp_path, caplog, capsys, monkeypatch
+):
     out = tmp_path / "f"
-    base = [f"ckpt={tiny_run}", f"rationales.path={movies_like}", "permutations=5", f"paths.cache_dir={tmp_path}",
+    monkeypatch.chdir(movies_like.parent)  # (named from its folder: faithfulness.json names it whole)
+    base = [f"ckpt={tiny_run}", f"rationales.path={movies_like.name}", "permutations=5", f"paths.cache_dir={tmp_path}",
             "rationales.labels={NEG:'0',POS:'1'}"]  # (the tiny run's classes are 0 and 1)  # fmt: skip
     with caplog.at_level(logging.WARNING, "attnclf.data.rationales"):
         result = faithfulness(compose_faith([*base, f"output={out}"]))
     assert "rationales: 1 annotations name a document missing from docs/ (first: negR_999.txt" in caplog.text
     saved = strict_json(out / "faithfulness.json")
-    assert saved["reviews"] == 24 and saved["split"] == "test" and saved["data"] == str(movies_like)
+    assert saved["reviews"] == 24 and saved["split"] == "test" and saved["data"] == str(movies_like.resolve())
     assert saved["rationales"] == {"read": 24, "left_out": {"annotations name a document missing from docs/": 1}}
     pl = saved["plausibility"]
     assert set(pl["sources"]) == {"attention", "gradient", "loo", "random"} and pl["reviews"] == 24

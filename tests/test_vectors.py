@@ -196,7 +196,7 @@ def test_bad_vectors_files(tiny_imdb, tmp_path):
     assert not (out / "checkpoints").exists()
 
 
-def test_glove_text_without_a_header_line_is_read_as_it_comes(tiny_imdb, tmp_path):
+def test_glove_text_without_a_header_line_is_read_as_it_comes(tiny_imdb, tmp_path, monkeypatch):
     rng = np.random.default_rng(0)
     rows = {w: rng.normal(size=8).round(5) for w in ("the", "movie", "great", "-0.5", "awful")}
     glove = tmp_path / "glove.8d.txt"  # GloVe's layout: a word and its numbers a line, no `<words> <dims>` line
@@ -220,12 +220,15 @@ def test_glove_text_without_a_header_line_is_read_as_it_comes(tiny_imdb, tmp_pat
     header.write_text("5 8\n" + "\n".join(lines) + "\n")
     with pytest.raises(AttnclfError, match=r"': line 5 has 6 numbers after its word, the vectors 8; "):
         read_vectors(str(header), 8)
-    # a run starts from it (kept fixed here): the vocabulary's words it has are its vectors
+    # a run starts from it (kept fixed here): the vocabulary's words it has are its vectors; named from its
+    # folder, the file is recorded whole (the run's records name it from anywhere)
     out = tmp_path / "run"
-    overrides = [f"model.embeddings={glove}", "model.embed_dim=8", "model.freeze_embeddings=true"]
+    monkeypatch.chdir(tmp_path)
+    overrides = ["model.embeddings=glove.8d.txt", "model.embed_dim=8", "model.freeze_embeddings=true"]
     train(compose_cfg([*tiny_overrides(tiny_imdb, out), *overrides]))
     metrics = json.loads((out / "metrics.json").read_text())
-    assert metrics["embeddings"]["source"] == str(glove) and 0 < metrics["embeddings"]["coverage"] < 1
+    assert metrics["embeddings"]["source"] == metrics["embeddings"]["vectors_file"] == str(glove.resolve())
+    assert 0 < metrics["embeddings"]["coverage"] < 1
     clf = Classifier.from_checkpoint(metrics["best_checkpoint"])
     weight = clf.module.model.embed.weight.detach().numpy()
     for w in ("the", "movie", "great", "awful"):

@@ -1044,6 +1044,49 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "for sig in (signal.SIGTERM,):",
         ["tests/test_resume.py::test_a_signal_checkpoints_at_its_step_and_the_run_alone_resumes_to_the_same_figures"],
     ),
+    # a new user's cases: attention tests sized, records that name files whole, libraries' noise held back
+    (
+        "attention-tests-test-rows-not-sampled",
+        "attnclf/inference/attention_tests.py",
+        r'    dm\.test_set = sampled\(dm\.test_set, s\.reviews, s\.seed, "reviews", "test"\)',
+        "    pass",
+        ["tests/test_attention_tests.py::test_attention_tests_command_on_a_tiny_run"],
+    ),
+    (
+        "held-weights-of-another-review",
+        "attnclf/training/guided.py",
+        r"keys = \[ids\[i, :n\]\.cpu\(\)\.numpy\(\)\.tobytes\(\) for i, n in enumerate\(ns\)\]",
+        "keys = [bytes(n) for n in ns]",
+        ["tests/test_attention_tests.py::test_attention_tests_command_on_a_tiny_run"],
+    ),
+    (
+        "datasets-says-its-read-error-too",
+        "attnclf/data/loading.py",
+        r'with logs_at_least\(logging\.CRITICAL, "datasets"\):',
+        'with logs_at_least(logging.DEBUG, "datasets"):',
+        ["tests/test_errors.py::test_data_files_that_cannot_be_read_name_the_file_and_line"],
+    ),
+    (
+        "lightnings-summary-with-its-zero-flops",
+        "attnclf/training/trainer.py",
+        r"        callbacks\.append\(ModelSummary\(\)\)",
+        "        pass",
+        ["tests/test_package.py::test_an_installed_copy_trains_from_an_empty_folder"],
+    ),
+    (
+        "vectors-file-recorded-as-typed",
+        "attnclf/data/vectors.py",
+        r"        source = str\(Path\(source\)\.expanduser\(\)\.resolve\(\)\)",
+        "        source = str(source)",
+        ["tests/test_vectors.py::test_glove_text_without_a_header_line_is_read_as_it_comes"],
+    ),
+    (
+        "rationales-recorded-as-typed",
+        "attnclf/inference/faithfulness.py",
+        r"    path = Path\(cfg\.rationales\.path\)\.expanduser\(\)\.resolve\(\)",
+        "    path = Path(cfg.rationales.path).expanduser()",
+        ["tests/test_rationales.py::test_faithfulness_with_eraser_rationales"],
+    ),
 ]
 
 args = sys.argv[1:]

@@ -43,6 +43,11 @@ class TextDataset(Dataset):
     def __len__(self) -> int:
         return len(self.rows)
 
+    def sample(self, n: int, seed: int) -> TextDataset:
+        """`n` of these rows drawn without replacement (seeded), in their order here."""
+        keep = np.sort(np.random.default_rng(seed).choice(len(self.rows), n, replace=False))
+        return TextDataset(self.ids, self.offsets, self.labels, self.rows[keep], self.max_length, self.truncation)
+
     def tokens(self, i: int) -> np.ndarray:
         r = self.rows[i]
         return truncate(self.ids[self.offsets[r] : self.offsets[r + 1]], self.max_length, self.truncation)

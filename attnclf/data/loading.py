@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from attnclf.errors import AttnclfError
+from attnclf.utils.quiet import logs_at_least
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +141,17 @@ def load_splits(
     test_file: str | None = None,
 ):
     """A DatasetDict from a Hub id (with `name`, the dataset's configuration), a local folder, one file,
-    or the given train/validation/test files, with one-line errors for the usual mistakes."""
+    or the given train/validation/test files, with one-line errors for the usual mistakes. `datasets` logs
+    a file it cannot read before raising: held back, the one line here says it."""
+    import datasets  # noqa: F401  (first: its import sets its loggers' levels)
+
+    with logs_at_least(logging.CRITICAL, "datasets"):
+        return read_splits(path, name, train_file, validation_file, test_file)
+
+
+def read_splits(path: str, name: str | None, train_file: str | None, validation_file: str | None,
+                test_file: str | None):  # fmt: skip
+    """load_splits(), its library's log as it is."""
     import datasets
 
     files = {

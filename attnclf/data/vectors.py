@@ -225,7 +225,9 @@ def initial_embeddings(
         }
     else:
         wv = read_vectors(source, dim)
-        summary = {"vectors_file": str(source)}
+        # (recorded whole: the run's start.json and metrics.json name the file from any folder)
+        source = str(Path(source).expanduser().resolve())
+        summary = {"vectors_file": source}
     matrix, coverage = embedding_matrix(wv, datamodule.vocab)
     log.info("embeddings from %s: %.1f%% of the vocabulary has a vector", source, 100 * coverage)
     return matrix, {"source": source, "coverage": coverage, **summary}

@@ -19,12 +19,14 @@ from __future__ import annotations
 import logging
 import tempfile
 import time
+import warnings
 from pathlib import Path
 
 import torch
 from omegaconf import DictConfig
 
 from attnclf.data.datamodule import TextDataModule
+from attnclf.data.dataset import TextDataset
 from attnclf.data.splits import run_data
 from attnclf.errors import AttnclfError
 from attnclf.inference.trained import Classifier
@@ -33,12 +35,16 @@ from attnclf.models.context_free import ContextFreeClassifier
 from attnclf.settings.commands import AttentionTestsConfig, attention_tests_settings
 from attnclf.training.checkpoint import best_checkpoint
 from attnclf.training.guided import GuidedModule
-from attnclf.training.trainer import logs_at_least
+from attnclf.training.trainer import quiet_known_warnings
 from attnclf.utils.jsonfile import write_json
+from attnclf.utils.quiet import logs_at_least
 from attnclf.utils.threads import torch_threads
 
 log = logging.getLogger(__name__)
 DIAGNOSTIC_WEIGHTS = ("uniform", "learned", "frozen")
+# the classifier's forward passes a review costs each test's model, with the classifier beside it (measured:
+# conf/attention_tests.yaml's defaults on IMDb runs, the estimate against the time taken)
+PASSES = {"diagnostic": 1.0, "adversarial": 6.0}
 
 
 def data_as_trained(clf: Classifier, s: AttentionTestsConfig) -> TextDataModule:
@@ -51,7 +57,54 @@ def data_as_trained(clf: Classifier, s: AttentionTestsConfig) -> TextDataModule:
     if dm.vocab.itos != clf.vocab.itos:
         raise AttnclfError(f"ckpt={s.ckpt!r}: its run's data gives another vocabulary than the checkpoint's; "
                            "give the data it was trained on")  # fmt: skip
+    dm.train_set = sampled(dm.train_set, s.train_reviews, s.seed, "train_reviews", "training")
+    dm.val_set = sampled(dm.val_set, s.reviews, s.seed, "reviews", "validation")
+    dm.test_set = sampled(dm.test_set, s.reviews, s.seed, "reviews", "test")
     return dm
+
+
+def sampled(rows: TextDataset, n: int | None, seed: int, key: str, split: str) -> TextDataset:
+    """A seeded sample of `n` rows of a split (all where n is None or at least as many), said in the log."""
+    if n is None or n >= len(rows):
+        log.info("%s: all %d %s rows (%s=%s)", split, len(rows), split, key, n)
+        return rows
+    log.info("%s: %d of the run's %d %s rows, a seeded sample (%s=null: all)", split, n, len(rows), split, key)
+    return rows.sample(n, seed)
+
+
+def said_time(clf: Classifier, dm: TextDataModule, s: AttentionTestsConfig) -> None:
+    """The test's time, estimated before it starts from the classifier's own pace on a few training
+    batches: every model reads the training and validation rows each epoch and the test rows once, with the
+    classifier beside it (PASSES: the passes of the classifier's cost a review takes, by test)."""
+    models = len(DIAGNOSTIC_WEIGHTS) if s.test == "diagnostic" else len(s.lambdas)
+    reads = models * (s.epochs * (len(dm.train_set) + len(dm.val_set)) + len(dm.test_set))
+    seconds = reads * PASSES[s.test] * classifier_pace(clf, dm)
+    log.info("%s: %d model(s), %d epoch(s) of %d training rows, tested on %d rows: about %s on this machine "
+             "(epochs, train_reviews and reviews set it)", s.test, models, s.epochs, len(dm.train_set),
+             len(dm.test_set), duration(seconds))  # fmt: skip
+
+
+def duration(seconds: float) -> str:
+    """A time estimate as a person reads it: 40 s, 3 min, 1.5 h."""
+    if seconds < 90:
+        return f"{max(seconds, 1):.0f} s"
+    return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
+
+
+def classifier_pace(clf: Classifier, dm: TextDataModule, batches: int = 8) -> float:
+    """Seconds a training review takes the classifier's forward pass (a few training batches, timed after
+    a first one that warms up)."""
+    model, done, t = clf.module.model.eval(), 0, time.perf_counter()
+    with torch.no_grad():
+        for i, (ids, lengths, _) in enumerate(dm.train_dataloader()):
+            if i > batches:
+                break
+            model(ids, lengths)
+            if i == 0:
+                t = time.perf_counter()
+            else:
+                done += len(ids)
+    return (time.perf_counter() - t) / max(done, 1)
 
 
 def fit_and_test(module: GuidedModule, dm: TextDataModule, s: AttentionTestsConfig) -> dict:
@@ -60,16 +113,21 @@ def fit_and_test(module: GuidedModule, dm: TextDataModule, s: AttentionTestsConf
     import pytorch_lightning as L
     from pytorch_lightning.callbacks import ModelCheckpoint
 
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
+        quiet_known_warnings()
+        # (the classifier beside each model is in eval mode on purpose: it only reads)
+        warnings.filterwarnings("ignore", message=r".*module\(s\) in eval mode at the start of training")
         best = ModelCheckpoint(dirpath=tmp, monitor="val/acc", mode="max", save_top_k=1)
         # quietly: the Trainer's notes as it is built (the hardware found, an advertising tip) are not ours to say
         with logs_at_least(logging.WARNING, "pytorch_lightning", "lightning_fabric", "lightning"):
             trainer = L.Trainer(max_epochs=s.epochs, logger=False, callbacks=[best], enable_model_summary=False,
                                 num_sanity_val_steps=0, accelerator="cpu", devices=1)  # fmt: skip
         t = time.perf_counter()
-        trainer.fit(module, dm)
+        with logs_at_least(logging.WARNING, "pytorch_lightning"):  # ("`Trainer.fit` stopped: max_epochs ...")
+            trainer.fit(module, dm)
         seconds = time.perf_counter() - t
-        trainer.test(module, dm, ckpt_path="best", verbose=False)
+        with logs_at_least(logging.WARNING, "pytorch_lightning"):  # ("Restoring states from the checkpoint")
+            trainer.test(module, dm, ckpt_path="best", verbose=False)
     out = {k: torch.cat(v).double() for k, v in module.outputs.items()}
     return {"accuracy": float(out["correct"].mean()), "base_accuracy": float(out["base_correct"].mean()),
             "tvd_from_base": float(out["tvd"].mean()), "jsd_from_base": float(out["jsd"].mean()),
@@ -125,6 +183,7 @@ def run_tests(s: AttentionTestsConfig) -> dict:
     ckpt = best_checkpoint(s.ckpt)
     clf = Classifier.from_checkpoint(ckpt)
     dm = data_as_trained(clf, s)
+    said_time(clf, dm, s)
     t = time.perf_counter()
     found = diagnostic(clf, dm, s) if s.test == "diagnostic" else adversarial(clf, dm, s)
     seconds = round(time.perf_counter() - t, 1)

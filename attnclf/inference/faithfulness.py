@@ -403,7 +403,7 @@ def with_rationales(clf: Classifier, cfg: FaithfulnessConfig) -> tuple[Aligned, 
         keep = np.sort(np.random.default_rng(cfg.seed).choice(len(marked.seqs), cfg.reviews, replace=False))
         marked = Aligned([marked.seqs[i] for i in keep], marked.labels[keep], [marked.gold[i] for i in keep],
                          [marked.spans[i] for i in keep], [marked.ids[i] for i in keep])  # fmt: skip
-    path = Path(cfg.rationales.path).expanduser()
+    path = Path(cfg.rationales.path).expanduser().resolve()  # (recorded whole: faithfulness.json names it)
     split = cfg.rationales.split if path.is_dir() else path.stem
     log.info("%d reviews with rationales of %s (%s; %d read), read as the classifier reads (at most %s tokens), "
              "%s attention", len(marked.seqs), path, split, len(texts), clf.max_length,

@@ -341,6 +341,8 @@ class AttentionTestsConfig:
     lr: float = 1e-3
     lambdas: Any = field(default_factory=lambda: [0.001, 0.01, 0.1, 1.0])
     hidden_dim: int = 128
+    reviews: int | None = 1000
+    train_reviews: int | None = 2000
     seed: int = 0
     num_threads: int | None = None
     output: str | None = None
@@ -351,6 +353,8 @@ class AttentionTestsConfig:
         one_of("test", self.test, ATTENTION_TESTS)
         for key in ("epochs", "batch_size", "hidden_dim"):
             positive_int(key, getattr(self, key))
+        for key in ("reviews", "train_reviews"):
+            positive_int(key, getattr(self, key), "all")
         positive_int("num_threads", self.num_threads, "PyTorch's default")
         positive_number("lr", self.lr)
         lambdas = self.lambdas if isinstance(self.lambdas, (list, tuple)) else [self.lambdas]

@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytorch_lightning as L
 import torch
-from pytorch_lightning.callbacks import RichProgressBar
+from pytorch_lightning.callbacks import RichModelSummary, RichProgressBar
 from pytorch_lightning.loggers import TensorBoardLogger
 from pytorch_lightning.utilities.exceptions import SIGTERMException
+from pytorch_lightning.utilities.model_summary import get_formatted_model_size, get_human_readable_count
 
 from attnclf.presentation.tensorboard import log_attention_review, log_confusion
 
@@ -280,3 +281,30 @@ class CheckpointOnStop(L.Callback):
         for sig, handler in self.previous.items():
             signal.signal(sig, handler)
         self.previous = {}
+
+
+class ModelSummary(RichModelSummary):
+    """Rich's model summary, without FLOPs: Lightning counts them only for a model with an
+    `example_input_array` and otherwise prints a column of zeros and "Total FLOPs: 0"."""
+
+    @staticmethod
+    def summarize(summary_data, total_parameters, trainable_parameters, model_size, total_training_modes,
+                  total_flops, **summarize_kwargs) -> None:  # fmt: skip
+        from rich import get_console
+        from rich.table import Table
+
+        columns = [(name, values) for name, values in summary_data if name not in ("FLOPs",)]
+        table = Table(header_style=summarize_kwargs.get("header_style", "bold magenta"))
+        table.add_column(" ", style="dim")
+        for name, _ in columns:
+            table.add_column(name, justify="left" if name in ("Name", "Type", "Mode") else "right")
+        for row in zip(*(values for _, values in columns), strict=True):
+            table.add_row(*row)
+        get_console().print(table)
+        grid = Table.grid(expand=True)
+        frozen = total_parameters - trainable_parameters
+        grid.add_row(f"[bold]Trainable params[/]: {get_human_readable_count(int(trainable_parameters))}")
+        grid.add_row(f"[bold]Non-trainable params[/]: {get_human_readable_count(int(frozen))}")
+        grid.add_row(f"[bold]Total params[/]: {get_human_readable_count(int(total_parameters))}")
+        grid.add_row(f"[bold]Total estimated model params size (MB)[/]: {get_formatted_model_size(model_size)}")
+        get_console().print(grid)

@@ -31,6 +31,9 @@ class GuidedModule(L.LightningModule):
         self.source = None if source is None else source.eval().requires_grad_(False)
         self.test, self.weights, self.lam, self.lr = test, weights, lam, lr
         self.outputs: dict[str, list] = {"correct": [], "base_correct": [], "tvd": [], "jsd": []}
+        # the frozen weights of each review read so far, by its token ids: a model held fixed gives a review
+        # the same weights every epoch, so they are computed once (the fixed model's pass is most of an epoch)
+        self.held: dict[bytes, torch.Tensor] = {}
 
     def _step(self, batch, everything: bool = False):
         """(labels, the student's logits and weights, the base's logits and weights) of a batch. The base runs
@@ -39,25 +42,33 @@ class GuidedModule(L.LightningModule):
         `source` gives them); (None, None) in its place otherwise."""
         ids, lengths, y, host = unpack(batch)
         base_logits = base_w = None
-        if everything or self.test == "adversarial" or (self.weights == "frozen" and self.source is None):
+        if everything or self.test == "adversarial":
             with torch.no_grad():
                 self.base.eval()
                 base_logits, base_w = self.base(ids, lengths, host)
         if self.test == "diagnostic":
-            logits, w = self.student(ids, lengths, self._frozen(ids, lengths, host, base_w))
+            logits, w = self.student(ids, lengths, self._frozen(ids, lengths, host))
         else:
             logits, w = self.student(ids, lengths, host)
         return y, logits, w, base_logits, base_w
 
-    def _frozen(self, ids, lengths, host, base_w):
-        """The diagnostic's weights held fixed: the base's, `source`'s, or None (uniform or its own)."""
+    def _frozen(self, ids, lengths, host):
+        """The diagnostic's weights held fixed (B, T): the base's, or `source`'s; None: uniform or its own.
+        Each review's are computed the first time it is read, then kept."""
         if self.weights != "frozen":
             return None
-        if self.source is None:
-            return base_w
-        with torch.no_grad():
-            self.source.eval()
-            return self.source(ids, lengths, host)[1]
+        ns = host.tolist()
+        keys = [ids[i, :n].cpu().numpy().tobytes() for i, n in enumerate(ns)]
+        if any(k not in self.held for k in keys):
+            model = self.base if self.source is None else self.source
+            with torch.no_grad():
+                model.eval()
+                w = model(ids, lengths, host)[1]  # (B, T)
+            self.held.update((k, w[i, :n]) for i, (k, n) in enumerate(zip(keys, ns, strict=True)))
+        out = ids.new_zeros(ids.shape, dtype=torch.float)  # (B, T): 0 past each review's end
+        for i, (k, n) in enumerate(zip(keys, ns, strict=True)):
+            out[i, :n] = self.held[k]
+        return out
 
     def training_step(self, batch, batch_idx):
         y, logits, w, base_logits, base_w = self._step(batch)

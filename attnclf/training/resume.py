@@ -179,7 +179,7 @@ RUN_CONFIG = Path(".hydra") / "config.yaml"
 RUNTIME_KEYS = (
     "ckpt_path", "num_threads", "keep_freed_memory", "test", "optimized_metric", "paths", "logger",
     "hparams_search", "data.num_workers", "data.cache_dir", "trainer.default_root_dir",
-    "trainer.enable_progress_bar", "trainer.enable_model_summary", "trainer.log_every_n_steps",
+    "trainer.enable_model_summary", "trainer.log_every_n_steps",
     "callbacks.rich_progress_bar", "callbacks.lr_monitor", "callbacks.throughput", "callbacks.attention_maps",
     "callbacks.confusion_matrix",
 )  # fmt: skip

@@ -8,7 +8,6 @@ import signal
 import sys
 import time
 import warnings
-from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 
@@ -21,9 +20,10 @@ from pytorch_lightning.utilities.exceptions import SIGTERMException
 
 from attnclf.errors import AttnclfError, Interrupted
 from attnclf.settings.run import PathsConfig, RunConfig
-from attnclf.training.callbacks import CheckpointOnStop, Throughput
+from attnclf.training.callbacks import CheckpointOnStop, ModelSummary, Throughput
 from attnclf.training.checkpoint import AtomicCheckpointIO
 from attnclf.utils.memory import keep_freed_memory
+from attnclf.utils.quiet import logs_at_least
 
 log = logging.getLogger(__name__)
 
@@ -242,20 +242,6 @@ def prepare_process(run: RunConfig) -> None:
         keep_freed_memory()
 
 
-@contextmanager
-def logs_at_least(level: int, *names: str):
-    """The loggers `names` say only what is at `level` or above while inside."""
-    loggers = [logging.getLogger(n) for n in names]
-    before = [lg.level for lg in loggers]
-    for lg in loggers:
-        lg.setLevel(max(level, lg.getEffectiveLevel()))
-    try:
-        yield
-    finally:
-        for lg, was in zip(loggers, before, strict=True):
-            lg.setLevel(was)
-
-
 def groups_in(cfg: DictConfig, paths: PathsConfig) -> DictConfig:
     """The trainer, callbacks and logger groups, their ${paths.*} read from the typed `paths` (a resumed run's
     own folder), not from the composed config, which stays as it was."""
@@ -278,6 +264,8 @@ def make_trainer(
     loggers = instantiate_loggers(cfg.get("logger"), resumed_step)
     if not loggers:  # logger=none: the learning-rate monitor has nowhere to write (Lightning refuses it)
         callbacks = [c for c in callbacks if not isinstance(c, L.callbacks.LearningRateMonitor)]
+    if cfg.trainer.get("enable_model_summary", True):  # (Lightning's own would print FLOPs it never counted)
+        callbacks.append(ModelSummary())
     # last: its checkpoint holds what every other callback did at the step
     callbacks.append(CheckpointOnStop(Path(paths.output_dir) / "checkpoints"))
     try:
