@@ -1087,6 +1087,42 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "    path = Path(cfg.rationales.path).expanduser()",
         ["tests/test_rationales.py::test_faithfulness_with_eraser_rationales"],
     ),
+    # the remedies for attention that does not explain, each against its definition
+    (
+        "orthogonal-rnn-keeps-the-mean-component",
+        "attnclf/models/states.py",
+        r"        h = h - \(h \* mean\)\.sum\(-1, keepdim=True\)",
+        "        h = h - 0 * (h * mean).sum(-1, keepdim=True)",
+        ["tests/test_remedies.py::test_orthogonal_steps_are_their_ortho_lstm_and_each_state_is_orthogonal_to_the_earlier_ones"],
+    ),
+    (
+        "conicity-signed",
+        "attnclf/models/states.py",
+        r"dim=-1, eps=EPS\)\.abs\(\)",
+        "dim=-1, eps=EPS)",
+        ["tests/test_remedies.py::test_conicity_is_the_mean_absolute_cosine_with_the_reviews_mean_state"],
+    ),
+    (
+        "conicity-over-padding-too",
+        "attnclf/models/states.py",
+        r"    n = m\.sum\(1\)\.clamp_min\(1\)  # \(B, 1\)",
+        "    n = torch.full_like(m.sum(1), m.size(1))",
+        ["tests/test_remedies.py::test_conicity_is_the_mean_absolute_cosine_with_the_reviews_mean_state"],
+    ),
+    (
+        "sparse-weights-are-softmax",
+        "attnclf/models/attention.py",
+        r'    if normalizer == "softmax":\n        return masked_softmax',
+        '    if True:\n        return masked_softmax',
+        ["tests/test_remedies.py::test_sparse_weights_are_their_definition_masked_and_exactly_zero_on_some_tokens"],
+    ),
+    (
+        "diversity-penalty-unweighted",
+        "attnclf/training/module.py",
+        r"clean \+ self\.config\.model\.diversity_weight \* penalty",
+        "clean + penalty",
+        ["tests/test_remedies.py::test_the_diversity_loss_is_the_cross_entropy_plus_the_weighted_conicity"],
+    ),
 ]
 
 args = sys.argv[1:]

@@ -34,6 +34,7 @@ from scipy.stats import kendalltau, spearmanr
 from attnclf.data.dataset import collate
 from attnclf.data.sampling import chunks
 from attnclf.models.classifier import AttentionClassifier
+from attnclf.models.states import conicity
 
 RANKINGS = ("attention", "gradient", "loo", "random")
 
@@ -333,6 +334,18 @@ def permutation(
             tv[group] = dist.median(0).values.cpu().numpy()
             entropy[group] = (-(w * w.clamp_min(1e-12).log()).sum(-1)).cpu().numpy()
     return tv, entropy
+
+
+def states_and_sparsity(
+    model: AttentionClassifier, seqs: Sequence[np.ndarray], batch_tokens: int = 32768
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per review: the conicity of its encoder states (attnclf/models/states.py: near 1, they point one way)
+    and the share of its real tokens whose attention weight is exactly 0 (sparsemax, entmax)."""
+    cone, zeros = np.empty(len(seqs)), np.empty(len(seqs))
+    for group, out, w, mask in _encoded(model, seqs, batch_tokens):
+        cone[group] = conicity(out.float(), mask).cpu().numpy()
+        zeros[group] = ((w == 0) & mask).sum(-1).cpu().numpy() / mask.sum(-1).cpu().numpy()
+    return cone, zeros
 
 
 def attention_weights(model: AttentionClassifier, seqs: Sequence[np.ndarray], batch_tokens: int = 32768):

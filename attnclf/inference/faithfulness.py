@@ -102,6 +102,7 @@ def measure(
     flip_random = timed("tokens_to_flip_random", measures.tokens_to_flip, model, seqs, attr.probs, orders["random"], bt)
     tv, entropy = timed("permutation", measures.permutation, model, seqs, cfg.permutations, cfg.seed, bt)
     uni = timed("uniform", measures.uniform, model, seqs, bt)
+    cone, zeros = timed("states", measures.states_and_sparsity, model, seqs, bt)
     lengths = np.array([len(s) for s in seqs])
     agreed, tau = agreement(attr, fixed, loo, extra)
     flip_frac = share_removed(flip, lengths)
@@ -121,6 +122,8 @@ def measure(
         },  # fmt: skip
         "permutation": permutation_summary(tv, entropy, cfg.permutations),
         "uniform": uniform_summary(uni, attr, labels),
+        # Mohankumar et al.'s conicity of the encoder states, and the share of real tokens weighted exactly 0
+        "states": {"conicity": summarize(cone), "zero_weight_share": summarize(zeros)},
         "seconds": timed.seconds,
         "seconds_per_review": seconds_per_review(timed.seconds, len(seqs), extra),
         # per review, in sample order (null where undefined), for comparing checkpoints

@@ -13,7 +13,7 @@ import math
 import torch
 from torch import nn
 
-from attnclf.settings.model import ATTENTION_INITS, ATTENTIONS
+from attnclf.settings.model import ATTENTION_INITS, ATTENTIONS, NORMALIZERS
 from attnclf.utils.checks import one_of
 
 
@@ -31,12 +31,29 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Ten
     return torch.softmax(scores, dim=-1).masked_fill(~keep, 0.0)
 
 
+def masked_weights(scores: torch.Tensor, mask: torch.Tensor | None, normalizer: str = "softmax") -> torch.Tensor:
+    """The weights of scores (B, Tq, Tk) under `normalizer`: softmax (masked_softmax), or sparsemax or
+    1.5-entmax (the entmax package's), which give some real tokens weight exactly 0. Masked keys weigh
+    exactly 0 under each; the sparse ones see them at the dtype's minimum, as masked_softmax does."""
+    if normalizer == "softmax":
+        return masked_softmax(scores, mask)
+    import entmax
+
+    normalize = entmax.sparsemax if normalizer == "sparsemax" else entmax.entmax15
+    if mask is None:
+        return normalize(scores, dim=-1)
+    keep = mask.unsqueeze(-2)  # (B, 1, Tk)
+    scores = scores.masked_fill(~keep, torch.finfo(scores.dtype).min)
+    return normalize(scores, dim=-1).masked_fill(~keep, 0.0)
+
+
 def fused_pooling(attention: nn.Module, keys: torch.Tensor, values: torch.Tensor) -> bool:
     """Whether a fused pooling Function below applies: keys = values (the classifier pools its
-    encoder's output with itself), no dropout on the weights, and no autocast (the Functions
-    compute in the inputs' dtype)."""
+    encoder's output with itself), softmax weights (their backward is softmax's), no dropout on the
+    weights, and no autocast (the Functions compute in the inputs' dtype)."""
     dropping = attention.training and attention.dropout.p > 0
-    return values is keys and not dropping and not torch.is_autocast_enabled(keys.device.type)
+    softmax = attention.normalizer == "softmax"
+    return values is keys and softmax and not dropping and not torch.is_autocast_enabled(keys.device.type)
 
 
 def _scores_grad(w, x, d_context, d_weights):
@@ -88,8 +105,10 @@ class DotAttention(nn.Module):
     convergence by about 30%: `experiment=claim_scaling`).
     """
 
-    def __init__(self, query_dim: int, key_dim: int, attn_dim: int, scale: bool = True, dropout: float = 0.0):
+    def __init__(self, query_dim: int, key_dim: int, attn_dim: int, scale: bool = True, dropout: float = 0.0,
+                 normalizer: str = "softmax"):  # fmt: skip
         super().__init__()
+        self.normalizer = normalizer
         self.q_proj = nn.Linear(query_dim, attn_dim)
         self.k_proj = nn.Linear(key_dim, attn_dim)
         self.scale = 1.0 / math.sqrt(attn_dim) if scale else 1.0
@@ -108,7 +127,7 @@ class DotAttention(nn.Module):
             scores = torch.bmm(qk, keys.transpose(1, 2)) + shift  # (B, Tq, Tk)
         else:
             scores = torch.bmm(q, self.k_proj(keys).transpose(1, 2))  # (B, Tq, Tk)
-        weights = masked_softmax(scores * self.scale, mask)
+        weights = masked_weights(scores * self.scale, mask, self.normalizer)
         return torch.bmm(self.dropout(weights), values), weights  # (B, Tq, Dv), (B, Tq, Tk)
 
 
@@ -116,13 +135,14 @@ class VectorDotAttention(nn.Module):
     """softmax(q . k / sqrt(d)) V with the query and keys as given: no projections. With one learned query
     vector for every review (the classifier's query="learned"), Jain & Wallace's dot attention, w . h / sqrt(d)."""
 
-    def __init__(self, dim: int, scale: bool = True):
+    def __init__(self, dim: int, scale: bool = True, normalizer: str = "softmax"):
         super().__init__()
         self.scale = 1.0 / math.sqrt(dim) if scale else 1.0
+        self.normalizer = normalizer
 
     def forward(self, query, keys, values, mask=None):
         scores = torch.bmm(query, keys.transpose(1, 2)) * self.scale  # (B, Tq, Tk)
-        weights = masked_softmax(scores, mask)
+        weights = masked_weights(scores, mask, self.normalizer)
         return torch.bmm(weights, values), weights  # (B, Tq, Dv), (B, Tq, Tk)
 
 
@@ -174,9 +194,11 @@ class AdditiveAttention(nn.Module):
     """
 
     def __init__(
-        self, query_dim: int, key_dim: int, hidden_dim: int | None = None, init: str = "xavier", dropout: float = 0.0
-    ):
+        self, query_dim: int, key_dim: int, hidden_dim: int | None = None, init: str = "xavier", dropout: float = 0.0,
+        normalizer: str = "softmax",
+    ):  # fmt: skip
         super().__init__()
+        self.normalizer = normalizer
         hidden_dim = (query_dim + key_dim) // 2 if hidden_dim is None else hidden_dim
         self.q_proj = nn.Linear(query_dim, hidden_dim, bias=False)
         self.k_proj = nn.Linear(key_dim, hidden_dim, bias=False)
@@ -196,14 +218,17 @@ class AdditiveAttention(nn.Module):
         k = self.k_proj(keys)  # (B, Tk, h)
         # (B, Tq, 1, h) + (B, 1, Tk, h) -> (B, Tq, Tk, h): the cost that grows as Tq * Tk * h
         scores = self.score_proj(torch.tanh(q.unsqueeze(2) + k.unsqueeze(1))).squeeze(-1)  # (B, Tq, Tk)
-        weights = masked_softmax(scores, mask)
+        weights = masked_weights(scores, mask, self.normalizer)
         return torch.bmm(self.dropout(weights), values), weights  # (B, Tq, Dv), (B, Tq, Tk)
 
 
 def build_attention(
-    name: str, query_dim: int, key_dim: int, attn_dim: int | None, scale: bool = True, init: str = "xavier"
-) -> nn.Module:
+    name: str, query_dim: int, key_dim: int, attn_dim: int | None, scale: bool = True, init: str = "xavier",
+    normalizer: str = "softmax",
+) -> nn.Module:  # fmt: skip
     one_of("attention", name, ATTENTIONS)
+    one_of("model.attention_normalizer", normalizer, NORMALIZERS)
     if name == "dot":
-        return DotAttention(query_dim, key_dim, key_dim if attn_dim is None else attn_dim, scale=scale)
-    return AdditiveAttention(query_dim, key_dim, attn_dim, init=init)
+        d = key_dim if attn_dim is None else attn_dim
+        return DotAttention(query_dim, key_dim, d, scale=scale, normalizer=normalizer)
+    return AdditiveAttention(query_dim, key_dim, attn_dim, init=init, normalizer=normalizer)

@@ -18,6 +18,7 @@ from attnclf.data.text import PAD_ID
 from attnclf.models.attention import VectorDotAttention, build_attention
 from attnclf.models.dropout import Dropout
 from attnclf.models.encoder import ExactBiGRU
+from attnclf.models.states import conicity
 
 
 def real_tokens(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -42,22 +43,30 @@ class AttentionClassifier(nn.Module):
         embed_dropout: float = 0.2,
         gru_kernel: str = "auto",
         rnn: str = "gru",
+        hidden_states: str = "plain",
+        attention_normalizer: str = "softmax",
     ):
         super().__init__()
         self.embed = nn.Embedding(vocab_size, embed_dim, padding_idx=PAD_ID)
         self.embed_dropout = Dropout(embed_dropout)
-        self.encoder = ExactBiGRU(embed_dim, hidden_dim, num_layers, dropout=dropout, kernel=gru_kernel, cell=rnn)
+        self.encoder = ExactBiGRU(embed_dim, hidden_dim, num_layers, dropout=dropout, kernel=gru_kernel, cell=rnn,
+                                  states=hidden_states)  # fmt: skip
+        # hidden_states=diversity: the conicity (B,) of the last forward's states, for the loss's penalty
+        self.diversity = hidden_states == "diversity"
+        self.last_conicity: torch.Tensor | None = None
+        norm = attention_normalizer
         d = 2 * hidden_dim
         # a learned query: one vector (1, 2H) for every review (started as a Linear(2H, 1)'s weight is); None: the
         # encoder's final states
         self.query = nn.Parameter(torch.empty(1, d).uniform_(-(d**-0.5), d**-0.5)) if query == "learned" else None
         if query == "learned" and attention_dim is None:  # Jain & Wallace's forms, exactly
             if attention == "dot":  # w . h / sqrt(2H): the learned query against the states themselves
-                self.attention = VectorDotAttention(d, scale=attention_scale)
+                self.attention = VectorDotAttention(d, scale=attention_scale, normalizer=norm)
             else:  # v^T tanh(W h + b), a tanh layer half the encoder's width (b: the query's projection)
-                self.attention = build_attention(attention, d, d, hidden_dim, init=attention_init)
+                self.attention = build_attention(attention, d, d, hidden_dim, init=attention_init, normalizer=norm)
         else:
-            self.attention = build_attention(attention, d, d, attention_dim, scale=attention_scale, init=attention_init)
+            self.attention = build_attention(attention, d, d, attention_dim, scale=attention_scale, init=attention_init,
+                                             normalizer=norm)  # fmt: skip
         self.dropout = nn.Dropout(dropout)
         self.fc = nn.Linear(d, num_classes)
 
@@ -88,6 +97,8 @@ class AttentionClassifier(nn.Module):
         """
         out, final = self.encoder(self.embed_dropout(x), lengths, host_lengths)  # (B, T, 2H), (B, 2H)
         mask = real_tokens(x, lengths)  # (B, T)
+        if self.diversity:
+            self.last_conicity = conicity(out, mask)  # (B,)
         query = final if self.query is None else self.query.expand(final.size(0), -1)  # (B, 2H)
         return out, query, mask
 

@@ -46,7 +46,8 @@ from torch.func import functional_call
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnclf.models.dropout import Dropout
-from attnclf.settings.model import GRU_KERNELS, check_gru_kernel, check_rnn
+from attnclf.models.states import orthogonal_steps
+from attnclf.settings.model import GRU_KERNELS, check_gru_kernel, check_hidden_states, check_rnn
 
 KERNELS = GRU_KERNELS  # (the names live with the settings: attnclf/settings/model.py)
 CELLS = {"gru": nn.GRU, "lstm": nn.LSTM}  # the same call, the same outputs first; an LSTM's gates are 4, a GRU's 3
@@ -177,11 +178,16 @@ class ExactBiGRU(nn.Module):
         dropout: float = 0.0,
         kernel: str = "auto",
         cell: str = "gru",
+        states: str = "plain",
     ):
         super().__init__()
         check_gru_kernel(kernel)
         check_rnn(cell)
+        check_hidden_states(states, kernel)
         self.cell = CELLS[cell]
+        # orthogonal: each direction stepped by hand, every state made orthogonal to the mean of the earlier ones
+        # (attnclf/models/states.py); the padded and concurrent kernels, never cuDNN's packed one
+        self.states = states
         self.fwd = nn.ModuleList()
         self.bwd = nn.ModuleList()
         for layer in range(num_layers):
@@ -197,17 +203,17 @@ class ExactBiGRU(nn.Module):
         if self.kernel != "auto":
             return self.kernel
         if x.is_cuda:
-            return "packed"
+            return "packed" if self.states != "orthogonal" else "padded"
         long = x.size(1) >= CONCURRENT_FROM  # (B, T, D): the batch's longest text
         return "concurrent" if torch.get_num_threads() >= 2 and long else "padded"
 
     def _nn_gru(self, gru: nn.RNNBase, x: torch.Tensor) -> torch.Tensor:
         """x (B, T, D) -> gru's outputs (B, T, H)."""
-        return gru(x)[0]
+        return orthogonal_steps(gru, x) if self.states == "orthogonal" else gru(x)[0]
 
     def _reversed(self, gru: nn.RNNBase, lengths: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """The backward direction: each row read reversed within its length, outputs put back in order."""
-        return reverse_within_length(gru(reverse_within_length(x, lengths))[0], lengths)
+        return reverse_within_length(self._nn_gru(gru, reverse_within_length(x, lengths)), lengths)
 
     def _bidirectional(self, input_dim: int) -> nn.RNNBase:
         """A parameter-less stand-in for one bidirectional layer, called with this module's parameters."""

@@ -36,6 +36,7 @@ def faithfulness_markdown(r: dict) -> str:
         *flip_lines(r["tokens_to_flip"]),
         *permutation_lines(r["permutation"]),
         *uniform_lines(r["uniform"]),
+        *(states_lines(r["states"]) if "states" in r else []),
         *(adversarial_lines(r["adversarial"]) if "adversarial" in r else []),
     ]
     return "\n".join(lines)
@@ -182,6 +183,19 @@ def uniform_lines(u: dict) -> list[str]:
         "",
         f"Accuracy {u['accuracy']:.2%} ({u['accuracy_change']:+.2%} against the model's own weights); "
         f"{u['decisions_changed']:.1%} of decisions change; median output change {u['median_tv']:.4f}.",
+        "",
+    ]
+
+
+def states_lines(st: dict) -> list[str]:
+    """The encoder states' conicity and the share of tokens weighted exactly 0."""
+    c, z = st["conicity"], st["zero_weight_share"]
+    return [
+        "## The states attention reads",
+        "",
+        f"Conicity of the encoder states (mean |cos| of each state with the review's mean state; near 1 they "
+        f"point one way, and any weighting pools about the same vector) {c['mean']:.3f} (sd {c['sd']:.3f}); "
+        f"share of real tokens weighted exactly 0 {z['mean']:.1%}.",
         "",
     ]
 

@@ -55,6 +55,8 @@ def write_faithfulness(
         tb.add_scalar("faithfulness/permutation_median_tv", r["permutation"]["median_tv"], 0)
         tb.add_histogram("faithfulness/permutation_tv", arrays["tv"], 0)
         tb.add_scalar("faithfulness/uniform_accuracy_change", r["uniform"]["accuracy_change"], 0)
+        tb.add_scalar("faithfulness/conicity", r["states"]["conicity"]["mean"], 0)
+        tb.add_scalar("faithfulness/zero_weight_share", r["states"]["zero_weight_share"]["mean"], 0)
         tb.add_figure("faithfulness/summary", fig, 0, close=False)
         if adversarial is not None:  # Jain & Wallace's adversarial attention (faithfulness.py adversarial=<epsilon>)
             adv = r["adversarial"]

@@ -21,7 +21,7 @@ from omegaconf import DictConfig
 
 from attnclf.errors import AttnclfError
 from attnclf.settings.typed import register, typed
-from attnclf.utils.checks import fraction, one_of, positive_int, positive_number, shown
+from attnclf.utils.checks import fraction, number, one_of, positive_int, positive_number, shown
 
 ATTENTIONS = ("dot", "additive")
 ATTENTION_INITS = ("xavier", "default")  # additive attention's initialisation
@@ -31,6 +31,12 @@ RNNS = ("gru", "lstm")
 # the attention's query: the encoder's final states (the review's summary), or one learned vector for every
 # review (Jain & Wallace's pooling: the weights then depend on each token's state alone)
 QUERIES = ("final", "learned")
+# what is done to the encoder's states so that attention over them explains (Mohankumar et al. 2020;
+# attnclf/models/states.py): nothing, the Orthogonal RNN, or the Diversity RNN's conicity penalty
+HIDDEN_STATES = ("plain", "orthogonal", "diversity")
+# what turns the attention's scores into weights: softmax, or the sparse sparsemax and 1.5-entmax (the entmax
+# package; Meister et al. 2021 measure whether their sparsity makes attention more interpretable)
+NORMALIZERS = ("softmax", "sparsemax", "entmax15")
 SCHEDULES = ("cosine", "constant")
 REGULARIZERS = ("none", "adversarial", "virtual_adversarial")
 EMBEDDINGS = ("random", "word2vec")  # or a path to a vectors file
@@ -50,6 +56,14 @@ def check_rnn(rnn: str) -> None:
     one_of("model.rnn", rnn, RNNS)
 
 
+def check_hidden_states(states: str, kernel: str) -> None:
+    """The rule for model.hidden_states (and the kernels that compute it), checked as model.rnn is."""
+    one_of("model.hidden_states", states, HIDDEN_STATES)
+    if states == "orthogonal" and kernel == "packed":
+        raise AttnclfError("model.gru_kernel=packed runs cuDNN's own steps; model.hidden_states=orthogonal steps by "
+                           "hand: give model.gru_kernel=auto, padded or concurrent")  # fmt: skip
+
+
 @dataclass
 class ModelConfig:
     """embedding -> exact BiGRU -> attention pooling -> dropout -> linear (conf/model/bigru.yaml)."""
@@ -67,6 +81,9 @@ class ModelConfig:
     query: str = "final"  # final (the encoder's final states) or learned (one vector for every review)
     rnn: str = "gru"  # gru, or lstm (Jain & Wallace's encoder); the kernels below compute either
     gru_kernel: str = "auto"  # how the GRU is computed, not what it is: a resumed run may change it
+    hidden_states: str = "plain"  # plain, orthogonal or diversity (Mohankumar et al.'s remedies)
+    diversity_weight: float = 0.5  # hidden_states=diversity: the conicity penalty's weight in the loss
+    attention_normalizer: str = "softmax"  # softmax, sparsemax or entmax15
     # where the weights start from (train() acts on them; a record in the checkpoint)
     embeddings: str = "word2vec"
     freeze_embeddings: bool = False
@@ -82,6 +99,10 @@ class ModelConfig:
         one_of("model.query", self.query, QUERIES)
         check_gru_kernel(self.gru_kernel)
         check_rnn(self.rnn)
+        check_hidden_states(self.hidden_states, self.gru_kernel)
+        one_of("model.attention_normalizer", self.attention_normalizer, NORMALIZERS)
+        if not (number(self.diversity_weight) and 0 <= self.diversity_weight < math.inf):
+            raise AttnclfError(f"model.diversity_weight={self.diversity_weight!r} must be a number >= 0")
         if self.init_from and self.rnn != "gru":  # (the language models are GRUs)
             raise AttnclfError(f"model.init_from needs model.rnn=gru (the language models are GRUs), got {self.rnn}")
         if self.init_from and self.num_layers != 1:  # (a run given by name, latest, or pretrain)
@@ -125,7 +146,8 @@ class ModelConfig:
 
     def network(self) -> dict:
         """The network's own arguments (AttentionClassifier), without where its weights start from."""
-        return {k: v for k, v in asdict(self).items() if k not in ("embeddings", "freeze_embeddings", "init_from")}
+        left_out = ("embeddings", "freeze_embeddings", "init_from", "diversity_weight")  # (the loss's, not the net's)
+        return {k: v for k, v in asdict(self).items() if k not in left_out}
 
 
 def _is_number(field: bytes) -> bool:

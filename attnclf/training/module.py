@@ -306,6 +306,10 @@ class AttnClassifierModule(TrainingModule):
         else:
             logits, _ = self(ids, lengths, host)
             loss = clean = F.cross_entropy(logits, y, weight=self.class_weight)
+        if self.model.diversity:  # the Diversity RNN: its states' conicity, penalised (attnclf/models/states.py)
+            penalty = self.model.last_conicity.mean()
+            self.log("train/conicity", penalty, batch_size=len(y))
+            loss = clean = clean + self.config.model.diversity_weight * penalty
         self._check_finite(loss)
         self.train_acc(logits.argmax(-1), y)
         # the cross-entropy (weighted per class where optimizer.class_weights says), whatever regulariser is on top
