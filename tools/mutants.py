@@ -1093,7 +1093,9 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "attnclf/models/states.py",
         r"        h = h - \(h \* mean\)\.sum\(-1, keepdim=True\)",
         "        h = h - 0 * (h * mean).sum(-1, keepdim=True)",
-        ["tests/test_remedies.py::test_orthogonal_steps_are_their_ortho_lstm_and_each_state_is_orthogonal_to_the_earlier_ones"],
+        [
+            "tests/test_remedies.py::test_orthogonal_steps_are_their_ortho_lstm_and_each_state_is_orthogonal_to_the_earlier_ones"
+        ],
     ),
     (
         "conicity-signed",
@@ -1113,7 +1115,7 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "sparse-weights-are-softmax",
         "attnclf/models/attention.py",
         r'    if normalizer == "softmax":\n        return masked_softmax',
-        '    if True:\n        return masked_softmax',
+        "    if True:\n        return masked_softmax",
         ["tests/test_remedies.py::test_sparse_weights_are_their_definition_masked_and_exactly_zero_on_some_tokens"],
     ),
     (
