@@ -122,14 +122,14 @@ def test_a_killed_pretraining_resumes_where_it_stopped(tiny_imdb, tmp_path):
     common = [f"data.path={tiny_imdb}", f"paths.cache_dir={tmp_path / 'cache'}", f"paths.runs_dir={tmp_path / 'none'}",
               "trainer.max_epochs=2", "callbacks.step_checkpoint.every_n_train_steps=5", "trainer.deterministic=true",
               *LM]  # fmt: skip
-    env = signaller_env(tmp_path)
     run = tmp_path / "run"
 
-    def cli(*args):
+    def cli(*args, armed=False):  # (armed: the run's killer callback fires; the resume, its config's, does not)
         return subprocess.run([sys.executable, "pretrain.py", *common, *args], cwd=ROOT, capture_output=True,
-                              text=True, timeout=300, env=env)  # fmt: skip
+                              text=True, timeout=300, env=signaller_env(tmp_path, armed))  # fmt: skip
 
-    killed = cli(f"hydra.run.dir={run}", "+callbacks.killer._target_=signaller.SignalAt", "+callbacks.killer.step=17")
+    killed = cli(f"hydra.run.dir={run}", "+callbacks.killer._target_=signaller.SignalAt", "+callbacks.killer.step=17",
+                 armed=True)  # fmt: skip
     assert killed.returncode == -9, killed.stderr[-2000:]
     assert load_checkpoint(run / "checkpoints" / "last.ckpt")["global_step"] == 15
     # resumed by its folder's name, relative, from another folder: it goes on in its own, and says so in full
@@ -480,3 +480,21 @@ def test_the_pretraining_cache_is_keyed_by_the_texts(tmp_path):
     lms = [p.parent for p in (cache / "pretrain").glob("*/metrics.json")]
     assert len(lms) == 2
     assert {next(w[0] for w in Vocab.load(lm / "vocab.json").itos if w.endswith("row1")) for lm in lms} == {"a", "b"}
+
+
+def test_a_pretraining_resumed_by_name_takes_its_own_settings_and_refuses_others(lm_run, tmp_path):
+    """`attnclf pretrain ckpt_path=<run>` alone continues on the run's own data and settings (not the
+    defaults' IMDb from the Hub); a key given that differs from the run's is one line, the run untouched."""
+    run = tmp_path / "run"
+    shutil.copytree(lm_run, run, ignore=shutil.ignore_patterns("metrics.json"))  # (as if stopped before its end)
+    here = [f"ckpt_path={run}", f"paths.cache_dir={tmp_path}", f"paths.output_dir={tmp_path / 'fresh'}"]
+    with pytest.raises(AttnclfError) as e:
+        pretrain(compose_lm([*here, "lm.lr=0.5"]), overrides=[*here, "lm.lr=0.5"])
+    config = run / ".hydra" / "config.yaml"
+    assert str(e.value) == (f"lm.lr=0.5: the run resumed was trained with lm.lr=0.002 ({config}); leave lm.lr out to "
+                            "resume with the run's own settings")  # fmt: skip
+    assert not (run / "metrics.json").exists()
+    pretrain(compose_lm(here), overrides=here)
+    resumed = json.loads((run / "metrics.json").read_text())
+    before = json.loads((lm_run / "metrics.json").read_text())
+    assert resumed["steps"] == before["steps"] and resumed["texts"] == before["texts"]  # (the run's own data)

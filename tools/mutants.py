@@ -1125,6 +1125,13 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "clean + penalty",
         ["tests/test_remedies.py::test_the_diversity_loss_is_the_cross_entropy_plus_the_weighted_conicity"],
     ),
+    (
+        "a-pretraining-resume-takes-the-commands-settings",
+        "attnclf/training/pretrain.py",
+        r'    cfg = with_run_settings\(cfg, overrides, "pretrain"\)',
+        "    pass",
+        ["tests/test_pretrain.py::test_a_pretraining_resumed_by_name_takes_its_own_settings_and_refuses_others"],
+    ),
 ]
 
 args = sys.argv[1:]

@@ -19,7 +19,7 @@ from attnclf.settings.lm import LMConfig
 from attnclf.settings.model import ModelConfig
 from attnclf.training.checkpoint import checkpoint_kind
 from attnclf.training.lm_module import LanguageModelModule
-from attnclf.training.resume import check_resumed_vocab, resume_point, resumed_step_of
+from attnclf.training.resume import check_resumed_vocab, keep_config, resume_point, resumed_step_of, with_run_settings
 from attnclf.training.trainer import make_trainer, peak_rss_mb, prepare_process, quiet, timed_fit
 from attnclf.utils.jsonfile import write_json
 
@@ -61,19 +61,26 @@ def say_length(trainer: L.Trainer, datamodule: LMDataModule) -> None:
              "tokens an epoch", steps, trainer.max_epochs, batches, len(train), train.lengths.sum() / 1e6)  # fmt: skip
 
 
-def pretrain(cfg: DictConfig) -> float:
-    """Fit both language models, write metrics.json; return the best val/loss (mean NLL per token)."""
-    return fit_language_models(pretrain_settings(cfg))  # every value typed and checked, before any data work
+def pretrain(cfg: DictConfig, overrides: list[str] | None = None) -> float:
+    """Fit both language models, write metrics.json; return the best val/loss (mean NLL per token).
+    `overrides`: the command line's (a run resumed by name takes every key they leave out from its own
+    config, and refuses one given that differs; None: every key of `cfg` counts as given)."""
+    cfg = with_run_settings(cfg, overrides, "pretrain")  # (a run resumed by name: its own settings)
+    s = pretrain_settings(cfg)  # every value typed and checked, before any data work
+    return fit_language_models(s, cfg)
 
 
-def fit_language_models(s: PretrainSettings) -> float:
-    """pretrain() with its settings built and checked (`attnclf pretrain`, or a run's model.init_from=pretrain)."""
+def fit_language_models(s: PretrainSettings, cfg: DictConfig | None = None) -> float:
+    """pretrain() with its settings built and checked (`attnclf pretrain`, or a run's model.init_from=pretrain);
+    `cfg`: the composed config, kept in a fresh run's folder where Hydra wrote none (keep_config)."""
     prepare_process(s.run)
     resume = resume_point(s.run.ckpt_path, s.paths, lambda hp: matches(hp, s.model, s.lm),
                           lambda hp, run: mismatch(hp, run, s.model, s.lm))  # fmt: skip
     L.seed_everything(s.run.seed, workers=True, verbose=False)  # (the seed is in the run's config and metrics)
     out = Path(s.paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
+    if resume is None and cfg is not None:
+        keep_config(cfg, out)
     trainer, throughput = make_trainer(s.composed, s.paths, resumed_step_of(resume))  # (before any data work)
 
     datamodule = LMDataModule(s.data, s.lm, s.run.seed, vocab_path=str(out / "vocab.json"))

@@ -185,6 +185,14 @@ RUNTIME_KEYS = (
 )  # fmt: skip
 
 
+def keep_config(cfg: DictConfig, out: Path) -> None:
+    """A fresh run's own settings in its folder (RUN_CONFIG), where Hydra wrote none (train(cfg) called from
+    Python): what a resume by the run's name takes."""
+    if not (out / RUN_CONFIG).exists():
+        (out / RUN_CONFIG).parent.mkdir(parents=True, exist_ok=True)
+        OmegaConf.save(cfg, out / RUN_CONFIG)
+
+
 def run_named(ckpt_path: str | None) -> Path | None:
     """The run folder `ckpt_path` names (a run folder, or a checkpoint in one); None for last, none, or a
     path that is not there (find_resume says so)."""
@@ -200,12 +208,12 @@ def is_runtime(key: str) -> bool:
     return any(key == k or key.startswith(k + ".") for k in RUNTIME_KEYS)
 
 
-def with_run_settings(cfg: DictConfig, overrides: list[str] | None) -> DictConfig:
+def with_run_settings(cfg: DictConfig, overrides: list[str] | None, command: str = "train") -> DictConfig:
     """`cfg` with every setting of the run `ckpt_path` names taken from the run's own config, but the
     runtime keys (RUNTIME_KEYS). A key the command gives that differs from the run's is refused in one line
     (the data keys of data.json: by resumed_data, against that record). `overrides`: the command line's (None: every
     key of `cfg` counts as given). `cfg` as it is for ckpt_path=last, a fresh run, or a run without its
-    config."""
+    config. `command`: the config the command composes (train, pretrain)."""
     run = run_named(cfg.get("ckpt_path"))
     # (a finished run: find_resume refuses it, whatever the settings)
     if run is None or not (run / RUN_CONFIG).is_file() or (run / "metrics.json").exists():
@@ -217,8 +225,9 @@ def with_run_settings(cfg: DictConfig, overrides: list[str] | None) -> DictConfi
         if isinstance(node, DictConfig) and last in node:
             del node[last]
     merged = OmegaConf.merge(OmegaConf.to_container(cfg), own)  # (unstructured: a key the run lacks stays)
-    for key in sorted(keys_given(cfg, overrides)):
-        recorded = key.startswith("data.") and key.split(".")[1] in RECORDED
+    has_record = (run / RECORD).is_file()
+    for key in sorted(keys_given(cfg, overrides, command)):
+        recorded = has_record and key.startswith("data.") and key.split(".")[1] in RECORDED
         if recorded:  # (as given: resumed_data holds them against the run's data record, paths made whole)
             OmegaConf.update(merged, key, OmegaConf.select(cfg, key), merge=False)
         if recorded or is_runtime(key):
@@ -233,9 +242,9 @@ def with_run_settings(cfg: DictConfig, overrides: list[str] | None) -> DictConfi
     return merged
 
 
-def keys_given(cfg: DictConfig, overrides: list[str] | None) -> set[str]:
-    """The keys (dotted, to the leaves) a command line sets: key=value, and the keys a group choice sets
-    (attention=additive, experiment=smoke: those its file sets). None: every key of `cfg`."""
+def keys_given(cfg: DictConfig, overrides: list[str] | None, command: str = "train") -> set[str]:
+    """The keys (dotted, to the leaves) a command line of `command` sets: key=value, and the keys a group
+    choice sets (attention=additive, experiment=smoke: those its file sets). None: every key of `cfg`."""
     if overrides is None:
         return set(leaves(OmegaConf.to_container(cfg)))
     keys = set()
@@ -246,8 +255,8 @@ def keys_given(cfg: DictConfig, overrides: list[str] | None) -> set[str]:
         if o.is_delete():
             keys.add(name)
         elif files(CONF_MODULE).joinpath(name).is_dir():
-            chosen = compose_config("train", [o.input_line.lstrip("+")])
-            without = compose_config("train", [f"~{name}"])
+            chosen = compose_config(command, [o.input_line.lstrip("+")])
+            without = compose_config(command, [f"~{name}"])
             keys.update(differing(OmegaConf.to_container(chosen), OmegaConf.to_container(without)))
         else:
             node = OmegaConf.select(cfg, name)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytorch_lightning as L
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig
 
 from attnclf.data.datamodule import TextDataModule
 from attnclf.data.splits import RECORD, record_of
@@ -20,10 +20,10 @@ from attnclf.training.init_from import cached_pretraining, check_init_from, load
 from attnclf.training.module import AttnClassifierModule
 from attnclf.training.pruning import trial_pruning
 from attnclf.training.resume import (
-    RUN_CONFIG,
     START,
     check_resumed_vocab,
     data_keys_given,
+    keep_config,
     resume_point,
     resumed_data,
     resumed_step_of,
@@ -62,9 +62,8 @@ def train(cfg: DictConfig, overrides: list[str] | None = None) -> float:
     L.seed_everything(s.run.seed, workers=True, verbose=False)  # (the seed is in the run's config and metrics)
     out = Path(s.paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
-    if resume is None and not (out / RUN_CONFIG).exists():  # (train(cfg) from Python: Hydra wrote none)
-        (out / RUN_CONFIG).parent.mkdir(exist_ok=True)
-        OmegaConf.save(cfg, out / RUN_CONFIG)
+    if resume is None:
+        keep_config(cfg, out)
     # (it draws no random numbers)
     trainer, throughput = make_trainer(cfg, s.paths, resumed_step_of(resume), trial_pruning(s.search, out))
     datamodule, model = data_and_model(s, out)
