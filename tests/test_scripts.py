@@ -250,8 +250,8 @@ def test_compare_datasets_runs_each_protocol_and_reports_each_dataset_apart(tiny
     assert text.count("## Data: ") == 2 and "(2 pairs over 1 setting(s), paired t-test)" in text
     again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and "cr: 4 runs already in" in again.stdout
-    bad = subprocess.run([sys.executable, "scripts/compare_datasets.py"], cwd=ROOT, capture_output=True, text=True)
-    assert "scripts/compare_datasets.py is `attnclf compare-datasets` now" in bad.stderr  # (the old line forwards)
+    alone = [sys.executable, "-m", "attnclf", "compare-datasets"]
+    bad = subprocess.run(alone, cwd=ROOT, capture_output=True, text=True)
     assert bad.returncode == 2 and "give at least one dataset" in bad.stderr
     named = [sys.executable, "-m", "attnclf", "compare-datasets", "--data", "no-path", "--out", str(out)]
     bad = subprocess.run(named, cwd=ROOT, capture_output=True, text=True)

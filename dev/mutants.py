@@ -1,5 +1,4 @@
-"""(The team's ../shared/tools/mutants.py with this project's list: its modules' places since the
-redesign, and the defects found since.)
+"""The planted-defect runner.
 
 Plant known defects in a copy of this project, one at a time, and run its test suite on each (the fast tier,
 then, where that passed, the whole suite):
@@ -10,7 +9,7 @@ with the tests that should catch it.
 misses its defect costs time, never a wrong verdict). The whole list takes about 15 minutes on 2 cores.
 
 Prints one line per mutant: caught / SURVIVED / STALE (the code it targets has changed: update the list).
-Usage (from the project root): python tools/mutants.py [--fast] . "$(which python)" [NAME...]
+Usage (from the project root): python dev/mutants.py [--fast] . "$(which python)" [NAME...]
 (exit 1 if any mutant survived or is stale).
 """
 
@@ -23,7 +22,7 @@ import tempfile
 import time
 
 MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast runs them first)
-    # the team's list (../shared/tools/mutants.py), at the modules' places since the redesign
+    # the defects the project started with
     (
         "vocab-from-train-and-val",
         "attnclf/data/datamodule.py",
