@@ -13,7 +13,7 @@ import math
 import torch
 from torch import nn
 
-from attnclf.settings.model import ATTENTION_INITS, ATTENTIONS, NORMALIZERS
+from attnclf.models.names import ATTENTION_INITS, ATTENTIONS, NORMALIZERS
 from attnclf.utils.checks import one_of
 
 

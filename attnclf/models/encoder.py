@@ -46,10 +46,10 @@ from torch.func import functional_call
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnclf.models.dropout import Dropout
+from attnclf.models.names import GRU_KERNELS, check_gru_kernel, check_hidden_states, check_rnn
 from attnclf.models.states import orthogonal_steps
-from attnclf.settings.model import GRU_KERNELS, check_gru_kernel, check_hidden_states, check_rnn
 
-KERNELS = GRU_KERNELS  # (the names live with the settings: attnclf/settings/model.py)
+KERNELS = GRU_KERNELS  # (the names, torch-free: attnclf/models/names.py)
 CELLS = {"gru": nn.GRU, "lstm": nn.LSTM}  # the same call, the same outputs first; an LSTM's gates are 4, a GRU's 3
 
 # auto on a CPU with 2+ threads: the two directions at once for batches of at least this many steps. A short

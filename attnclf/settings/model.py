@@ -20,48 +20,24 @@ from pathlib import Path
 from omegaconf import DictConfig
 
 from attnclf.errors import AttnclfError
+from attnclf.models.names import (
+    ATTENTION_INITS,
+    ATTENTIONS,
+    NORMALIZERS,
+    QUERIES,
+    check_gru_kernel,
+    check_hidden_states,
+    check_rnn,
+)
 from attnclf.settings.typed import register, typed
 from attnclf.utils.checks import fraction, number, one_of, positive_int, positive_number, shown
 
-ATTENTIONS = ("dot", "additive")
-ATTENTION_INITS = ("xavier", "default")  # additive attention's initialisation
-GRU_KERNELS = ("auto", "concurrent", "padded", "packed")
-# the encoder's recurrent cell: this project's GRU, or the LSTM of Jain & Wallace's classifier
-RNNS = ("gru", "lstm")
-# the attention's query: the encoder's final states (the review's summary), or one learned vector for every
-# review (Jain & Wallace's pooling: the weights then depend on each token's state alone)
-QUERIES = ("final", "learned")
-# what is done to the encoder's states so that attention over them explains (Mohankumar et al. 2020;
-# attnclf/models/states.py): nothing, the Orthogonal RNN, or the Diversity RNN's conicity penalty
-HIDDEN_STATES = ("plain", "orthogonal", "diversity")
-# what turns the attention's scores into weights: softmax, or the sparse sparsemax and 1.5-entmax (the entmax
-# package; Meister et al. 2021 measure whether their sparsity makes attention more interpretable)
-NORMALIZERS = ("softmax", "sparsemax", "entmax15")
 SCHEDULES = ("cosine", "constant")
 REGULARIZERS = ("none", "adversarial", "virtual_adversarial")
 EMBEDDINGS = ("random", "word2vec")  # or a path to a vectors file
 # model.init_from=pretrain: the pretraining of the run's own data, made once and cached (`pretraining`: its settings)
 INIT_FROM_PRETRAIN = "pretrain"
 CLASSIFIER = "classifier"  # a classifier checkpoint's hyper_parameters["kind"] (language models: theirs)
-
-
-def check_gru_kernel(kernel: str) -> None:
-    """The rule for model.gru_kernel, in one place: the settings check it before any data work, and the
-    encoder built directly (attnclf/models/encoder.py, as a library) checks what it is given by it."""
-    one_of("model.gru_kernel", kernel, GRU_KERNELS)
-
-
-def check_rnn(rnn: str) -> None:
-    """The rule for model.rnn, checked by the settings and by the encoder built directly (as gru_kernel is)."""
-    one_of("model.rnn", rnn, RNNS)
-
-
-def check_hidden_states(states: str, kernel: str) -> None:
-    """The rule for model.hidden_states (and the kernels that compute it), checked as model.rnn is."""
-    one_of("model.hidden_states", states, HIDDEN_STATES)
-    if states == "orthogonal" and kernel == "packed":
-        raise AttnclfError("model.gru_kernel=packed runs cuDNN's own steps; model.hidden_states=orthogonal steps by "
-                           "hand: give model.gru_kernel=auto, padded or concurrent")  # fmt: skip
 
 
 @dataclass
