@@ -771,8 +771,8 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     (
         "adversary-diagnostic-pools-with-the-classifier-weights",
         "attnclf/training/guided.py",
-        r"        if self\.source is None:\n            return base_w",
-        "        if True:\n            return base_w",
+        r"            model = self\.base if self\.source is None else self\.source",
+        "            model = self.base",
         ["tests/test_attention_tests.py::test_the_guided_losses_are_the_tests_definitions"],
     ),
     # a resumed run's Trainer writes into the run's own folder (the typed paths), not the command's new one
