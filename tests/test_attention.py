@@ -123,7 +123,7 @@ def test_pooling_with_keys_as_values_matches_the_plain_path(name, Tq):
 
     fused = run(lambda kk: kk)  # the same tensor: the fused path
     plain = run(lambda kk: kk * 1.0)  # another tensor with the same numbers: autograd's path
-    assert fused[3].startswith("_SharedKeys") and plain[3] == "BmmBackward0"
+    assert fused[3].startswith("SharedKeys") and plain[3] == "BmmBackward0"
     torch.testing.assert_close(fused[0], plain[0])
     torch.testing.assert_close(fused[1], plain[1])
     assert (fused[1][3] == 0).all()  # no real token: all weights 0, no NaN
@@ -132,12 +132,12 @@ def test_pooling_with_keys_as_values_matches_the_plain_path(name, Tq):
 
 
 def test_fused_pooling_gradcheck():
-    from attnclf.models.attention import _SharedKeysAdditivePool, _SharedKeysPool
+    from attnclf.models.attention import SharedKeysAdditivePool, SharedKeysPool
 
     q, k, mask = inputs(Tq=2)
     args = [t.double().requires_grad_() for t in (q, k, torch.randn(3, 2, 1))]
-    assert torch.autograd.gradcheck(lambda a, b, c: _SharedKeysPool.apply(a, b, c, mask, 0.5), args)
+    assert torch.autograd.gradcheck(lambda a, b, c: SharedKeysPool.apply(a, b, c, mask, 0.5), args)
     g = torch.Generator().manual_seed(1)
     q1, w_k, v = torch.randn(3, 1, 5, generator=g), torch.randn(5, 8, generator=g), torch.randn(1, 5, generator=g)
     args = [t.double().requires_grad_() for t in (q1, k, w_k, v)]
-    assert torch.autograd.gradcheck(lambda *a: _SharedKeysAdditivePool.apply(*a, mask), args)
+    assert torch.autograd.gradcheck(lambda *a: SharedKeysAdditivePool.apply(*a, mask), args)

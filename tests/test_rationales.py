@@ -352,12 +352,12 @@ def test_evidence_that_differs_only_in_case_or_spacing_is_kept():
     "Awful", "Awful," for "Awful ,"), as a reader means it; other words are left out."""
     import re
 
-    from attnclf.data.rationales import _evidence_span
+    from attnclf.data.rationales import evidence_span
 
     text = "Awful , truly boring film ."
     words = [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
     for said in ("Awful", "awful", "Awful,", "AWFUL  ,"):
         end = 2 if "," in said else 1
-        assert _evidence_span({"start_token": 0, "end_token": end, "text": said}, text, words) == (0, words[end - 1][1])
-    assert _evidence_span({"start_token": 0, "end_token": 1, "text": "dull"}, text, words) is None
-    assert _evidence_span({"start_char": 6, "end_char": 20, "text": ", Truly  boring"}, text, words) == (6, 20)
+        assert evidence_span({"start_token": 0, "end_token": end, "text": said}, text, words) == (0, words[end - 1][1])
+    assert evidence_span({"start_token": 0, "end_token": 1, "text": "dull"}, text, words) is None
+    assert evidence_span({"start_char": 6, "end_char": 20, "text": ", Truly  boring"}, text, words) == (6, 20)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from attnclf.analysis.measures import _encoded, _probs_under, shuffled_weights
+from attnclf.analysis.measures import encoded, probs_under, shuffled_weights
 from attnclf.models.attention import masked_softmax
 from attnclf.models.classifier import AttentionClassifier
 
@@ -52,14 +52,14 @@ class Adversaries:
 
 def _search(model, out, w, mask, epsilon: float, candidates: int, steps: int, gen: torch.Generator):
     """The candidates' weights (K, B, T) and their output change (K, B) after the search, for one batch."""
-    p0 = _probs_under(model, out, w.unsqueeze(0))[0]  # (B, C)
+    p0 = probs_under(model, out, w.unsqueeze(0))[0]  # (B, C)
     uniform = mask.float() / mask.sum(-1, keepdim=True)  # (B, T)
     noise = torch.randn((candidates, *w.shape), generator=gen).to(w.device) * NOISE
     logits = (uniform.clamp_min(1e-12).log().unsqueeze(0) + noise).requires_grad_(True)  # (K, B, T)
     opt = torch.optim.Adam([logits], lr=LR, amsgrad=True)
     for step in range(steps + 1):
         a = _weights(logits, mask)  # (K, B, T)
-        tv = 0.5 * (_probs_under(model, out, a) - p0).abs().sum(-1)  # (K, B)
+        tv = 0.5 * (probs_under(model, out, a) - p0).abs().sum(-1)  # (K, B)
         if step == steps:
             return a.detach(), tv.detach()
         away = jsd(a, w.unsqueeze(0))  # (K, B)
@@ -93,7 +93,7 @@ def adversarial_attention(
     frozen = [p.requires_grad for p in model.parameters()]
     model.requires_grad_(False)  # (only the candidates' logits are searched)
     try:
-        for group, out, w, mask in _encoded(model, seqs, batch_tokens):
+        for group, out, w, mask in encoded(model, seqs, batch_tokens):
             with torch.enable_grad():
                 a, tv = _search(model, out, w, mask, epsilon, candidates, steps, gen)
             away = jsd(a, w.unsqueeze(0)).masked_fill(tv > epsilon, -1.0)  # (K, B): out of bounds never chosen

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from attnclf.analysis.measures import _weights_and_logits, pad
+from attnclf.analysis.measures import pad, weights_and_logits
 from attnclf.data.sampling import chunks
 from attnclf.models.classifier import AttentionClassifier
 
@@ -27,7 +27,7 @@ def _probabilities_of(model: AttentionClassifier):
     """The function Captum attributes: embedded reviews (B, T, E) and their lengths -> probabilities (B, C)."""
 
     def forward(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
-        return torch.softmax(_weights_and_logits(model, x, lengths)[1].float(), -1)
+        return torch.softmax(weights_and_logits(model, x, lengths)[1].float(), -1)
 
     return forward
 

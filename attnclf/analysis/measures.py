@@ -45,7 +45,7 @@ def pad(seqs: Sequence[np.ndarray], device="cpu") -> tuple[torch.Tensor, torch.T
     return ids.to(device), lengths
 
 
-def _weights_and_logits(model: AttentionClassifier, x: torch.Tensor, lengths: torch.Tensor, fixed: bool = False):
+def weights_and_logits(model: AttentionClassifier, x: torch.Tensor, lengths: torch.Tensor, fixed: bool = False):
     """Embedded reviews -> attention weights (B, T), logits (B, C): the pooled sum through model.pool.
     `fixed`: the weights enter the sum as constants (no gradient flows through them)."""
     out, final, mask = model.encode(x, lengths, lengths)
@@ -62,7 +62,7 @@ def probabilities(model: AttentionClassifier, seqs: Sequence[np.ndarray], batch_
     probs = np.empty((len(seqs), model.fc.out_features), dtype=np.float64)
     for group in chunks(lengths, batch_tokens):
         ids, lens = pad([seqs[i] for i in group], device)
-        _, logits, _, _ = _weights_and_logits(model, model.embed(ids), lens)
+        _, logits, _, _ = weights_and_logits(model, model.embed(ids), lens)
         probs[group] = torch.softmax(logits.float(), -1).cpu().numpy()
     return probs
 
@@ -92,7 +92,7 @@ def attributions(
     for group in chunks(lengths, batch_tokens):
         ids, lens = pad([seqs[i] for i in group], device)
         x = model.embed(ids).detach().requires_grad_(True)  # (B, T, E)
-        w, logits, _, _ = _weights_and_logits(model, x, lens, fixed_weights)
+        w, logits, _, _ = weights_and_logits(model, x, lens, fixed_weights)
         p = torch.softmax(logits.float(), -1)  # (B, C)
         # reviews are independent in eval mode: the gradient of the sum is each review's own
         p.gather(1, p.argmax(-1, keepdim=True)).sum().backward()
@@ -284,18 +284,18 @@ def tokens_to_flip(
     return found
 
 
-def _encoded(model: AttentionClassifier, seqs: Sequence[np.ndarray], batch_tokens: int):
+def encoded(model: AttentionClassifier, seqs: Sequence[np.ndarray], batch_tokens: int):
     """(positions, encoder outputs, weights, mask) batch by batch, without gradients."""
     device = next(model.parameters()).device
     lengths = np.fromiter((len(s) for s in seqs), dtype=np.int64, count=len(seqs))
     with torch.no_grad():
         for group in chunks(lengths, batch_tokens):
             ids, lens = pad([seqs[i] for i in group], device)
-            w, _, out, mask = _weights_and_logits(model, model.embed(ids), lens)
+            w, _, out, mask = weights_and_logits(model, model.embed(ids), lens)
             yield group, out, w.float(), mask
 
 
-def _probs_under(model: AttentionClassifier, out: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+def probs_under(model: AttentionClassifier, out: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     """Class probabilities (..., B, C) of encoder outputs (B, T, D) pooled with weights (..., B, T)."""
     lead = weights.shape[:-2]
     flat = weights.reshape(-1, *weights.shape[-2:])  # (P, B, T)
@@ -325,11 +325,11 @@ def permutation(
     gen = torch.Generator().manual_seed(seed)
     tv = np.empty(len(seqs))
     entropy = np.empty(len(seqs))
-    for group, out, w, mask in _encoded(model, seqs, max(1, batch_tokens // 8)):
+    for group, out, w, mask in encoded(model, seqs, max(1, batch_tokens // 8)):
         with torch.no_grad():
-            p0 = _probs_under(model, out, w.unsqueeze(0))[0]  # (B, C)
+            p0 = probs_under(model, out, w.unsqueeze(0))[0]  # (B, C)
             shuffled = shuffled_weights(w, mask, permutations, gen)  # (P, B, T)
-            p = _probs_under(model, out, shuffled)  # (P, B, C)
+            p = probs_under(model, out, shuffled)  # (P, B, C)
             dist = 0.5 * (p - p0).abs().sum(-1)  # (P, B)
             tv[group] = dist.median(0).values.cpu().numpy()
             entropy[group] = (-(w * w.clamp_min(1e-12).log()).sum(-1)).cpu().numpy()
@@ -342,7 +342,7 @@ def states_and_sparsity(
     """Per review: the conicity of its encoder states (attnclf/models/states.py: near 1, they point one way)
     and the share of its real tokens whose attention weight is exactly 0 (sparsemax, entmax)."""
     cone, zeros = np.empty(len(seqs)), np.empty(len(seqs))
-    for group, out, w, mask in _encoded(model, seqs, batch_tokens):
+    for group, out, w, mask in encoded(model, seqs, batch_tokens):
         cone[group] = conicity(out.float(), mask).cpu().numpy()
         zeros[group] = ((w == 0) & mask).sum(-1).cpu().numpy() / mask.sum(-1).cpu().numpy()
     return cone, zeros
@@ -351,7 +351,7 @@ def states_and_sparsity(
 def attention_weights(model: AttentionClassifier, seqs: Sequence[np.ndarray], batch_tokens: int = 32768):
     """The attention weights of each review's real tokens."""
     weights: list = [None] * len(seqs)
-    for group, _, w, _ in _encoded(model, seqs, batch_tokens):
+    for group, _, w, _ in encoded(model, seqs, batch_tokens):
         w = w.cpu().numpy().astype(np.float64)
         for row, i in enumerate(group):
             weights[i] = w[row, : len(seqs[i])]
@@ -361,10 +361,10 @@ def attention_weights(model: AttentionClassifier, seqs: Sequence[np.ndarray], ba
 def uniform(model: AttentionClassifier, seqs: Sequence[np.ndarray], batch_tokens: int = 32768) -> np.ndarray:
     """Class probabilities (N, C) when every real token gets the same weight."""
     probs = np.empty((len(seqs), model.fc.out_features))
-    for group, out, _, mask in _encoded(model, seqs, batch_tokens):
+    for group, out, _, mask in encoded(model, seqs, batch_tokens):
         with torch.no_grad():
             w = mask.float() / mask.sum(-1, keepdim=True)
-            probs[group] = _probs_under(model, out, w.unsqueeze(0))[0].cpu().numpy()
+            probs[group] = probs_under(model, out, w.unsqueeze(0))[0].cpu().numpy()
     return probs
 
 

@@ -91,7 +91,7 @@ def read_eraser(folder: Path, split: str, left: LeftOut) -> list[Marked]:
         words = [m.span() for m in WORD.finditer(text)]
         spans = []
         for ev in evidences:
-            span = _evidence_span(ev, text, words)
+            span = evidence_span(ev, text, words)
             if span is None:
                 left.add("evidences whose offsets do not align with their document's tokens", f"{ann_id}: {ev}")
             else:
@@ -100,7 +100,7 @@ def read_eraser(folder: Path, split: str, left: LeftOut) -> list[Marked]:
     return marked
 
 
-def _evidence_span(ev: dict, text: str, words: list[tuple[int, int]]) -> tuple[int, int] | None:
+def evidence_span(ev: dict, text: str, words: list[tuple[int, int]]) -> tuple[int, int] | None:
     """An evidence's character span in its document, from its token offsets (or character offsets); None
     where they fall outside the document or its `text` is not the words they cover."""
     start, end = ev.get("start_token", -1), ev.get("end_token", -1)

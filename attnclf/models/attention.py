@@ -67,7 +67,7 @@ def _scores_grad(w, x, d_context, d_weights):
     return w * (dw - (dw * w).sum(-1, keepdim=True))
 
 
-class _SharedKeysPool(torch.autograd.Function):
+class SharedKeysPool(torch.autograd.Function):
     """Masked softmax of scale * (qk . x_t) + shift, then the weighted sum of the same x: keys = values = x.
 
     The same numbers as the plain autograd path; only x's gradient is formed
@@ -123,7 +123,7 @@ class DotAttention(nn.Module):
             qk = q @ self.k_proj.weight  # (B, Tq, Dk)
             shift = (q @ self.k_proj.bias).unsqueeze(-1)  # (B, Tq, 1)
             if fused_pooling(self, keys, values):
-                return _SharedKeysPool.apply(qk, keys, shift * self.scale, mask, self.scale)
+                return SharedKeysPool.apply(qk, keys, shift * self.scale, mask, self.scale)
             scores = torch.bmm(qk, keys.transpose(1, 2)) + shift  # (B, Tq, Tk)
         else:
             scores = torch.bmm(q, self.k_proj(keys).transpose(1, 2))  # (B, Tq, Tk)
@@ -146,7 +146,7 @@ class VectorDotAttention(nn.Module):
         return torch.bmm(weights, values), weights  # (B, Tq, Dv), (B, Tq, Tk)
 
 
-class _SharedKeysAdditivePool(torch.autograd.Function):
+class SharedKeysAdditivePool(torch.autograd.Function):
     """One query, keys = values = x: masked softmax of v^T tanh(q + W_k x_t), then the weighted sum of x.
 
     The same numbers as the plain autograd path, with fewer passes over the
@@ -214,7 +214,7 @@ class AdditiveAttention(nn.Module):
     def forward(self, query, keys, values, mask=None):
         q = self.q_proj(query)  # (B, Tq, h)
         if query.size(1) == 1 and fused_pooling(self, keys, values):
-            return _SharedKeysAdditivePool.apply(q, keys, self.k_proj.weight, self.score_proj.weight, mask)
+            return SharedKeysAdditivePool.apply(q, keys, self.k_proj.weight, self.score_proj.weight, mask)
         k = self.k_proj(keys)  # (B, Tk, h)
         # (B, Tq, 1, h) + (B, 1, Tk, h) -> (B, Tq, Tk, h): the cost that grows as Tq * Tk * h
         scores = self.score_proj(torch.tanh(q.unsqueeze(2) + k.unsqueeze(1))).squeeze(-1)  # (B, Tq, Tk)
