@@ -1131,6 +1131,13 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "    pass",
         ["tests/test_pretrain.py::test_a_pretraining_resumed_by_name_takes_its_own_settings_and_refuses_others"],
     ),
+    (
+        "a-check-rewrites-what-it-checks",
+        "attnclf/settings/serve.py",
+        r"        names = self\.names\n",
+        "        names = self.names = tuple(self.names)\n",
+        ["tests/test_config.py::test_a_settings_check_only_checks"],
+    ),
 ]
 
 args = sys.argv[1:]

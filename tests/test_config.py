@@ -6,7 +6,7 @@ import logging
 
 import pytest
 import torch
-from conftest import compose_cfg, tiny_overrides
+from conftest import CONF, compose_cfg, tiny_overrides
 
 from attnclf.errors import AttnclfError
 from attnclf.settings.model import (
@@ -130,3 +130,54 @@ def test_an_lstm_run_is_an_lstm_where_it_is_loaded(tiny_imdb, tmp_path):
     assert json.loads((tmp_path / "metrics.json").read_text())["hparams"]["model.rnn"] == "lstm"
     encoder = Classifier.from_checkpoint(tmp_path).module.model.encoder
     assert all(type(m) is nn.LSTM for m in (*encoder.fwd, *encoder.bwd))
+
+
+def test_a_settings_check_only_checks(tiny_run, tmp_path, monkeypatch):
+    """Each command's settings as their builders make them (normalised, then checked): every check(), nested
+    ones included, leaves its object as it found it (a check that also rewrote a value would hide which
+    form was checked)."""
+    import copy
+    import inspect
+    from dataclasses import fields, is_dataclass
+
+    from hydra import compose, initialize_config_dir
+
+    from attnclf.settings.commands import (
+        attention_tests_settings,
+        eval_settings,
+        faithfulness_settings,
+        train_settings,
+    )
+    from attnclf.settings.serve import serve_settings
+
+    run = [f"ckpt={tiny_run}", f"paths.output_dir={tmp_path}"]
+
+    def build() -> list:
+        built = [train_settings(compose_cfg([f"paths.output_dir={tmp_path}"]))]
+        with initialize_config_dir(config_dir=CONF, version_base="1.3"):
+            built += [eval_settings(compose("eval", run)), faithfulness_settings(compose("faithfulness", run)),
+                      attention_tests_settings(compose("attention_tests", run)),
+                      serve_settings(compose("serve", [*run, "names=[a]"]))]  # fmt: skip
+        return built
+
+    def classes(obj):  # the object's class and every nested settings class
+        yield type(obj)
+        for f in fields(obj):
+            if is_dataclass(getattr(obj, f.name)):
+                yield from classes(getattr(obj, f.name))
+
+    checked = {cls for settings in build() for cls in classes(settings) if hasattr(cls, "check")}
+    seen = []
+    for cls in checked:
+        if inspect.signature(cls.check).parameters.keys() != {"self"}:  # (LMConfig's takes the data)
+            continue
+
+        def only_checks(self, _check=cls.check):
+            before = copy.deepcopy(self)
+            _check(self)
+            assert self == before, type(self).__name__
+            seen.append(type(self).__name__)
+
+        monkeypatch.setattr(cls, "check", only_checks)
+    build()
+    assert {"ServeConfig", "EvalConfig", "FaithfulnessConfig", "AttentionTestsConfig", "ModelConfig"} <= set(seen)

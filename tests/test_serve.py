@@ -26,7 +26,12 @@ TEXT = "A wonderful film, really moving! The plot was dull at times."
 
 
 def serve_config(ckpts, **kw) -> ServeConfig:
-    s = ServeConfig(ckpt=[str(c) for c in ckpts], **kw)
+    return checked(ServeConfig(ckpt=[str(c) for c in ckpts], **kw))
+
+
+def checked(s: ServeConfig) -> ServeConfig:
+    """As serve_settings() hands it on: normalised, then checked."""
+    s.normalize()
     s.check()
     return s
 
@@ -181,14 +186,12 @@ def test_a_host_beyond_this_machine_needs_a_key(host, key, words, tiny_run, monk
     monkeypatch.delenv("ATTNCLF_API_KEY", raising=False)
     s = ServeConfig(ckpt=str(tiny_run), host=host, api_key=key)
     if words is None:
-        s.check()
+        checked(s)
         return
     with pytest.raises(AttnclfError, match=words.replace("(", r"\(")):
-        s.check()
+        checked(s)
     monkeypatch.setenv("ATTNCLF_API_KEY", "from-env")
-    s = ServeConfig(ckpt=str(tiny_run), host=host)
-    s.check()
-    assert s.api_key == "from-env"
+    assert checked(ServeConfig(ckpt=str(tiny_run), host=host)).api_key == "from-env"
 
 
 @pytest.mark.parametrize(
@@ -208,7 +211,7 @@ def test_bad_settings_are_one_line(kw, words, tiny_run, tiny_run_additive):
     kw = dict(kw)
     ckpt = [str(tiny_run), str(tiny_run_additive)] if kw.pop("twice", False) else kw.pop("ckpt", str(tiny_run))
     with pytest.raises(AttnclfError, match=words.replace("(", r"\(").replace("[", r"\[")) as e:
-        ServeConfig(ckpt=ckpt, **kw).check()
+        checked(ServeConfig(ckpt=ckpt, **kw))
     assert "\n" not in str(e.value)
 
 

@@ -20,7 +20,7 @@ from attnclf.settings.lm import LMConfig
 from attnclf.settings.model import INIT_FROM_PRETRAIN, ClassifierConfig, ModelConfig, classifier_config
 from attnclf.settings.run import PathsConfig, RunConfig, SearchConfig, TrainerConfig, TrainRunConfig
 from attnclf.settings.typed import register, typed
-from attnclf.utils.checks import number, one_of, positive_int, positive_number, repeated
+from attnclf.utils.checks import number, one_of, positive_int, positive_number, repeated, shown
 from attnclf.utils.files import check_writable_file
 
 
@@ -195,8 +195,10 @@ class EvalConfig:
     split: str = "test"  # (data.split on the command line)
     data: dict = field(default_factory=dict)
 
-    def check(self) -> None:
+    def normalize(self) -> None:
         self.ckpt = checkpoints_given(self.ckpt, "evaluate")
+
+    def check(self) -> None:
         positive_int("batch_size", self.batch_size)
         positive_int("num_threads", self.num_threads, "PyTorch's default")
         check_device(self.device)
@@ -217,6 +219,7 @@ def on_a_run(cls, cfg: DictConfig, key: str, **typed_apart):
     config = typed(cls, {**values, "split": split, "data": data}, key)
     for name, value in typed_apart.items():
         setattr(config, name, value)
+    config.normalize()
     config.check()
     return config
 
@@ -240,9 +243,11 @@ class RationalesConfig:
     spans_column: str = "rationale"
     labels: dict | None = None  # the set's label -> the classifier's class name (None: by name)
 
+    def normalize(self) -> None:
+        self.labels = {str(k): str(v) for k, v in (self.labels or {}).items()}
+
     def check(self) -> None:
         """The folder or file is there and of a kind that is read, before any checkpoint or data is."""
-        self.labels = {str(k): str(v) for k, v in (self.labels or {}).items()}
         if self.path is None:
             return
         p = Path(self.path).expanduser()
@@ -284,8 +289,12 @@ class FaithfulnessConfig:
     data: dict = field(default_factory=dict)
     rationales: RationalesConfig = field(default_factory=RationalesConfig)
 
-    def check(self) -> None:
+    def normalize(self) -> None:
         self.ckpt = checkpoints_given(self.ckpt, "examine")[0]
+        self.ks = erasure_sizes(self.ks)
+        self.rationales.normalize()
+
+    def check(self) -> None:
         self.rationales.check()
         positive_int("reviews", self.reviews)
         if self.max_tokens < 2:
@@ -304,7 +313,6 @@ class FaithfulnessConfig:
             raise AttnclfError(f"adversarial={self.adversarial!r}: the output's allowed change (total variation) "
                                "must be in (0, 1), e.g. adversarial=0.01; null: no search")  # fmt: skip
         positive_int("batch_tokens", self.batch_tokens)
-        self.ks = erasure_sizes(self.ks)
         check_device(self.device)
 
 
@@ -348,8 +356,12 @@ class AttentionTestsConfig:
     output: str | None = None
     cache_dir: str | None = None
 
-    def check(self) -> None:
+    def normalize(self) -> None:
         self.ckpt = checkpoints_given(self.ckpt, "test")[0]
+        lambdas = self.lambdas if isinstance(self.lambdas, (list, tuple)) else [self.lambdas]
+        self.lambdas = [float(x) if number(x) else x for x in lambdas]
+
+    def check(self) -> None:
         one_of("test", self.test, ATTENTION_TESTS)
         for key in ("epochs", "batch_size", "hidden_dim"):
             positive_int(key, getattr(self, key))
@@ -357,20 +369,19 @@ class AttentionTestsConfig:
             positive_int(key, getattr(self, key), "all")
         positive_int("num_threads", self.num_threads, "PyTorch's default")
         positive_number("lr", self.lr)
-        lambdas = self.lambdas if isinstance(self.lambdas, (list, tuple)) else [self.lambdas]
-        if not lambdas:
+        if not self.lambdas:
             raise AttnclfError("lambdas=[]: give at least one weight, e.g. lambdas=[0.001,0.01,0.1]")
-        for lam in lambdas:
+        for lam in self.lambdas:
             if not number(lam) or not 0 <= lam < float("inf"):
-                raise AttnclfError(f"lambdas: {lam!r}; allowed: numbers >= 0 (the weight of the attention's "
+                raise AttnclfError(f"lambdas: {shown(lam)}; allowed: numbers >= 0 (the weight of the attention's "
                                    "divergence from the base's), e.g. lambdas=[0.001,0.01,0.1]")  # fmt: skip
-        self.lambdas = [float(x) for x in lambdas]
 
 
 def attention_tests_settings(cfg: DictConfig) -> AttentionTestsConfig:
     values = {f.name: cfg.get(f.name) for f in fields(AttentionTestsConfig) if f.name in cfg}
     values = {k: OmegaConf.to_container(v) if OmegaConf.is_config(v) else v for k, v in values.items()}
     config = typed(AttentionTestsConfig, values, "")
+    config.normalize()
     config.check()
     return config
 

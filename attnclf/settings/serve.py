@@ -40,8 +40,14 @@ class ServeConfig:
     browse_rows: int = 500  # test rows /browse samples (seeded) from the first model's run
     seed: int = 42  # the seed of /browse's sample
 
-    def check(self) -> None:
+    def normalize(self) -> None:
+        """ckpt and names as lists; the API key given, else $ATTNCLF_API_KEY's."""
         self.ckpt = checkpoints_given(self.ckpt, "serve")
+        if self.names is not None:
+            self.names = [self.names] if isinstance(self.names, str) else [str(n) for n in self.names]
+        self.api_key = self.api_key or os.environ.get(API_KEY_VARIABLE) or None
+
+    def check(self) -> None:
         for c in self.ckpt:
             if not Path(c).exists():
                 raise AttnclfError(f"ckpt={c!r}: no such checkpoint or run folder")
@@ -52,7 +58,6 @@ class ServeConfig:
         if not 0 <= self.port <= 65535:
             raise AttnclfError(f"port={self.port} must be in 0..65535 (0: any free port)")
         check_device(self.device)
-        self.api_key = self.api_key or os.environ.get(API_KEY_VARIABLE) or None
         if not is_loopback(self.host) and not self.api_key:
             raise AttnclfError(
                 f"host={self.host!r} serves beyond this machine: give an API key (api_key=... or "
@@ -62,7 +67,7 @@ class ServeConfig:
     def check_names(self) -> None:
         if self.names is None:
             return
-        names = [self.names] if isinstance(self.names, str) else [str(n) for n in self.names]
+        names = self.names
         if len(names) != len(self.ckpt):
             raise AttnclfError(f"names={names}: {len(names)} names for {len(self.ckpt)} checkpoints; give one each")
         for name in names:
@@ -71,7 +76,6 @@ class ServeConfig:
         twice = repeated(names)
         if twice:
             raise AttnclfError(f"names: {', '.join(map(repr, twice))} given twice; each model needs its own name")
-        self.names = names
 
 
 def is_loopback(host: str) -> bool:
@@ -87,5 +91,6 @@ def is_loopback(host: str) -> bool:
 def serve_settings(cfg: DictConfig) -> ServeConfig:
     values = {k: v for k, v in OmegaConf.to_container(cfg, resolve=True).items() if k not in ("paths", "hydra")}
     config = typed(ServeConfig, values, "")
+    config.normalize()
     config.check()
     return config
