@@ -174,8 +174,8 @@ def remove_if_unused(folder: Path) -> None:
 # A run's own settings, as Hydra wrote them when it started (train(cfg) from Python writes them too).
 RUN_CONFIG = Path(".hydra") / "config.yaml"
 
-# Keys that cannot change a run's results: on a resume they stay this command's (docs/configuration.md,
-# "Resuming a run", lists them). Every other key is the run's own.
+# Keys that cannot change a run's results: on a resume they stay this command's (docs/usage.md,
+# "A run given by name", lists them). Every other key is the run's own.
 RUNTIME_KEYS = (
     "ckpt_path", "num_threads", "keep_freed_memory", "test", "optimized_metric", "paths", "logger",
     "hparams_search", "data.num_workers", "data.cache_dir", "trainer.default_root_dir",
