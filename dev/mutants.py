@@ -49,7 +49,7 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     ),
     (
         "macro-f1-as-micro",
-        "attnclf/inference/evaluate.py",
+        "attnclf/commands/eval.py",
         r'MulticlassF1Score\(n, average="macro"\)',
         'MulticlassF1Score(n, average="micro")',
         ["tests/test_inference.py::test_eval_command_on_a_run_folder_against_an_independent_computation"],
@@ -77,7 +77,7 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     ),
     (
         "tests-last-not-best",
-        "attnclf/training/train.py",
+        "attnclf/commands/train.py",
         r'ckpt_path="best" if best else None',
         "ckpt_path=None",
         ["tests/test_train.py::test_the_best_checkpoint_is_tested_and_the_run_counts_useful_tokens"],
@@ -127,21 +127,21 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     ),
     (
         "trainer-values-unchecked",
-        "attnclf/settings/commands.py",
+        "attnclf/settings/run.py",
         r"    trainer\.check\(\)\n    return run, paths, trainer",
         "    return run, paths, trainer",
         ["tests/test_errors.py::test_bad_values_are_refused_before_any_data_work"],
     ),
     (
         "predict-drops-columns",
-        "attnclf/inference/predict.py",
+        "attnclf/commands/predict.py",
         r"            \*\*row,\n",
         "",
         ["tests/test_inference.py::test_predict_command_text_and_files"],
     ),
     (
         "predicted-prefix-never",
-        "attnclf/inference/predict.py",
+        "attnclf/commands/predict.py",
         r'prefix = "predicted_" if taken & set\(PREDICTED\) else ""',
         'prefix = ""',
         ["tests/test_inference.py::test_predict_command_text_and_files"],
@@ -205,7 +205,7 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     ),
     (
         "bootstrap-along-the-wrong-axis",
-        "attnclf/tools/report.py",
+        "attnclf/commands/report.py",
         r"replace=True\)\.mean\(1\)",
         "replace=True).mean(0)",
         ["tests/test_report.py::test_the_bootstrap_interval_resamples_runs_and_spans_their_spread"],
@@ -226,14 +226,14 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     ),
     (
         "resumed-run-forgets-its-start",
-        "attnclf/training/train.py",
+        "attnclf/commands/train.py",
         r"embeddings, pretrained = start_of\(out, ",
         "_, pretrained = start_of(out, ",
         ["tests/test_resume.py::test_killed_run_resumes_to_the_same_result"],
     ),
     (
         "predict-writes-checked-after-the-work",
-        "attnclf/settings/commands.py",
+        "attnclf/commands/predict.py",
         r"if self\.output is not None:  # the files",
         "if False:  # the files",
         ["tests/test_inference.py::test_bad_predict_inputs"],
@@ -255,7 +255,7 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     ),
     (
         "ensemble-of-other-rows",
-        "attnclf/inference/evaluate.py",
+        "attnclf/commands/eval.py",
         r"if members and not same_rows\(",
         "if False and not same_rows(",
         ["tests/test_run_data.py::test_an_ensemble_of_runs_that_read_other_rows_is_refused"],
@@ -451,7 +451,7 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     # the faithfulness comparison's erasure panel: a fifth run left out, runs named by their attention alone
     (
         "faithfulness-figure-draws-four-runs",
-        "attnclf/tools/compare_faithfulness.py",
+        "attnclf/commands/compare_faithfulness.py",
         r"itertools.cycle\(\[\"-\", \"--\", \":\", \"-.\"\]\)\)",
         '["-", "--", ":", "-."], strict=False)',
         ["tests/test_faithfulness.py::test_faithfulness_command_writes_json_summary_and_tensorboard"],
@@ -474,14 +474,14 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     ),
     (
         "significant-above-the-threshold",
-        "attnclf/inference/faithfulness.py",
+        "attnclf/analysis/faithfulness.py",
         r"p\[ok\] <= SIGNIFICANT",
         "p[ok] >= SIGNIFICANT",
         ["tests/test_faithfulness.py::test_magnitude_agreement_is_jain_and_wallace_s_definition_computed_apart"],
     ),
     (
         "min-tokens-ignored",
-        "attnclf/inference/faithfulness.py",
+        "attnclf/analysis/faithfulness.py",
         r"\(lengths >= min_tokens\)",
         "(lengths >= 1)",
         ["tests/test_faithfulness.py::test_erasure_sizes_and_helpers"],
@@ -549,7 +549,7 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     ),
     (
         "class-weights-of-the-whole-split",
-        "attnclf/training/train.py",
+        "attnclf/commands/train.py",
         r"model\.weigh_classes\(train_set\.labels\[train_set\.rows\]\)",
         "model.weigh_classes(train_set.labels)",
         ["tests/test_own_data.py::test_balanced_class_weights_count_the_training_rows_only"],
@@ -639,7 +639,7 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     # a folder where a file is expected: said so
     (
         "predict-input-folder-not-said",
-        "attnclf/settings/commands.py",
+        "attnclf/commands/predict.py",
         r"if self\.input is not None and Path\(self\.input\)\.is_dir\(\):",
         "if False:",
         ["tests/test_inference.py::test_bad_predict_inputs"],
@@ -697,14 +697,14 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     ),
     (
         "compare-datasets-launches-unchecked",
-        "attnclf/tools/compare_datasets.py",
+        "attnclf/commands/compare_datasets.py",
         r"        why = first_run_refused\(plans\[name\]\[0\]\)",
         "        why = None",
         ["tests/test_scripts.py::test_compare_datasets_runs_each_protocol_and_reports_each_dataset_apart"],
     ),
     (
         "compare-datasets-counts-runs-once-a-dataset",
-        "attnclf/tools/compare_datasets.py",
+        "attnclf/commands/compare_datasets.py",
         r"            for k in range\(seen \+ 1, now \+ 1\):",
         "            for k in range(seen + 1, min(now, seen + 1) + 1):",
         ["tests/test_scripts.py::test_compare_datasets_runs_each_protocol_and_reports_each_dataset_apart"],
@@ -712,7 +712,7 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     # progress displays: counted as they go, quiet where asked
     (
         "eval-bar-never-advances",
-        "attnclf/inference/evaluate.py",
+        "attnclf/commands/eval.py",
         r"                advance\(len\(positions\)\)",
         "                pass",
         ["tests/test_progress.py::test_eval_shows_the_reviews_it_has_read"],
@@ -894,14 +894,14 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     ),
     (
         "predict-page-without-true-label",
-        "attnclf/inference/predict.py",
+        "attnclf/commands/predict.py",
         r"gold = \[r\.get\(args\.label_column\) for r in rows\]",
         "gold = None",
         ["tests/test_inference.py::test_predict_command_text_and_files"],
     ),
     (
         "compare-attention-key-value-ignored",
-        "attnclf/tools/compare_attention.py",
+        "attnclf/commands/compare_attention.py",
         r"argv = as_flags\(list\(sys\.argv\[1:\] if argv is None else argv\)\)",
         "argv = list(sys.argv[1:] if argv is None else argv)",
         ["tests/test_scripts.py::test_compare_attention"],
@@ -922,63 +922,63 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     ),
     (
         "a-source-twice-computed-twice",
-        "attnclf/settings/commands.py",
+        "attnclf/commands/faithfulness.py",
         r"twice = repeated\(self\.sources\)",
         "twice = []",
         ["tests/test_faithfulness.py::test_faithfulness_bad_input"],
     ),
     (
         "predict-cut-review-unsaid",
-        "attnclf/inference/predict.py",
+        "attnclf/commands/predict.py",
         r"    if cut:  # \(as the run's test read them: said, not silent\)",
         "    if False:",
         ["tests/test_inference.py::test_bad_predict_inputs"],
     ),
     (
         "predict-text-not-utf8-taken",
-        "attnclf/settings/commands.py",
+        "attnclf/commands/predict.py",
         r"        if at is not None:  # \(sys\.argv holds",
         "        if False:  # (sys.argv holds",
         ["tests/test_inference.py::test_bad_predict_inputs"],
     ),
     (
         "ensemble-classes-checked-after-evaluating",
-        "attnclf/inference/evaluate.py",
+        "attnclf/commands/eval.py",
         r"        if clf\.labels != clfs\[0\]\.labels:",
         "        if False:",
         ["tests/test_inference.py::test_eval_of_an_ensemble_averages_the_members_probabilities"],
     ),
     (
         "compare-faithfulness-run-folder-not-looked-into",
-        "attnclf/tools/compare_faithfulness.py",
+        "attnclf/commands/compare_faithfulness.py",
         r"found = sorted\(p\.glob\(\"faithfulness_\*/faithfulness\.json\"\)\)",
         "found = []",
         ["tests/test_faithfulness.py::test_faithfulness_command_writes_json_summary_and_tensorboard"],
     ),
     (
         "report-stops-on-a-torn-metrics-file",
-        "attnclf/tools/report.py",
+        "attnclf/commands/report.py",
         r"        except \(json\.JSONDecodeError, UnicodeDecodeError\) as e:",
         "        except ZeroDivisionError as e:",
         ["tests/test_report.py::test_a_metrics_file_that_is_not_json_is_one_warning_and_the_rest_are_reported"],
     ),
     (
         "jsonl-rows-without-the-text-unnamed",
-        "attnclf/inference/predict.py",
+        "attnclf/commands/predict.py",
         r"if lacking and len\(lacking\) < len\(records\):",
         "if False:",
         ["tests/test_inference.py::test_bad_predict_inputs"],
     ),
     (
         "carved-splits-left-out-of-the-allowed",
-        "attnclf/inference/evaluate.py",
+        "attnclf/inference/as_trained.py",
         r'allowed\.append\("validation \(the rows the run validated on\)"\)',
         "pass",
         ["tests/test_own_data.py::test_eval_rebuilds_a_carved_test_split"],
     ),
     (
         "attention-tests-lightning-tips-shown",
-        "attnclf/inference/attention_tests.py",
+        "attnclf/commands/attention_tests.py",
         r'with logs_at_least\(logging\.WARNING, "pytorch_lightning", "lightning_fabric", "lightning"\):',
         "if True:",
         ["tests/test_attention_tests.py::test_attention_tests_command_on_a_tiny_run"],
@@ -999,7 +999,7 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     ),
     (
         "compare-datasets-protocol-key-replaced-unsaid",
-        "attnclf/tools/compare_datasets.py",
+        "attnclf/commands/compare_datasets.py",
         r"        if key in PROTOCOL_KEYS:",
         "        if False:",
         ["tests/test_scripts.py::test_compare_datasets_runs_each_protocol_and_reports_each_dataset_apart"],
@@ -1007,7 +1007,7 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     # a resume continues the run it names: its own settings, a differing key refused, no step lost to a signal
     (
         "a-resume-takes-the-commands-settings",
-        "attnclf/training/train.py",
+        "attnclf/commands/train.py",
         r"    cfg = with_run_settings\(cfg, overrides\)",
         "    pass",
         [
@@ -1046,7 +1046,7 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     # a new user's cases: attention tests sized, records that name files whole, libraries' noise held back
     (
         "attention-tests-test-rows-not-sampled",
-        "attnclf/inference/attention_tests.py",
+        "attnclf/commands/attention_tests.py",
         r'    dm\.test_set = sampled\(dm\.test_set, s\.reviews, s\.seed, "reviews", "test"\)',
         "    pass",
         ["tests/test_attention_tests.py::test_attention_tests_command_on_a_tiny_run"],
@@ -1081,7 +1081,7 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     ),
     (
         "rationales-recorded-as-typed",
-        "attnclf/inference/faithfulness.py",
+        "attnclf/commands/faithfulness.py",
         r"    path = Path\(cfg\.rationales\.path\)\.expanduser\(\)\.resolve\(\)",
         "    path = Path(cfg.rationales.path).expanduser()",
         ["tests/test_rationales.py::test_faithfulness_with_eraser_rationales"],
@@ -1126,7 +1126,7 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     ),
     (
         "a-pretraining-resume-takes-the-commands-settings",
-        "attnclf/training/pretrain.py",
+        "attnclf/commands/pretrain.py",
         r'    cfg = with_run_settings\(cfg, overrides, "pretrain"\)',
         "    pass",
         ["tests/test_pretrain.py::test_a_pretraining_resumed_by_name_takes_its_own_settings_and_refuses_others"],
@@ -1137,6 +1137,20 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         r"        names = self\.names\n",
         "        names = self.names = tuple(self.names)\n",
         ["tests/test_config.py::test_a_settings_check_only_checks"],
+    ),
+    (
+        "a-model-imports-the-settings",
+        "attnclf/models/language_model.py",
+        r"from attnclf\.models\.names import PAD_ID\n",
+        "from attnclf.models.names import PAD_ID\nfrom attnclf.settings.lm import LMConfig  # noqa: F401\n",
+        ["tests/test_package.py::test_no_import_runs_up_and_no_private_name_crosses_modules"],
+    ),
+    (
+        "a-private-name-imported-across-modules",
+        "attnclf/commands/faithfulness.py",
+        r"from attnclf\.analysis\.faithfulness import eligible_reviews, measure, sample",
+        "from attnclf.analysis.faithfulness import _list, eligible_reviews, measure, sample  # noqa: F401",
+        ["tests/test_package.py::test_no_import_runs_up_and_no_private_name_crosses_modules"],
     ),
 ]
 

@@ -197,7 +197,7 @@ def worker(args) -> dict:
 
     from attnclf.data.datamodule import TextDataModule
     from attnclf.data.dataset import collate
-    from attnclf.settings.commands import data_config
+    from attnclf.settings.data import data_config
     from attnclf.utils.memory import keep_freed_memory
 
     name = args.worker
@@ -207,7 +207,7 @@ def worker(args) -> dict:
     if cfg.keep_freed_memory:  # the same allocator setting for every contender (train(cfg) sets it for the product)
         keep_freed_memory()
     if name == "product":
-        from attnclf.training.train import train
+        from attnclf.commands.train import train
 
         train(cfg)
         m = json.loads((out / "metrics.json").read_text())

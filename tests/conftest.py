@@ -105,7 +105,7 @@ def tiny_overrides(data_path: Path, out: Path) -> list[str]:
 def make_datamodule(path: str | None = "stanfordnlp/imdb", seed: int = 42, vocab_path: str | None = None, **data):
     """A TextDataModule of data.* settings given as keywords, checked as train.py checks them."""
     from attnclf.data.datamodule import TextDataModule
-    from attnclf.settings.commands import data_config
+    from attnclf.settings.data import data_config
 
     return TextDataModule(data_config({"path": path, **data}), seed, vocab_path)
 
@@ -117,7 +117,7 @@ def compose_cfg(overrides: list[str]):
 
 def train_tiny(tiny_imdb: Path, out: Path, attention: str) -> Path:
     """A finished short training run on the tiny data: its folder (checkpoints/, vocab.json, metrics.json)."""
-    from attnclf.training.train import train
+    from attnclf.commands.train import train
 
     train(
         compose_cfg(

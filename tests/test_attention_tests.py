@@ -8,9 +8,9 @@ import torch
 from conftest import CONF
 from hydra import compose, initialize_config_dir
 
+from attnclf.commands.attention_tests import attention_tests
+from attnclf.commands.eval import evaluate
 from attnclf.errors import AttnclfError
-from attnclf.inference.attention_tests import attention_tests
-from attnclf.inference.evaluate import evaluate
 from attnclf.models.classifier import AttentionClassifier
 from attnclf.models.context_free import ContextFreeClassifier
 from attnclf.training.guided import GuidedModule
@@ -143,7 +143,7 @@ def test_attention_tests_help_says_what_the_command_does_and_each_key(capsys, in
     from dataclasses import fields
 
     from attnclf.commands import main
-    from attnclf.settings.commands import AttentionTestsConfig
+    from attnclf.commands.attention_tests import AttentionTestsConfig
 
     with pytest.raises(SystemExit) as e:
         main(["attention-tests", "--help"])

@@ -27,7 +27,7 @@ def gpu_overrides(tiny_imdb, out):
 
 @pytest.mark.parametrize("attention", ["dot", "additive"])
 def test_bf16_mixed_training_steps_on_cuda(tiny_imdb, tmp_path, attention):
-    from attnclf.training.train import train
+    from attnclf.commands.train import train
 
     cfg = compose_cfg([*gpu_overrides(tiny_imdb, tmp_path), f"attention={attention}", "experiment=smoke"])
     assert cfg.trainer.precision == "bf16-mixed"
@@ -113,7 +113,7 @@ def test_no_host_sync_inside_a_training_step(attention):
 
 
 def test_a_checkpoint_trained_on_cuda_evaluates_and_predicts_on_cpu(tiny_imdb, tmp_path):
-    from attnclf.training.train import train
+    from attnclf.commands.train import train
 
     train(compose_cfg([*gpu_overrides(tiny_imdb, tmp_path), "experiment=smoke"]))
     best = json.loads((tmp_path / "metrics.json").read_text())["best_checkpoint"]

@@ -11,9 +11,9 @@ import pytorch_lightning as L
 import torch
 from conftest import ROOT, compose_cfg, tiny_overrides
 
+from attnclf.commands.train import train
 from attnclf.errors import AttnclfError
 from attnclf.training.checkpoint import load_checkpoint
-from attnclf.training.train import train
 
 
 @pytest.mark.parametrize(

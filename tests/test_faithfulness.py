@@ -24,11 +24,11 @@ from tensorboard.backend.event_processing.event_accumulator import EventAccumula
 from torch import nn
 
 from attnclf.analysis import measures as F
+from attnclf.analysis.faithfulness import sample
+from attnclf.commands.faithfulness import erasure_sizes, faithfulness
 from attnclf.errors import AttnclfError
-from attnclf.inference.faithfulness import faithfulness, sample
 from attnclf.models.attention import masked_softmax
 from attnclf.models.classifier import AttentionClassifier
-from attnclf.settings.commands import erasure_sizes
 from attnclf.utils.jsonfile import dumps
 
 SIGNAL = 3
@@ -356,7 +356,7 @@ def test_faithfulness_command_writes_json_summary_and_tensorboard(tiny_run, tiny
     assert all(again["erasure"][n] == result["erasure"][n] for n in again["erasure"])
     assert len(saved["per_review"]["kendall_tau_loo"]) == 30 == len(saved["per_review"]["tokens"])
 
-    from attnclf.tools.compare_faithfulness import main
+    from attnclf.commands.compare_faithfulness import main
 
     with pytest.raises(SystemExit) as missing:  # a path without a result: one line, exit 2 like every user error
         main([str(tmp_path / "nothing")])
@@ -374,7 +374,7 @@ def test_faithfulness_command_writes_json_summary_and_tensorboard(tiny_run, tiny
     flipped = f"{result['erasure']['random']['k3']['flipped']:.1%}"
     assert f"| flipped, top-3 by random removed | {flipped} | {flipped} |" in table
     # five runs: every run's three erasure lines are drawn, each named by its run (not only its attention)
-    from attnclf.tools.compare_faithfulness import figure, load
+    from attnclf.commands.compare_faithfulness import figure, load
 
     runs = [{**load(str(out)), "_label": f"dot (run {i})"} for i in range(5)]
     erasure = figure(runs, str(tmp_path / "five.png")).axes[1]
@@ -421,7 +421,7 @@ def test_attention_agreement_across_seeds_and_attentions(tiny_run, tiny_run_addi
     """Two copies of one run agree exactly (distance 0); dot against additive does not; bad input is one line."""
     import shutil
 
-    from attnclf.tools.agreement import main
+    from attnclf.commands.agreement import main
 
     twin = tmp_path / "twin"
     shutil.copytree(tiny_run, twin)
@@ -464,7 +464,7 @@ def test_magnitude_agreement_is_jain_and_wallace_s_definition_computed_apart(att
     significant at p <= 0.05. Computed here one review at a time by plain torch."""
     from scipy.stats import kendalltau
 
-    from attnclf.inference.faithfulness import agreement
+    from attnclf.analysis.faithfulness import agreement
 
     torch.manual_seed(3)
     model = AttentionClassifier(V, 2, embed_dim=8, hidden_dim=6, attention=attention).eval()

@@ -78,7 +78,7 @@ def test_a_fold_trains_tests_on_its_rows_and_eval_rebuilds_them(tmp_path):
     assert np.asarray(m["test/confusion_matrix"]).sum() == 50
     from hydra import compose, initialize_config_dir
 
-    from attnclf.inference.evaluate import evaluate
+    from attnclf.commands.eval import evaluate
 
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
         cfg = compose("eval", [f"ckpt={tmp_path / 'run'}", f"data.path={data}", f"output={tmp_path / 'e.json'}"])

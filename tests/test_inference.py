@@ -10,8 +10,8 @@ import pytest
 import torch
 from conftest import CONF, ROOT, strict_json
 
+from attnclf.commands.predict import predict, read_rows
 from attnclf.errors import AttnclfError
-from attnclf.inference.predict import predict, read_rows
 from attnclf.inference.trained import Classifier
 
 
@@ -77,7 +77,7 @@ def test_eval_command_on_a_run_folder_against_an_independent_computation(tiny_ru
     shutil.copytree(tiny_run, run)
     from hydra import compose, initialize_config_dir
 
-    from attnclf.inference.evaluate import evaluate
+    from attnclf.commands.eval import evaluate
 
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
         overrides = [f"ckpt={run}", f"data.path={data}", f"paths.cache_dir={tmp_path}", f"paths.output_dir={tmp_path}",
@@ -109,8 +109,8 @@ def test_eval_of_an_ensemble_averages_the_members_probabilities(tiny_run, tiny_r
     import numpy as np
     from hydra import compose, initialize_config_dir
 
+    from attnclf.commands.eval import evaluate
     from attnclf.data.loading import load_splits
-    from attnclf.inference.evaluate import evaluate
     from attnclf.training.checkpoint import best_checkpoint
 
     other = tmp_path / "other"  # a member with another vocabulary: two words swapped
@@ -317,7 +317,7 @@ def test_eval_refuses_bad_values_before_reading_anything(tmp_path):
     data is read (the paths given here do not exist)."""
     from hydra import compose, initialize_config_dir
 
-    from attnclf.inference.evaluate import evaluate
+    from attnclf.commands.eval import evaluate
 
     cases = [("batch_size=0", "batch_size=0 must be a positive integer"), ("device=npu", "device='npu'")]
     if not torch.cuda.is_available():

@@ -13,9 +13,9 @@ from conftest import CONF, compose_cfg, tiny_overrides
 from hydra import compose, initialize_config_dir
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from attnclf.commands.train import train
 from attnclf.data.encoding import encode_split
 from attnclf.errors import AttnclfError
-from attnclf.training.train import train
 
 WORDS = [
     ["awful", "dreadful", "terrible"],
@@ -126,8 +126,8 @@ def test_five_classes_end_to_end_eval_and_predict_with_names(tmp_path, capsys):
     assert m["labels"] == sorted(names) and m["test/acc"] > 0.6  # chance: 0.2
     from hydra import compose, initialize_config_dir
 
-    from attnclf.inference.evaluate import evaluate
-    from attnclf.inference.predict import predict
+    from attnclf.commands.eval import evaluate
+    from attnclf.commands.predict import predict
 
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
         cfg = compose(
@@ -150,7 +150,7 @@ def test_eval_rebuilds_a_carved_test_split(tmp_path):
     m = fit(data, tmp_path / "run", "logger=none", "seed=7", "trainer.max_epochs=1")
     from hydra import compose, initialize_config_dir
 
-    from attnclf.inference.evaluate import evaluate
+    from attnclf.commands.eval import evaluate
 
     def evaluated(split, path=data):
         with initialize_config_dir(config_dir=CONF, version_base="1.3"):
@@ -226,8 +226,8 @@ def test_the_csv_preset_asks_for_its_file(tmp_path):
 def test_label_map_merges_classes_and_drops_the_rest_as_binary_sst_is_made(tmp_path, capsys):
     """data=sst_binary: SST-5's labels 0-1 negative, 3-4 positive, 2 (neutral) dropped from every split; the run
     records the map (data.json), so eval.py reads the same two classes; a label the data lacks is one line."""
-    from attnclf.inference.evaluate import evaluate
-    from attnclf.settings.commands import data_config
+    from attnclf.commands.eval import evaluate
+    from attnclf.settings.data import data_config
 
     folder = tmp_path / "sst5"
     for split, n, seed in (("train", 200, 0), ("validation", 50, 1), ("test", 50, 2)):

@@ -1,6 +1,7 @@
 """attnclf as an installed command: `attnclf <command>` for every tool, and a copy installed from the wheel
 (not editable) that trains from an empty folder, its configs inside the package."""
 
+import ast
 import csv
 import random
 import shutil
@@ -23,6 +24,32 @@ def test_the_packages_listed_are_every_package_there():
     # (hydra_plugins: a namespace package, without __init__.py, as Hydra's plugins must be)
     assert sorted(listed) == sorted(found | {"attnclf.conf", "hydra_plugins"})
     assert (ROOT / "conf" / "__init__.py").is_file()
+
+
+# the package's rooms, bottom first (CONTRIBUTING.md, "Where things are"): each imports from itself and the
+# rooms before it only; attnclf/__init__.py and __main__.py sit on top
+ROOMS = ("errors", "utils", "models", "settings", "data", "analysis", "presentation", "training", "inference",
+         "serving", "cli", "commands", "__init__", "__main__")  # fmt: skip
+
+
+def room_of(module: str) -> str:
+    return module.split(".")[1] if module.count(".") else "__init__"
+
+
+def test_no_import_runs_up_and_no_private_name_crosses_modules():
+    """No import runs back up (models import no settings, the commands sit on top), and no module imports
+    another's `_name`."""
+    up, private = [], []
+    for path in (ROOT / "attnclf").rglob("*.py"):
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        here = ROOMS.index(room_of(module))
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("attnclf.")):
+                continue
+            if ROOMS.index(room_of(node.module)) > here:
+                up.append(f"{module} imports {node.module}")
+            private += [f"{module}: {node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
+    assert up == [] and private == []
 
 
 def test_attnclf_lists_its_commands_and_refuses_others(capsys):

@@ -9,11 +9,11 @@ import pytest
 import torch
 from conftest import compose_cfg, tiny_overrides
 
+from attnclf.commands.train import train
 from attnclf.data.sampling import BucketBatchSampler
 from attnclf.models.classifier import AttentionClassifier
 from attnclf.models.encoder import ExactBiGRU
 from attnclf.training.module import AttnClassifierModule, adamw
-from attnclf.training.train import train
 
 QUIET = ["logger=none", "callbacks.rich_progress_bar=null", "callbacks.attention_maps=null"]
 

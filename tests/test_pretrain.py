@@ -17,16 +17,17 @@ import torch
 from conftest import CONF, ROOT, compose_cfg, make_reviews, strict_json, tiny_overrides
 from hydra import compose, initialize_config_dir
 
+from attnclf.commands.pretrain import pretrain
+from attnclf.commands.train import train
 from attnclf.data.splits import split_rows
 from attnclf.data.text import Vocab
 from attnclf.errors import AttnclfError
 from attnclf.inference.trained import Classifier
 from attnclf.models.classifier import AttentionClassifier
 from attnclf.models.language_model import BiGRULanguageModel, SampledSoftmax, adaptive_cutoffs
+from attnclf.settings.lm import LMConfig
 from attnclf.training.checkpoint import load_checkpoint
 from attnclf.training.init_from import check_init_from, load_pretrained
-from attnclf.training.pretrain import pretrain
-from attnclf.training.train import train
 
 LM = [
     "model.embed_dim=16",
@@ -96,8 +97,9 @@ def test_each_language_model_becomes_its_own_direction_of_the_encoder(lm_run):
     a vocabulary of another order."""
     ckpt = load_checkpoint(strict_json(lm_run / "metrics.json")["best_checkpoint"])
     hp = ckpt["hyper_parameters"]
-    lm = BiGRULanguageModel(hp["vocab_size"], hp["embed_dim"], hp["hidden_dim"], softmax=hp["softmax"],
-                            samples=hp["samples"]).eval()  # fmt: skip
+    lm = BiGRULanguageModel(
+        hp["vocab_size"], hp["embed_dim"], hp["hidden_dim"], LMConfig(softmax=hp["softmax"], samples=hp["samples"])
+    ).eval()
     lm.load_state_dict({k.removeprefix("model."): v for k, v in ckpt["state_dict"].items()})
     lm_vocab = Vocab.load(lm_run / "vocab.json")
     shuffled = Vocab(lm_vocab.itos[:2] + lm_vocab.itos[2:][::-1])  # same words, other ids
@@ -205,7 +207,7 @@ def test_adaptive_softmax_cutoffs_fit_the_vocabulary():
     assert adaptive_cutoffs([2000, 10000], 30000) == [2000, 10000]
     assert adaptive_cutoffs([2000, 10000], 5000) == [2000]
     assert adaptive_cutoffs([2000, 10000], 200) == [100]
-    lm = BiGRULanguageModel(50, 8, 8, cutoffs=(20,), softmax="adaptive")
+    lm = BiGRULanguageModel(50, 8, 8, LMConfig(cutoffs=[20], softmax="adaptive"))
     ids = torch.tensor([[5, 6, 7, 0], [8, 9, 0, 0]])
     loss_f, loss_b = lm(ids, torch.tensor([3, 2]))
     assert loss_f.item() > 0 and loss_b.item() > 0
@@ -348,7 +350,7 @@ def test_language_models_start_from_word2vec_vectors_kept_frozen(with_unlabeled,
     sd = load_checkpoint(metrics["best_checkpoint"])["state_dict"]
     found = [i for i, w in enumerate(vocab.itos) if w in wv.key_to_index]
     torch.testing.assert_close(sd["model.embed.weight"][found], torch.from_numpy(matrix)[found], rtol=0, atol=0)
-    first = BiGRULanguageModel(len(vocab), 16, 16, softmax="sampled", samples=40)
+    first = BiGRULanguageModel(len(vocab), 16, 16, LMConfig(softmax="sampled", samples=40))
     assert sd["model.fwd.weight_hh_l0"].shape == first.fwd.weight_hh_l0.shape
     assert metrics["steps"] > 0 and metrics["val/ppl"] < len(vocab)  # (the GRUs learnt: better than uniform)
 

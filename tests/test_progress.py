@@ -11,9 +11,9 @@ from conftest import CONF
 from hydra import compose, initialize_config_dir
 from rich.console import Console
 
+from attnclf.commands.eval import evaluate
 from attnclf.data.encoding import encode_texts
 from attnclf.data.vectors import train_word2vec
-from attnclf.inference.evaluate import evaluate
 from attnclf.training.trainer import quiet
 from attnclf.utils import progress
 

@@ -16,11 +16,11 @@ from hydra import compose, initialize_config_dir
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from attnclf.analysis.plausibility import auprc, plausibility, runs
+from attnclf.commands.faithfulness import faithfulness
 from attnclf.data.rationales import LeftOut, align, read_rationales
 from attnclf.data.text import Vocab
 from attnclf.errors import AttnclfError
-from attnclf.inference.faithfulness import faithfulness
-from attnclf.settings.commands import RationalesConfig
+from attnclf.settings.data import RationalesConfig
 
 
 def annotation(docid: str, label: str, evidences: list[dict]) -> dict:
@@ -319,7 +319,7 @@ def test_faithfulness_with_eraser_rationales(
     # side by side, per attention: mean ± sd over the runs (dot twice: sd 0), and the AOPC figure
     additive = tmp_path / "a"
     faithfulness(compose_faith([*base[1:], f"ckpt={tiny_run_additive}", f"output={additive}"]))
-    from attnclf.tools.compare_faithfulness import main
+    from attnclf.commands.compare_faithfulness import main
 
     capsys.readouterr()
     png = tmp_path / "aopc.png"

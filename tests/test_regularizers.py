@@ -11,12 +11,12 @@ import torch
 import torch.nn.functional as F
 from conftest import UNLABELED_ONLY, compose_cfg, make_datamodule, tiny_overrides
 
+from attnclf.commands.train import train
 from attnclf.errors import AttnclfError
 from attnclf.inference.trained import Classifier
 from attnclf.models.classifier import AttentionClassifier
 from attnclf.training.module import AttnClassifierModule
 from attnclf.training.regularizers import adversarial_losses, embedding_norm, kl, real_tokens, virtual_adversarial_loss
-from attnclf.training.train import train
 
 
 def batch(seed=0, b=12, t=20, vocab=50):

@@ -12,12 +12,12 @@ from conftest import CONF, compose_cfg, tiny_overrides
 from hydra import compose, initialize_config_dir
 from torch import nn
 
+from attnclf.commands.train import train
 from attnclf.errors import AttnclfError
 from attnclf.models.attention import masked_weights
 from attnclf.models.classifier import AttentionClassifier
 from attnclf.models.encoder import ExactBiGRU
 from attnclf.models.states import conicity, orthogonal_steps
-from attnclf.training.train import train
 
 
 def their_ortho_lstm(cell: nn.LSTMCell, x: torch.Tensor) -> torch.Tensor:
@@ -129,7 +129,7 @@ def test_the_diversity_loss_is_the_cross_entropy_plus_the_weighted_conicity(tiny
 
     cfg = compose_cfg([*tiny_overrides(tiny_imdb, tmp_path), "model.hidden_states=diversity",
                        "model.diversity_weight=0.7", "model.dropout=0", "model.embed_dropout=0"])  # fmt: skip
-    from attnclf.settings.commands import train_settings
+    from attnclf.commands.train import train_settings
 
     module = AttnClassifierModule(60, 2, config=train_settings(cfg).classifier)
     ids, lengths, y = torch.randint(2, 60, (4, 6)), torch.tensor([6, 5, 3, 2]), torch.tensor([0, 1, 1, 0])
@@ -157,8 +157,8 @@ def remedy_run(tiny_imdb, out, *extra):
     ],
 )
 def test_each_remedy_trains_and_faithfulness_and_the_attention_tests_measure_it(tiny_imdb, tmp_path, remedy):
-    from attnclf.inference.attention_tests import attention_tests
-    from attnclf.inference.faithfulness import faithfulness
+    from attnclf.commands.attention_tests import attention_tests
+    from attnclf.commands.faithfulness import faithfulness
 
     run = tmp_path / "run"
     small = ["model.embed_dim=16", "model.hidden_dim=16", "trainer.max_epochs=1", "trainer.limit_train_batches=4"]

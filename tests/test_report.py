@@ -139,7 +139,7 @@ def test_a_setting_is_the_composed_config_not_how_it_was_spelled(tmp_path):
 
 
 def load_report_module():
-    from attnclf.tools import report
+    from attnclf.commands import report
 
     return report
 
@@ -221,7 +221,7 @@ def test_each_run_has_its_own_colour_and_one_validation_its_time(tmp_path):
 def test_the_bootstrap_interval_resamples_runs_and_spans_their_spread():
     """The 95% interval of the mean resamples the runs (with replacement): for five runs 2 points apart it
     spans about +-1.8 points around their mean, not a collapsed interval at the mean."""
-    from attnclf.tools import report as report_module
+    from attnclf.commands import report as report_module
 
     xs = [0.80, 0.82, 0.84, 0.86, 0.88]
     lo, hi = report_module.bootstrap_ci(xs)

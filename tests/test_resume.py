@@ -10,8 +10,8 @@ import torch
 from conftest import ROOT, compose_cfg, tiny_overrides
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from attnclf.commands.train import train
 from attnclf.training.checkpoint import load_checkpoint
-from attnclf.training.train import train
 
 SIGNALLER = '''
 import os, signal

@@ -10,8 +10,8 @@ from conftest import CONF, tiny_overrides
 from hydra import compose, initialize_config_dir
 from test_own_data import examples, fit, write
 
+from attnclf.commands.eval import evaluate
 from attnclf.errors import AttnclfError
-from attnclf.inference.evaluate import evaluate
 
 
 def columns(rows: dict) -> dict:
@@ -52,7 +52,7 @@ def test_eval_and_faithfulness_with_no_data_read_the_runs_fold(tmp_path):
     result = evaluated(run, out=tmp_path / "e.json")
     assert result["reviews"] == 50 and result["confusion_matrix"] == m["test/confusion_matrix"]
     assert result["accuracy"] == pytest.approx(m["test/acc"], abs=1e-6)
-    from attnclf.inference.faithfulness import faithfulness
+    from attnclf.commands.faithfulness import faithfulness
 
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
         over = [f"ckpt={run}", "reviews=50", "max_tokens=64", "permutations=2", f"output={tmp_path / 'f'}"]

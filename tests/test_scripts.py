@@ -158,7 +158,7 @@ def test_compare_attention(tiny_run, tiny_run_additive, tiny_imdb, tmp_path):
         timeout=300,
     )
     assert swapped.returncode != 0 and "trained with attention=additive" in swapped.stderr
-    from attnclf.tools.compare_attention import as_flags
+    from attnclf.commands.compare_attention import as_flags
 
     # key=value, as the other commands that read a checkpoint take it: the same flags
     assert as_flags([f"ckpt=[{ckpts[0]},{ckpts[1]}]", f"data={tiny_imdb}", "n=2", "min_tokens=5", "--out", "o"]) == [

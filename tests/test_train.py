@@ -11,9 +11,9 @@ import torch
 from conftest import ROOT, compose_cfg, make_datamodule, strict_json, tiny_overrides
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+from attnclf.commands.train import train
 from attnclf.errors import AttnclfError
 from attnclf.training.module import AttnClassifierModule
-from attnclf.training.train import train
 
 TAGS = {"train/loss", "train/acc", "val/loss", "val/acc", "test/acc", "train/samples_per_sec", "train/tokens_per_sec"}
 

@@ -10,10 +10,10 @@ import pytest
 import torch
 from conftest import TEST_ONLY, UNLABELED_ONLY, compose_cfg, make_datamodule, make_reviews, tiny_overrides
 
+from attnclf.commands.train import train
 from attnclf.data.vectors import cached_word2vec, embedding_matrix, read_vectors
 from attnclf.errors import AttnclfError
 from attnclf.inference.trained import Classifier
-from attnclf.training.train import train
 
 CARVED_ONLY = "zzqcarvedword"
 SETTINGS = {"algorithm": "cbow", "window": 3, "min_count": 1, "negative": 3, "epochs": 2, "seed": 0}

@@ -3,6 +3,10 @@
 The Hydra apps (train, eval, faithfulness, attention-tests, pretrain) take Hydra's key=value overrides, as
 `python train.py ...` does, and predict key=value too; the others take flags. `attnclf <command> --help` says
 each one's. The root entry points of a checkout (`python train.py ...`) call the same code.
+
+Each command is one module here, read top to bottom: what it does (calling the measures, models, data and
+training in their own folders), its settings dataclass, its entry (`entry()`: a Hydra app or predict, which
+read sys.argv; `main(argv)`: the commands that take flags).
 """
 
 from __future__ import annotations
@@ -27,21 +31,21 @@ COMMANDS = {  # name: (module, one line on what it does)
         "serve runs over HTTP: a JSON API and a page where their attentions read a text side by side",
     ),  # fmt: skip
     "pretrain": ("attnclf.commands.pretrain", "pretrain the encoder as two language models"),
-    "report": ("attnclf.tools.report", "summarise a sweep folder: ranking, mean ± sd, dot vs additive paired"),
+    "report": ("attnclf.commands.report", "summarise a sweep folder: ranking, mean ± sd, dot vs additive paired"),
     "compare-datasets": (
-        "attnclf.tools.compare_datasets",
+        "attnclf.commands.compare_datasets",
         "dot vs additive on several datasets, each by its protocol, then one report",
     ),  # fmt: skip
     "compare-faithfulness": (
-        "attnclf.tools.compare_faithfulness",
+        "attnclf.commands.compare_faithfulness",
         "faithfulness results side by side, or mean ± sd per attention",
     ),  # fmt: skip
     "compare-attention": (
-        "attnclf.tools.compare_attention",
+        "attnclf.commands.compare_attention",
         "a dot and an additive run's attention maps over the same reviews",
     ),  # fmt: skip
-    "agreement": ("attnclf.tools.agreement", "how far runs' attention maps agree, across seeds and attentions"),
-    "imbalance": ("attnclf.tools.imbalance", "a copy of a dataset with a rare class (class-weight experiments)"),
+    "agreement": ("attnclf.commands.agreement", "how far runs' attention maps agree, across seeds and attentions"),
+    "imbalance": ("attnclf.commands.imbalance", "a copy of a dataset with a rare class (class-weight experiments)"),
 }
 
 

@@ -1,15 +1,173 @@
-"""Evaluate a run on its own test rows: `attnclf eval ckpt=<run>`."""
+"""`attnclf eval ckpt=<run>`: a checkpoint's (or an ensemble's) accuracy, loss, macro-F1 and confusion matrix
+on a split of the data it was trained on. `evaluate(cfg)`, its settings (`EvalConfig`), its Hydra entry."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import hydra
+import numpy as np
+import torch
+import torch.nn.functional as F
 from omegaconf import DictConfig
+from torchmetrics.classification import MulticlassAccuracy, MulticlassConfusionMatrix, MulticlassF1Score
 
 from attnclf.cli import main_entry, run
-from attnclf.inference.evaluate import evaluate as job
+from attnclf.data.dataset import TextDataset
+from attnclf.errors import AttnclfError
+from attnclf.inference.as_trained import split_as_trained
+from attnclf.inference.trained import Classifier
+from attnclf.settings.data import DataConfig
+from attnclf.settings.run import check_device, checkpoints_given, on_a_run
+from attnclf.training.checkpoint import best_checkpoint, run_dir_of
+from attnclf.utils.checks import positive_int
+from attnclf.utils.files import check_writable_file
+from attnclf.utils.jsonfile import write_json
+from attnclf.utils.progress import stage
+from attnclf.utils.threads import torch_threads
+
+log = logging.getLogger(__name__)
+
+
+def evaluate(cfg: DictConfig) -> dict:
+    """One checkpoint, or an ensemble of several (`ckpt=[a,b,...]`: their class probabilities averaged,
+    each model reading the reviews with its own vocabulary). Each reads the data its run was trained on
+    (its data.json), with the data.* keys given over it."""
+    s = eval_settings(cfg)  # every value typed and checked, before any checkpoint or data is read
+    with torch_threads(s.num_threads):
+        return evaluate_as_set(s, cfg)
+
+
+def evaluate_as_set(s: EvalConfig, cfg: DictConfig) -> dict:
+    """evaluate() with its settings read and checked (`cfg.paths.output_dir`: where an ensemble's result goes)."""
+    ckpts = [best_checkpoint(c) for c in s.ckpt]
+    for c, ckpt in zip(s.ckpt, ckpts, strict=True):
+        if ckpt != Path(c):
+            log.info("evaluating %s, the best checkpoint of %s", ckpt, c)
+    if s.output:
+        out = Path(s.output)
+    elif len(ckpts) == 1:
+        out = run_dir_of(ckpts[0]) / f"eval_{s.split}.json"
+    else:
+        out = Path(cfg.paths.output_dir) / f"ensemble_{s.split}.json"
+    check_writable_file("output", out)  # (before any data work: a read-only run folder is one line)
+    clfs = [Classifier.from_checkpoint(ckpt, s.device) for ckpt in ckpts]
+    for ckpt, clf in zip(ckpts[1:], clfs[1:], strict=True):  # (before any evaluation, not after the first)
+        if clf.labels != clfs[0].labels:
+            raise AttnclfError(
+                f"ckpt: {ckpt} was trained on classes {clf.labels}, {ckpts[0]} on {clfs[0].labels}; an ensemble "
+                "needs the same classes"
+            )
+    probs, labels, members = None, None, []
+    for ckpt, clf in zip(ckpts, clfs, strict=True):
+        data, dataset = split_as_trained(clf, s.split, s.data)
+        if members and not same_rows(members[0], data, dataset):
+            first = members[0]
+            raise AttnclfError(
+                f"ckpt: {ckpt} was trained on other data than {first['checkpoint']} ({data.path or data.train_file}, "
+                f"{len(dataset)} {s.split} rows; {first['data'].path or first['data'].train_file}, "
+                f"{len(first['dataset'])}); an ensemble needs runs of the same data and the same {s.split} rows"
+            )
+        own = np.zeros((len(dataset), clf.module.hparams.num_classes))  # (N, C) this model's probabilities
+        with stage(f"eval {s.split}", len(dataset), "reviews") as advance:
+            for positions, logits, _ in clf.batches(dataset, s.batch_size):
+                own[positions] = F.softmax(logits.double(), -1).numpy()
+                advance(len(positions))
+        labels = dataset.labels[dataset.rows]
+        members.append({"checkpoint": str(ckpt), "labels": clf.labels, "data": data, "dataset": dataset,
+                        "accuracy": float((own.argmax(1) == labels).mean())})  # fmt: skip
+        probs = own if probs is None else probs + own
+    probs /= len(ckpts)
+    data = members[0]["data"]
+    result = {
+        "checkpoint": str(ckpts[0]) if len(ckpts) == 1 else [str(c) for c in ckpts],
+        "data": str(data.path or data.train_file),
+        "split": s.split,
+        "reviews": len(labels),
+        **metrics_of(probs, labels, members[0]["labels"]),
+    }
+    if len(ckpts) > 1:  # each member alone, beside the ensemble
+        result["members"] = [{k: m[k] for k in ("checkpoint", "accuracy")} for m in members]
+    write_json(out, result)
+    print_result(result)
+    print(f"written to {out}")
+    return result
+
+
+def same_rows(member: dict, data: DataConfig, dataset: TextDataset) -> bool:
+    """Whether an ensemble's member reads the same data and rows as the first (`member`)."""
+    first, rows = member["data"], member["dataset"].rows
+    return (first.path, first.name, first.train_file, first.test_file) == (
+        data.path,
+        data.name,
+        data.train_file,
+        data.test_file,
+    ) and np.array_equal(rows, dataset.rows)
+
+
+def metrics_of(probs: np.ndarray, labels: np.ndarray, names: list[str]) -> dict:
+    """Accuracy, loss (mean negative log-probability of the true class), macro-F1, F1 per class and the
+    confusion matrix of class probabilities (N, C) against class ids (N,)."""
+    n = len(names)
+    p, y = torch.from_numpy(probs), torch.from_numpy(np.asarray(labels))
+    pred = p.argmax(-1)
+    per_class = MulticlassF1Score(n, average=None)(pred, y)
+    return {
+        "accuracy": float(MulticlassAccuracy(n, average="micro")(pred, y)),
+        "loss": float(-p[torch.arange(len(y)), y].clamp_min(1e-300).log().mean()),
+        "macro_f1": float(MulticlassF1Score(n, average="macro")(pred, y)),
+        "f1": dict(zip(names, per_class.tolist(), strict=True)),
+        "labels": names,
+        "confusion_matrix": MulticlassConfusionMatrix(n)(pred, y).tolist(),  # rows: true label, columns: predicted
+    }
+
+
+def print_result(r: dict) -> None:
+    for m in r.get("members", []):
+        print(f"member {m['checkpoint']}: accuracy {m['accuracy']:.4f}")
+    print(
+        f"{r['split']}: {r['reviews']} reviews  {'ensemble ' if 'members' in r else ''}accuracy {r['accuracy']:.4f}  "
+        f"loss {r['loss']:.4f}  macro-F1 {r['macro_f1']:.4f}"
+    )
+    print("F1 per class: " + "  ".join(f"{name} {v:.4f}" for name, v in r["f1"].items()))
+    width = max(*(len(x) for x in r["labels"]), *(len(str(v)) for row in r["confusion_matrix"] for v in row)) + 1
+    print("confusion (rows true, columns predicted):")
+    print(" " * (len("  true ") + width) + "".join(f"{x:>{width + 2}}" for x in r["labels"]))
+    for name, row in zip(r["labels"], r["confusion_matrix"], strict=True):
+        print(f"  true {name:<{width}}" + "".join(f"{v:>{width + 2}}" for v in row))
+
+
+@dataclass
+class EvalConfig:
+    """eval.py's settings (conf/eval.yaml). `data`: the data.* keys given, each over the run's own (data.json)."""
+
+    ckpt: Any = None  # a checkpoint or run folder, or a list of them (an ensemble)
+    output: str | None = None
+    batch_size: int = 256
+    device: str = "cpu"
+    num_threads: int | None = None  # torch CPU threads, as train.py's; None: PyTorch's default
+    split: str = "test"  # (data.split on the command line)
+    data: dict = field(default_factory=dict)
+
+    def normalize(self) -> None:
+        self.ckpt = checkpoints_given(self.ckpt, "evaluate")
+
+    def check(self) -> None:
+        positive_int("batch_size", self.batch_size)
+        positive_int("num_threads", self.num_threads, "PyTorch's default")
+        check_device(self.device)
+
+
+def eval_settings(cfg: DictConfig) -> EvalConfig:
+    return on_a_run(EvalConfig, cfg, "eval")
 
 
 @hydra.main(version_base="1.3", config_path="pkg://attnclf.conf", config_name="eval")
 def main(cfg: DictConfig) -> None:
-    return run(job, cfg)
+    return run(evaluate, cfg)
 
 
 def entry() -> None:

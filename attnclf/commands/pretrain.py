@@ -1,18 +1,32 @@
-"""Pretrain the encoder as two language models: `attnclf pretrain [data.path=...]`."""
+"""`attnclf pretrain [data.path=...]`: pretrain the encoder as two language models (a forward and a backward
+one on one embedding), for a classifier to start from (`attnclf train model.init_from=<run>`)."""
+
+from __future__ import annotations
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from attnclf.cli import main_entry, run
-from attnclf.training.pretrain import pretrain as job
+from attnclf.settings.lm import pretrain_settings
+from attnclf.training.pretrain import fit_language_models
+from attnclf.training.resume import with_run_settings
+
+
+def pretrain(cfg: DictConfig, overrides: list[str] | None = None) -> float:
+    """Fit both language models, write metrics.json; return the best val/loss (mean NLL per token).
+    `overrides`: the command line's (a run resumed by name takes every key they leave out from its own
+    config, and refuses one given that differs; None: every key of `cfg` counts as given)."""
+    cfg = with_run_settings(cfg, overrides, "pretrain")  # (a run resumed by name: its own settings)
+    s = pretrain_settings(cfg)  # every value typed and checked, before any data work
+    return fit_language_models(s, cfg)
 
 
 @hydra.main(version_base="1.3", config_path="pkg://attnclf.conf", config_name="pretrain")
 def main(cfg: DictConfig) -> None:
-    # (a run resumed by name takes the keys its command line leaves out from its own config)
+    # a run resumed by name takes the keys its command line leaves out from its own config
     overrides = list(HydraConfig.get().overrides.task)
-    return run(lambda c: job(c, overrides), cfg)
+    return run(lambda c: pretrain(c, overrides), cfg)
 
 
 def entry() -> None:

@@ -6,7 +6,8 @@ import numpy as np
 import torch
 from torch.utils.data import Dataset
 
-from attnclf.data.text import PAD_ID, UNK_ID
+from attnclf.data.text import UNK_ID
+from attnclf.models.names import PAD_ID
 
 
 def truncate(ids: np.ndarray, max_length: int | None, mode: str) -> np.ndarray:

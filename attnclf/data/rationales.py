@@ -30,7 +30,7 @@ import numpy as np
 from attnclf.data.dataset import truncate
 from attnclf.data.text import Vocab, token_spans, tokenize
 from attnclf.errors import AttnclfError
-from attnclf.settings.commands import RationalesConfig
+from attnclf.settings.data import RationalesConfig
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from attnclf.utils.jsonfile import dumps
 
 TOKENIZER_VERSION = "regex-v1"  # part of the cache key: change it when the rules change
 PAD, UNK = "<pad>", "<unk>"
-PAD_ID, UNK_ID = 0, 1
+UNK_ID = 1  # (PAD_ID, the first: attnclf/models/names.py)
 
 TAG = re.compile(r"<[^>]{0,20}>")  # markup such as IMDb's <br />, removed
 TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)*|[!?]")  # words (inner apostrophes kept), numbers, ! and ?

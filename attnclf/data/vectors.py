@@ -18,8 +18,9 @@ import numpy as np
 from filelock import FileLock
 
 from attnclf.data.encoding import Encoded
-from attnclf.data.text import PAD_ID, TOKENIZER_VERSION, Vocab
+from attnclf.data.text import TOKENIZER_VERSION, Vocab
 from attnclf.errors import AttnclfError
+from attnclf.models.names import PAD_ID
 from attnclf.settings.data import Word2VecConfig
 from attnclf.settings.model import ModelConfig
 from attnclf.utils.files import write_atomic

@@ -15,7 +15,7 @@ from attnclf.data.sampling import BucketBatchSampler, chunks
 from attnclf.data.text import UNK, Vocab, tokenize
 from attnclf.errors import AttnclfError
 from attnclf.models.language_model import KIND as LANGUAGE_MODEL
-from attnclf.settings.commands import check_device
+from attnclf.settings.run import check_device
 from attnclf.training.checkpoint import best_checkpoint, checkpoint_kind, load_checkpoint, run_dir_of
 from attnclf.training.module import AttnClassifierModule
 from attnclf.utils.checks import first_few

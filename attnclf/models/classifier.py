@@ -14,10 +14,10 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from attnclf.data.text import PAD_ID
 from attnclf.models.attention import VectorDotAttention, build_attention
 from attnclf.models.dropout import Dropout
 from attnclf.models.encoder import ExactBiGRU
+from attnclf.models.names import PAD_ID
 from attnclf.models.states import conicity
 
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from attnclf.data.text import PAD_ID
 from attnclf.models.attention import masked_softmax
 from attnclf.models.classifier import real_tokens
+from attnclf.models.names import PAD_ID
 
 
 class ContextFreeClassifier(nn.Module):

@@ -21,11 +21,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnclf.data.text import PAD_ID
 from attnclf.models.encoder import reverse_within_length
-from attnclf.settings.lm import LMConfig
-
-LM = LMConfig()  # (the defaults, in one place)
+from attnclf.models.names import PAD_ID
 
 log = logging.getLogger(__name__)
 
@@ -102,26 +99,17 @@ def output_layer(softmax: str, hidden_dim: int, vocab_size: int, cutoffs, div_va
 
 
 class BiGRULanguageModel(nn.Module):
-    def __init__(
-        self,
-        vocab_size: int,
-        embed_dim: int = 128,
-        hidden_dim: int = 128,
-        dropout: float = LM.dropout,
-        cutoffs: tuple[int, ...] = tuple(LM.cutoffs),
-        div_value: float = LM.div_value,
-        softmax: str = LM.softmax,
-        samples: int = LM.samples,
-    ):
-        """Two one-layer GRU language models on one embedding; the output layer's settings default to
-        attnclf pretrain's (LMConfig)."""
+    def __init__(self, vocab_size: int, embed_dim: int, hidden_dim: int, lm):
+        """Two one-layer GRU language models on one embedding. `lm`: the output layer's and dropout's settings
+        (attnclf pretrain's `lm.*`: dropout, softmax, cutoffs, div_value, samples)."""
         super().__init__()
         self.embed = nn.Embedding(vocab_size, embed_dim, padding_idx=PAD_ID)
         self.fwd = nn.GRU(embed_dim, hidden_dim, batch_first=True)
         self.bwd = nn.GRU(embed_dim, hidden_dim, batch_first=True)
-        self.drop = nn.Dropout(dropout)
-        self.head_fwd = output_layer(softmax, hidden_dim, vocab_size, cutoffs, div_value, samples)
-        self.head_bwd = output_layer(softmax, hidden_dim, vocab_size, cutoffs, div_value, samples)
+        self.drop = nn.Dropout(lm.dropout)
+        cutoffs = tuple(lm.cutoffs)
+        self.head_fwd = output_layer(lm.softmax, hidden_dim, vocab_size, cutoffs, lm.div_value, lm.samples)
+        self.head_bwd = output_layer(lm.softmax, hidden_dim, vocab_size, cutoffs, lm.div_value, lm.samples)
 
     def states(self, ids: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """ids (B, T) -> forward states (B, T, H), backward states (B, T, H) in reversed order, reversed ids.

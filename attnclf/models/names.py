@@ -1,12 +1,15 @@
-"""The names the model's settings choose among, and the rules that tie them: torch-free, so that the settings
-(attnclf/settings/model.py) check a value before any data work, and the networks, built from the settings or
-as a library, check what they are given, without importing the settings."""
+"""The names the model's settings choose among, the rules that tie them, and the padding id the data
+shares: torch-free, so that the settings (attnclf/settings/model.py) check a value before any data work, and
+the networks, built from the settings or as a library, check what they are given, without importing the
+settings."""
 
 from __future__ import annotations
 
 from attnclf.errors import AttnclfError
 from attnclf.utils.checks import one_of
 
+# the padding token's id, the vocabulary's first: the embedding's padding row, and what every mask leaves out
+PAD_ID = 0
 ATTENTIONS = ("dot", "additive")
 ATTENTION_INITS = ("xavier", "default")  # additive attention's initialisation
 GRU_KERNELS = ("auto", "concurrent", "padded", "packed")

@@ -291,3 +291,21 @@ def differences_figure(rows: list[tuple[str, list[float]]]):
            title="additive against dot, paired by fold or seed")  # fmt: skip
     fig.tight_layout()
     return fig
+
+
+def adversarial_training_figure(r: dict):
+    """Accuracy against the JSD from the classifier's weights, one point per lambda (W&P's curve)."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(5.5, 3.8))
+    xs = [x["jsd_from_base"] for x in r["lambdas"]]
+    ys = [x["accuracy"] for x in r["lambdas"]]
+    ax.plot(xs, ys, "o-")
+    for x, y, trained in zip(xs, ys, r["lambdas"], strict=True):
+        ax.annotate(f"{trained['lambda']:g}", (x, y), fontsize=8, xytext=(3, 3), textcoords="offset points")
+    ax.axhline(r["lambdas"][0]["base_accuracy"], color="grey", lw=0.8, ls="--", label="the classifier")
+    ax.set(title=f"{r['attention']} attention: adversarially trained models (lambda beside each)",
+           xlabel="JSD of their weights from the classifier's (nats)", ylabel="test accuracy")  # fmt: skip
+    ax.title.set_fontsize(9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig

@@ -220,3 +220,22 @@ def adversarial_lines(adv: dict) -> list[str]:
         ],
         "",
     ]
+
+
+def attention_tests_markdown(r: dict) -> str:
+    """The result as a table: accuracy, and the output's and weights' distance from the classifier's."""
+    head = f"# Wiegreffe & Pinter's {r['test']} test of {r['attention']} attention\n\n`{r['checkpoint']}`, " \
+           f"{r['epochs']} epochs a model, seed {r['seed']}, {r['total_seconds']:.0f} s.\n\n"  # fmt: skip
+    rows = r["weights"].items() if r["test"] == "diagnostic" else [(f"lambda {x['lambda']:g}", x) for x in r["lambdas"]]
+    first = next(iter(rows))[1] if rows else None
+    table = ["| model | test accuracy | TVD from the classifier's output | JSD from its weights (nats) |",
+             "|---|---|---|---|"]  # fmt: skip
+    table += [f"| {name} | {v['accuracy']:.2%} | {v['tvd_from_base']:.3f} | {v['jsd_from_base']:.3f} |"
+              for name, v in rows]  # fmt: skip
+    if r["test"] == "adversarial":  # the diagnostic's model, guided by each adversary's weights
+        table[0] += " the diagnostic with its weights |"
+        table[1] += "---|"
+        guided = [x["diagnostic"]["accuracy"] for x in r["lambdas"]]
+        table[2:] = [f"{row} {acc:.2%} |" for row, acc in zip(table[2:], guided, strict=True)]
+    base = f"\n\nThe classifier itself: {first['base_accuracy']:.2%} on the same {first['test_rows']} rows.\n"
+    return head + "\n".join(table) + (base if first else "\n")

@@ -1,5 +1,5 @@
 """What goes into TensorBoard as images and text: training's attention maps and confusion matrix
-(attnclf/training/callbacks.py) and the faithfulness command's results (attnclf/inference/faithfulness.py)."""
+(attnclf/training/callbacks.py) and the faithfulness command's results (attnclf/commands/faithfulness.py)."""
 
 from __future__ import annotations
 

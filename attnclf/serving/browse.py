@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from attnclf.inference.evaluate import texts_as_trained
+from attnclf.inference.as_trained import texts_as_trained
 from attnclf.serving.explain import gradient_taus
 from attnclf.utils.jsonfile import finite, read_json, write_json
 

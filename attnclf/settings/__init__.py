@@ -5,6 +5,10 @@ checked once where it is built, at the entry point, and handed down whole:
   regularizer), saved nested in its checkpoint;
 - data.py: which data a run reads and how (`data`), and the word vectors (`word2vec`);
 - run.py: the values of the process and the run (seed, threads, resume, the Trainer's checked values,
-  the run and cache folders);
-- commands.py: each command's settings whole (train, pretrain with its `lm`, eval, faithfulness, predict).
+  the run and cache folders), and what the commands that read a trained run share (`on_a_run`);
+- lm.py: the language models (`lm`) and the pretraining's settings whole (`attnclf pretrain`, and a run's
+  model.init_from=pretrain);
+- serve.py: the server's settings (read by the app in attnclf/serving/).
+
+Each other command's settings sit in its own module (attnclf/commands/).
 """

@@ -9,8 +9,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from omegaconf import DictConfig, OmegaConf
+
 from attnclf.errors import AttnclfError
-from attnclf.settings.typed import register
+from attnclf.settings.model import ModelConfig
+from attnclf.settings.typed import typed
 from attnclf.utils.checks import at_least, one_of, positive_int, positive_int_or_auto
 
 TRUNCATIONS = ("head", "tail", "head_tail")
@@ -147,4 +150,61 @@ class Word2VecConfig:
         return {k: v for k, v in asdict(self).items() if k not in ("unlabeled_split", "max_texts")}
 
 
-register(data=DataConfig, word2vec=Word2VecConfig)
+def data_config(node) -> DataConfig:
+    """A data group as a DataConfig, checked."""
+    if isinstance(node, DictConfig):
+        node = OmegaConf.to_container(node, resolve=True)
+    node = dict(node or {})
+    if isinstance(node.get("label_map"), dict):  # labels as the data has them, whole numbers or names: as text
+        node["label_map"] = {str(k): v for k, v in node["label_map"].items()}
+    config = typed(DataConfig, node, "data")
+    config.check()
+    return config
+
+
+def word2vec_config(cfg: DictConfig, model: ModelConfig) -> Word2VecConfig:
+    """The word2vec group as a Word2VecConfig, checked where model.embeddings=word2vec uses it."""
+    word2vec = typed(Word2VecConfig, cfg.get("word2vec"), "word2vec")
+    if model.embeddings == "word2vec":
+        word2vec.check()
+    return word2vec
+
+
+RATIONALE_FILES = (".jsonl", ".json", ".csv", ".tsv", ".parquet")
+
+
+@dataclass
+class RationalesConfig:
+    """Human rationales to score the importance sources against (faithfulness.py's `rationales.*`): an
+    ERASER folder (docs/ and <split>.jsonl) or one file with a text, a label and a marked-spans column."""
+
+    path: str | None = None
+    split: str = "test"
+    text_column: str = "text"
+    label_column: str = "label"
+    spans_column: str = "rationale"
+    labels: dict | None = None  # the set's label -> the classifier's class name (None: by name)
+
+    def normalize(self) -> None:
+        self.labels = {str(k): str(v) for k, v in (self.labels or {}).items()}
+
+    def check(self) -> None:
+        """The folder or file is there and of a kind that is read, before any checkpoint or data is."""
+        if self.path is None:
+            return
+        p = Path(self.path).expanduser()
+        if not p.exists():
+            raise AttnclfError(f"rationales.path={self.path!r} does not exist (an ERASER folder, or a .jsonl/.csv)")
+        if p.is_dir():
+            if not (p / "docs").is_dir():
+                raise AttnclfError(
+                    f"rationales.path={self.path!r}: an ERASER folder holds docs/ (one text per file); not found"
+                )
+            if not (p / f"{self.split}.jsonl").is_file():
+                found = sorted(f.stem for f in p.glob("*.jsonl"))
+                raise AttnclfError(f"rationales.split={self.split!r}: no {self.split}.jsonl in {p}; allowed: {found}")
+        elif p.suffix.lower() not in RATIONALE_FILES:
+            raise AttnclfError(
+                f"rationales.path={self.path!r}: unknown file type {p.suffix!r}; allowed: an ERASER folder or a "
+                f"file {', '.join(RATIONALE_FILES)}"
+            )

@@ -4,9 +4,17 @@ in one place; the LightningModule takes them whole (attnclf/training/lm_module.p
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from hydra.errors import HydraException
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from attnclf.errors import AttnclfError
-from attnclf.settings.typed import register
+from attnclf.settings.compose import compose_config
+from attnclf.settings.data import DataConfig, Word2VecConfig, word2vec_config
+from attnclf.settings.model import ModelConfig
+from attnclf.settings.run import PathsConfig, RunConfig, TrainerConfig, TrainRunConfig, run_paths_trainer
+from attnclf.settings.typed import typed
 from attnclf.utils.checks import fraction, one_of, positive_int, positive_number
 
 SOFTMAXES = ("adaptive", "sampled")  # pretraining's output layer (attnclf/models/language_model.py)
@@ -55,4 +63,80 @@ class LMConfig:
         return {k: v for k, v in asdict(self).items() if k not in ("val_texts", "unlabeled_split")}
 
 
-register(lm=LMConfig)
+# what the pretraining of model.init_from=pretrain takes from the run itself, never from `pretraining`
+RUNS_OWN = ("data", "model.embed_dim", "model.hidden_dim", "num_threads", "paths", "ckpt_path", "hydra")
+
+
+def pretraining_keys() -> list[str]:
+    """The groups and top-level keys of conf/pretrain.yaml that a run's `pretraining` may set (not its own)."""
+    pcfg = compose_config("pretrain", [])
+    return sorted(f"{k}.*" if isinstance(pcfg.get(k), DictConfig) else k for k in pcfg if k not in RUNS_OWN)
+
+
+def pretraining_config(cfg: DictConfig, run: TrainRunConfig, model: ModelConfig) -> PretrainSettings:
+    """model.init_from=pretrain: conf/pretrain.yaml with `pretraining`'s overrides, as `attnclf pretrain
+    <them>` composes it, but with the run's data, embedding and GRU sizes, threads and cache folder: its
+    settings, typed and checked whole (pretrain_settings) before any data work, then used as they are. Its
+    folder (paths.output_dir) and, for carved test rows, its seed are set where the texts are known
+    (attnclf/training/init_from.py)."""
+    for item in run.pretraining:
+        key = item.split("=", 1)[0].lstrip("+~")
+        if "=" not in item:
+            raise AttnclfError(
+                f"pretraining: {item!r} is not key=value (pretrain.py's settings, e.g. trainer.max_epochs=2)"
+            )
+        if any(key == own or key.startswith(own + ".") for own in RUNS_OWN):
+            raise AttnclfError(
+                f"pretraining: {item!r} is the run's own (the pretraining reads this run's data, model sizes, "
+                "threads and cache folder); set it on the run"
+            )
+    try:
+        pcfg = compose_config("pretrain", list(run.pretraining))
+    except HydraException as e:
+        raise AttnclfError(f"pretraining={list(run.pretraining)}: {str(e).splitlines()[0]}; the settings it takes: "
+                           f"{', '.join(pretraining_keys())} (attnclf pretrain --help)") from None  # fmt: skip
+    folder = str(Path(cfg.paths.cache_dir) / "pretrain")
+    with open_dict(pcfg):
+        pcfg.data = OmegaConf.to_container(cfg.data, resolve=True)
+        pcfg.model.embed_dim, pcfg.model.hidden_dim = model.embed_dim, model.hidden_dim
+        pcfg.num_threads = run.num_threads
+        pcfg.ckpt_path = None
+        pcfg.paths.cache_dir = cfg.paths.cache_dir
+        pcfg.paths.output_dir = pcfg.paths.runs_dir = folder
+    try:
+        return pretrain_settings(pcfg)
+    except AttnclfError as e:
+        raise AttnclfError(f"pretraining: {e}") from None
+
+
+@dataclass
+class PretrainSettings:
+    run: RunConfig
+    paths: PathsConfig
+    trainer: TrainerConfig
+    data: DataConfig
+    model: ModelConfig  # its embed_dim and hidden_dim: the classifier's to be; embeddings: the LMs' start
+    lm: LMConfig
+    word2vec: Word2VecConfig  # model.embeddings=word2vec: the vectors the LMs' embedding starts from
+    # pretrain.yaml as composed: the Trainer, its callbacks and loggers are instantiated from its groups
+    composed: DictConfig | None = field(default=None, repr=False)
+
+
+def pretrain_settings(cfg: DictConfig) -> PretrainSettings:
+    run, paths, trainer = run_paths_trainer(cfg, RunConfig)
+    model = typed(ModelConfig, cfg.get("model"), "model")
+    for key in ("embed_dim", "hidden_dim"):
+        positive_int(f"model.{key}", getattr(model, key))
+    if model.num_layers != 1:
+        raise AttnclfError(f"model.num_layers={model.num_layers!r}; pretraining has one layer per direction: 1")
+    model.check_embeddings_file()
+    if model.freeze_embeddings and model.embeddings == "random":
+        raise AttnclfError(
+            "model.freeze_embeddings=true with model.embeddings=random would keep a random embedding; "
+            "allowed: model.embeddings=word2vec or a vectors file"
+        )
+    lm = typed(LMConfig, cfg.get("lm"), "lm")
+    data = typed(DataConfig, cfg.get("data"), "data")
+    lm.check(data.vocab_size)
+    data.check()
+    return PretrainSettings(run, paths, trainer, data, model, lm, word2vec_config(cfg, model), composed=cfg)

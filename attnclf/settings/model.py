@@ -4,8 +4,7 @@ what a resumed run compares with it.
 
 The config groups `model`, `optimizer` and `regularizer` (conf/) are read into these dataclasses:
 OmegaConf checks each value's type, and each dataclass's `check()` holds the ranges of its values, in
-one place. Both fail in one line naming the value (AttnclfError). The dataclasses are registered in
-Hydra's ConfigStore (`attnclf_schema/<group>`) for tools that compose against them.
+one place. Both fail in one line naming the value (AttnclfError).
 
 Checkpoints written before these objects held the same settings flat (`lr`, `regularizer_epsilon`, ...);
 `classifier_hparams` reads both.
@@ -29,7 +28,7 @@ from attnclf.models.names import (
     check_hidden_states,
     check_rnn,
 )
-from attnclf.settings.typed import register, typed
+from attnclf.settings.typed import typed
 from attnclf.utils.checks import fraction, number, one_of, positive_int, positive_number, shown
 
 SCHEDULES = ("cosine", "constant")
@@ -266,6 +265,3 @@ def setting_differences(saved: dict, now: ClassifierConfig) -> dict[str, tuple]:
             if name not in RUNTIME_ONLY and old != value:
                 differ["regularizer" if name == "regularizer.name" else name] = (old, value)
     return differ
-
-
-register(model=ModelConfig, optimizer=OptimizerConfig, regularizer=RegularizerConfig)

@@ -8,12 +8,15 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 import torch
+from omegaconf import DictConfig, OmegaConf
 
 from attnclf.errors import AttnclfError
-from attnclf.settings.typed import register, typed
+from attnclf.settings.data import DataConfig
+from attnclf.settings.typed import typed
 from attnclf.utils.checks import at_least, number, one_of, positive_int, whole
 from attnclf.utils.files import check_writable_folder
 
@@ -206,4 +209,51 @@ class SearchConfig:
         return search
 
 
-register(run=TrainRunConfig, trainer=TrainerConfig, paths=PathsConfig, hparams_search=SearchConfig)
+def run_paths_trainer(cfg: DictConfig, run_config: type[RunConfig]) -> tuple:
+    """(the top-level values as `run_config`, PathsConfig, TrainerConfig) of a command that trains, each checked."""
+    run = run_config.of(cfg)
+    run.check()
+    paths = typed(PathsConfig, cfg.get("paths"), "paths")
+    paths.check()
+    trainer = TrainerConfig.of(cfg.get("trainer"))
+    trainer.check()
+    return run, paths, trainer
+
+
+def check_device(device: str) -> None:
+    """A device torch knows and this machine has, refused in one line before any checkpoint is read."""
+    try:
+        kind = torch.device(device).type
+    except (RuntimeError, TypeError) as e:
+        raise AttnclfError(f"device={device!r} is not a device; allowed: cpu, cuda, cuda:N") from e
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise AttnclfError(f"device={device!r}: no GPU found (CUDA is not available here); use device=cpu")
+    if kind not in ("cpu", "cuda", "mps"):
+        raise AttnclfError(f"device={device!r}; allowed: cpu, cuda, cuda:N")
+
+
+def checkpoints_given(ckpt, what: str) -> list[str]:
+    """ckpt= as a list of checkpoints or run folders (one, or an ensemble's)."""
+    if not ckpt:
+        raise AttnclfError(f"give the checkpoint to {what}: ckpt=<path to .ckpt or a run folder>")
+    return [str(ckpt)] if isinstance(ckpt, (str, Path)) else [str(c) for c in ckpt]
+
+
+def on_a_run(cls, cfg: DictConfig, key: str, **typed_apart):
+    """An eval or faithfulness config as `cls`, checked: its top-level values, data.split as `split`, and
+    the other data.* keys given (null: the run's own) as `data`, their types checked (checked whole once
+    merged with the run's data.json); `typed_apart`: groups already read into their own dataclass."""
+    node = OmegaConf.to_container(cfg.get("data") or {}, resolve=True)
+    data = {k: v for k, v in node.items() if v is not None}
+    split = data.pop("split", "test")
+    if not isinstance(split, str):
+        raise AttnclfError(f"data.split={split!r} must be a split's name, e.g. data.split=test")
+    typed(DataConfig, data, "data")
+    apart = ("split", "data", *typed_apart)
+    values = {f.name: cfg.get(f.name) for f in fields(cls) if f.name not in apart and f.name in cfg}
+    config = typed(cls, {**values, "split": split, "data": data}, key)
+    for name, value in typed_apart.items():
+        setattr(config, name, value)
+    config.normalize()
+    config.check()
+    return config

@@ -12,7 +12,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from attnclf.errors import AttnclfError
-from attnclf.settings.commands import check_device, checkpoints_given
+from attnclf.settings.run import check_device, checkpoints_given
 from attnclf.settings.typed import typed
 from attnclf.utils.checks import positive_int, repeated
 

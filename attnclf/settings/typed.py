@@ -33,12 +33,3 @@ def typed(cls, node, key: str):
         )  # (the annotation as written, e.g. "int | None")
         value = e.value if e.key == name else node.get(name)
         raise AttnclfError(f"{key + '.' if key else ''}{name}={value!r} must be {wanted}") from None
-
-
-def register(**nodes) -> None:
-    """The dataclasses in Hydra's ConfigStore (`attnclf_schema/<name>`), for tools that compose against them."""
-    from hydra.core.config_store import ConfigStore
-
-    cs = ConfigStore.instance()
-    for name, node in nodes.items():
-        cs.store(group="attnclf_schema", name=name, node=node)

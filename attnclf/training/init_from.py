@@ -21,7 +21,7 @@ from attnclf.data.text import Vocab
 from attnclf.errors import AttnclfError
 from attnclf.models.classifier import AttentionClassifier
 from attnclf.models.language_model import KIND
-from attnclf.settings.commands import PretrainSettings
+from attnclf.settings.lm import PretrainSettings
 from attnclf.settings.model import CLASSIFIER
 from attnclf.training.checkpoint import best_checkpoint, checkpoint_kind, load_checkpoint, run_dir_of
 from attnclf.training.pretrain import fit_language_models
@@ -120,7 +120,7 @@ def cache_key(s: PretrainSettings, texts) -> str:
 
 
 def cached_pretraining(s: PretrainSettings, datamodule: TextDataModule, seed: int, overrides: list[str]) -> Path:
-    """The folder of the pretraining of settings `s` (settings.commands.pretraining_config) of the texts
+    """The folder of the pretraining of settings `s` (attnclf/settings/lm.py: pretraining_config) of the texts
     `datamodule` reads: found in paths.cache_dir/pretrain/<key> (cache_key), or trained there now, once
     (runs started together wait for the first; an interrupted one resumes from its last checkpoint). Where
     the run's test rows are carved from the training split, the pretraining's seed is the run's, so that it

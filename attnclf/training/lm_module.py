@@ -23,8 +23,7 @@ class LanguageModelModule(TrainingModule):
         self.save_hyperparameters({"vocab_size": vocab_size, "embed_dim": embed_dim, "hidden_dim": hidden_dim,
                                    **lm.model_keys(), "schedule": "cosine", "freeze_embeddings": freeze_embeddings,
                                    "kind": KIND}, logger=False)  # fmt: skip
-        self.model = BiGRULanguageModel(vocab_size, embed_dim, hidden_dim, lm.dropout, tuple(lm.cutoffs), lm.div_value,
-                                        lm.softmax, lm.samples)  # fmt: skip
+        self.model = BiGRULanguageModel(vocab_size, embed_dim, hidden_dim, lm)
         # (model.freeze_embeddings: the GRUs learn on the vectors the embedding starts from, which a classifier
         # started from these models then starts from too)
         self.model.embed.weight.requires_grad_(not freeze_embeddings)

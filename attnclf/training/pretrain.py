@@ -14,12 +14,11 @@ from omegaconf import DictConfig
 from attnclf.data.lm import LMDataModule
 from attnclf.data.vectors import initial_embeddings
 from attnclf.models.language_model import KIND
-from attnclf.settings.commands import PretrainSettings, pretrain_settings
-from attnclf.settings.lm import LMConfig
+from attnclf.settings.lm import LMConfig, PretrainSettings
 from attnclf.settings.model import ModelConfig
 from attnclf.training.checkpoint import checkpoint_kind
 from attnclf.training.lm_module import LanguageModelModule
-from attnclf.training.resume import check_resumed_vocab, keep_config, resume_point, resumed_step_of, with_run_settings
+from attnclf.training.resume import check_resumed_vocab, keep_config, resume_point, resumed_step_of
 from attnclf.training.trainer import make_trainer, peak_rss_mb, prepare_process, quiet, timed_fit
 from attnclf.utils.jsonfile import write_json
 
@@ -59,15 +58,6 @@ def say_length(trainer: L.Trainer, datamodule: LMDataModule) -> None:
     steps = trainer.max_steps if trainer.max_steps and trainer.max_steps > 0 else trainer.max_epochs * batches
     log.info("pretraining: %d steps (%s epochs of %d batches) of both language models on %d texts, %.1f million "
              "tokens an epoch", steps, trainer.max_epochs, batches, len(train), train.lengths.sum() / 1e6)  # fmt: skip
-
-
-def pretrain(cfg: DictConfig, overrides: list[str] | None = None) -> float:
-    """Fit both language models, write metrics.json; return the best val/loss (mean NLL per token).
-    `overrides`: the command line's (a run resumed by name takes every key they leave out from its own
-    config, and refuses one given that differs; None: every key of `cfg` counts as given)."""
-    cfg = with_run_settings(cfg, overrides, "pretrain")  # (a run resumed by name: its own settings)
-    s = pretrain_settings(cfg)  # every value typed and checked, before any data work
-    return fit_language_models(s, cfg)
 
 
 def fit_language_models(s: PretrainSettings, cfg: DictConfig | None = None) -> float:

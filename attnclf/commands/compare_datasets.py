@@ -62,9 +62,9 @@ def first_run_refused(overrides: list[str]) -> str | None:
     from hydra.errors import HydraException
 
     from attnclf.cli import composition_error
+    from attnclf.commands.train import train_settings
     from attnclf.data.datamodule import TextDataModule
     from attnclf.errors import AttnclfError
-    from attnclf.settings.commands import train_settings
     from attnclf.settings.compose import compose_config
 
     try:
@@ -178,6 +178,6 @@ def main(argv: list[str] | None = None) -> int:
         if code != 0:
             return code
     print(f"all datasets in {progress.elapsed():.0f} s; the report:", flush=True)
-    from attnclf.tools.report import main as report
+    from attnclf.commands.report import main as report
 
     return report([str(args.out.resolve())])

@@ -1,36 +1,24 @@
-"""`faithfulness(cfg)`: can a checkpoint's attention maps be read as "the words the model used"?
-
-Runs the measures of attnclf.analysis.measures on a fixed seeded sample of a split and writes, into
-`<run folder>/faithfulness_<split>/` (or `output`): faithfulness.json, summary.md, summary.png and
-TensorBoard events (scalars, histograms, the summary figure, and four reviews shaded by each measure).
-"""
+"""The faithfulness measures over a sample of reviews, summarised (`measure`): what `attnclf faithfulness`
+writes into faithfulness.json, and the seeded sample it reads (`sample`)."""
 
 from __future__ import annotations
 
 import logging
 import time
-from pathlib import Path
 
 import numpy as np
-from omegaconf import DictConfig
 
 from attnclf.analysis import measures
 from attnclf.analysis.adversarial import CANDIDATES, STEPS, adversarial_attention
 from attnclf.analysis.attribution import importance
 from attnclf.analysis.plausibility import plausibility
-from attnclf.data.rationales import Aligned, LeftOut, align, read_rationales
+from attnclf.data.rationales import Aligned
 from attnclf.errors import AttnclfError
-from attnclf.inference.evaluate import split_as_trained
-from attnclf.inference.trained import Classifier
-from attnclf.presentation.figures import adversarial_figure, aopc_figure, faithfulness_figure
-from attnclf.presentation.markdown import faithfulness_markdown
-from attnclf.presentation.tensorboard import write_faithfulness
-from attnclf.settings.commands import FaithfulnessConfig, faithfulness_settings
-from attnclf.training.checkpoint import best_checkpoint, run_dir_of
-from attnclf.utils.jsonfile import write_json
-from attnclf.utils.threads import torch_threads
 
 log = logging.getLogger(__name__)
+
+# a review's tau counts as significant at this p-value or below (Jain & Wallace's threshold, and their <=)
+SIGNIFICANT = 0.05
 
 
 def sample(
@@ -80,16 +68,17 @@ class Timer:
 
 
 def measure(
-    clf: Classifier,
+    model,
     seqs: list[np.ndarray],
     labels: np.ndarray,
     ks: list[float],
-    cfg: FaithfulnessConfig,
+    cfg,
     marked: Aligned | None = None,
 ) -> tuple[dict, dict]:
-    """All the measures on the reviews: (the JSON result, per-review arrays for figures); with `marked`
-    (the reviews' human rationales), each importance source's plausibility too."""
-    model, bt, timed = clf.module.model, cfg.batch_tokens, Timer()
+    """All the measures of the classifier network `model` on the reviews: (the JSON result, per-review arrays
+    for figures); with `marked` (the reviews' human rationales), each importance source's plausibility too.
+    `cfg`: the faithfulness settings (batch_tokens, sources, seed, permutations, adversarial)."""
+    bt, timed = cfg.batch_tokens, Timer()
     attr = timed("gradient", measures.attributions, model, seqs, bt)
     fixed = timed("gradient_fixed_weights", measures.attributions, model, seqs, bt, True)
     loo = timed("leave_one_out", measures.leave_one_out, model, seqs, attr.probs, bt)
@@ -238,10 +227,6 @@ def by_entropy_quartile(entropy: np.ndarray, values: np.ndarray, name: str) -> l
     ]  # fmt: skip
 
 
-# a review's tau counts as significant at this p-value or below (Jain & Wallace's threshold, and their <=)
-SIGNIFICANT = 0.05
-
-
 def tested(tau: np.ndarray, p: np.ndarray) -> dict:
     """A tau per review summarized, with the share of reviews (where defined) whose tau is significant."""
     ok = np.isfinite(p)
@@ -311,123 +296,3 @@ def flip_summary(count: np.ndarray, fraction: np.ndarray) -> dict:
         "quartiles_tokens": [float(q[0]), float(q[2])],
         "never": float(1 - flipped.mean()),
     }
-
-
-def faithfulness(cfg: DictConfig) -> dict:
-    """The measures on `reviews` reviews of the run's own split (data.split of the data it was trained on,
-    data.json; data.* keys given go over it)."""
-    cfg = faithfulness_settings(cfg)  # every value typed and checked, before any checkpoint or data is read
-    with torch_threads(cfg.num_threads):
-        return faithfulness_as_set(cfg)
-
-
-def faithfulness_as_set(cfg: FaithfulnessConfig) -> dict:
-    """faithfulness() with its settings read and checked."""
-    ckpt = best_checkpoint(cfg.ckpt)
-    clf = Classifier.from_checkpoint(ckpt, cfg.device)
-    marked = None
-    if cfg.rationales.path:
-        marked, about = with_rationales(clf, cfg)
-        seqs, labels = marked.seqs, marked.labels
-        folder = f"faithfulness_rationales_{about['split']}"
-    else:
-        seqs, labels, about = sampled_reviews(clf, cfg)
-        folder = f"faithfulness_{cfg.split}"
-    t0 = time.perf_counter()
-    result, arrays = measure(clf, seqs, labels, cfg.ks, cfg, marked)
-    result = {
-        "checkpoint": str(ckpt),
-        "attention": clf.module.hparams.attention,
-        **about,
-        "reviews": len(seqs),
-        "mean_tokens": float(np.mean([len(s) for s in seqs])),
-        "seed": cfg.seed,
-        "ks": [measures.k_name(k) for k in cfg.ks],
-        **result,
-        "total_seconds": round(time.perf_counter() - t0, 1),
-    }
-    out = Path(cfg.output) if cfg.output else run_dir_of(ckpt) / folder
-    write_outputs(out, result, arrays, clf, seqs)
-    print(f"written to {out}")
-    return result
-
-
-def sampled_reviews(clf: Classifier, cfg: FaithfulnessConfig) -> tuple[list[np.ndarray], np.ndarray, dict]:
-    """(the sampled reviews as token ids, their labels, what the result says of them): a seeded sample of
-    the split's reviews of min_tokens..max_tokens tokens."""
-    data, dataset = split_as_trained(clf, cfg.split, cfg.data)
-    picked = sample(dataset.lengths, cfg.reviews, cfg.max_tokens, cfg.seed, cfg.split, cfg.min_tokens)
-    seqs = [dataset.tokens(i).astype(np.int64) for i in picked]
-    eligible = eligible_reviews(dataset.lengths, cfg.max_tokens, cfg.min_tokens)
-    about = {"data": str(data.path or data.train_file), "split": cfg.split, "max_tokens": cfg.max_tokens,
-             "min_tokens": cfg.min_tokens, "eligible_share": float(np.mean(eligible))}  # fmt: skip
-    log.info("%d reviews of %s (at most %d tokens), %s attention", len(seqs), cfg.split, cfg.max_tokens,
-             clf.module.hparams.attention)  # fmt: skip
-    return seqs, dataset.labels[dataset.rows[picked]], about
-
-
-def write_outputs(out: Path, result: dict, arrays: dict, clf: Classifier, seqs: list[np.ndarray]) -> None:
-    """faithfulness.json, the figures, summary.md (printed too) and the TensorBoard events in `out`."""
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "faithfulness.json", result)
-    fig = faithfulness_figure(result, arrays)
-    fig.savefig(out / "summary.png", dpi=110)
-    aopc = aopc_figure(result)
-    aopc.savefig(out / "aopc.png", dpi=110)
-    adv_fig = adversarial_figure(result, arrays) if "adversarial" in result else None
-    if adv_fig is not None:
-        adv_fig.savefig(out / "adversarial.png", dpi=110)
-    summary = faithfulness_markdown(result)
-    (out / "summary.md").write_text(summary)
-    attr, loo = arrays["attr"], arrays["loo"]
-    shown = [
-        (
-            clf.vocab.decode(seqs[i]),
-            f"{result['attention']} attention | predicted: {clf.labels[attr.pred[i]]} (p={attr.probs[i].max():.2f})",
-            {"attention": attr.weights[i], "gradient x input": attr.gradient[i], "leave-one-out": loo[i]},
-        )
-        for i in range(min(4, len(seqs)))
-    ]
-    write_faithfulness(out, result, arrays, fig, shown, aopc, adv_fig)
-    print(summary)
-
-
-def with_rationales(clf: Classifier, cfg: FaithfulnessConfig) -> tuple[Aligned, dict]:
-    """The rationale set's reviews as the classifier reads them, with their marked tokens (a seeded sample of
-    `reviews` where there are more), and what the result says of them."""
-    left = LeftOut()
-    texts = read_rationales(cfg.rationales, left)
-    marked = align(texts, clf.vocab, clf.max_length, clf.truncation, clf.labels, left, cfg.rationales.labels)
-    dropped = left.report()
-    if not marked.seqs:
-        raise AttnclfError(f"rationales.path={cfg.rationales.path!r}: no review with a marked token to score "
-                           f"({len(texts)} read; left out: {dropped})")  # fmt: skip
-    if len(marked.seqs) > cfg.reviews:
-        keep = np.sort(np.random.default_rng(cfg.seed).choice(len(marked.seqs), cfg.reviews, replace=False))
-        marked = Aligned([marked.seqs[i] for i in keep], marked.labels[keep], [marked.gold[i] for i in keep],
-                         [marked.spans[i] for i in keep], [marked.ids[i] for i in keep])  # fmt: skip
-    path = Path(cfg.rationales.path).expanduser().resolve()  # (recorded whole: faithfulness.json names it)
-    split = cfg.rationales.split if path.is_dir() else path.stem
-    log.info("%d reviews with rationales of %s (%s; %d read), read as the classifier reads (at most %s tokens), "
-             "%s attention", len(marked.seqs), path, split, len(texts), clf.max_length,
-             clf.module.hparams.attention)  # fmt: skip
-    about = {"data": str(path), "split": split, "rationales": {"read": len(texts), "left_out": dropped},
-             "max_tokens": clf.max_length, "eligible_share": len(marked.seqs) / len(texts)}  # fmt: skip
-    return marked, about
-
-
-def load_all(runs: list[str], split: str, given: dict, reviews: int, max_tokens: int, seed: int,
-             cache_dir: str | None = None):  # fmt: skip
-    """Each run's Classifier, and the same sampled reviews as each of them reads them (the split `split` of
-    the data each was trained on, the data.* keys `given` over it: the runs must read the same rows)."""
-    clfs = [Classifier.from_checkpoint(best_checkpoint(r)) for r in runs]
-    reading = {(c.max_length, c.truncation) for c in clfs}
-    if len(reading) > 1:
-        raise AttnclfError(f"the checkpoints read reviews differently (max_length, truncation): {sorted(reading)}")
-    given = {**given, "cache_dir": cache_dir} if cache_dir else given
-    sets = [split_as_trained(c, split, given)[1] for c in clfs]
-    if any(not np.array_equal(s.rows, sets[0].rows) for s in sets):
-        raise AttnclfError(f"the runs read different {split} rows (trained on other data, or carved with another "
-                           "seed); compare runs of the same data and test rows")  # fmt: skip
-    picked = sample(sets[0].lengths, reviews, max_tokens, seed, split)
-    return clfs, [[s.tokens(i).astype(np.int64) for i in picked] for s in sets]

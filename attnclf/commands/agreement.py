@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 
 from attnclf.analysis.measures import attention_weights, js_distance
+from attnclf.commands.faithfulness import load_all
 from attnclf.errors import AttnclfError
-from attnclf.inference.faithfulness import load_all
 from attnclf.utils.jsonfile import write_json
 
 
