@@ -184,7 +184,7 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     ),
     (
         "old-checkpoint-forgets-xi",
-        "attnclf/settings/model.py",
+        "attnclf/training/checkpoint.py",
         r',\s+"regularizer_xi": "xi"\}',
         "}",
         ["tests/test_config.py::test_every_flat_regularizer_key_of_an_old_checkpoint_is_read"],
@@ -1151,6 +1151,23 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         r"from attnclf\.analysis\.faithfulness import eligible_reviews, measure, sample",
         "from attnclf.analysis.faithfulness import _list, eligible_reviews, measure, sample  # noqa: F401",
         ["tests/test_package.py::test_no_import_runs_up_and_no_private_name_crosses_modules"],
+    ),
+    (
+        "the-old-kernel-key-not-read",
+        "attnclf/settings/model.py",
+        r'RENAMED = \{"gru_kernel": "rnn_kernel"\}',
+        "RENAMED = {}",
+        [
+            "tests/test_config.py::test_the_old_key_model_gru_kernel_is_read_as_model_rnn_kernel_with_a_note",
+            "tests/test_config.py::test_a_checkpoint_of_every_form_written_loads_as_todays_and_predicts_the_same",
+        ],
+    ),
+    (
+        "a-checkpoint-read-in-the-form-it-was-written",
+        "attnclf/training/checkpoint.py",
+        r'        ckpt\["hyper_parameters"\] = classifier_hparams\(hp\)',
+        "        pass",
+        ["tests/test_config.py::test_a_checkpoint_of_every_form_written_loads_as_todays_and_predicts_the_same"],
     ),
 ]
 

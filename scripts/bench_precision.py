@@ -22,8 +22,8 @@ import torch
 import torch.nn.functional as F
 from harness import medians_ms  # (scripts/harness.py: what the benchmarks share)
 
-from attnclf.models.classifier import AttentionClassifier
-from attnclf.models.encoder import ExactBiGRU
+from attnclf.models.classifier import ClassifierNet
+from attnclf.models.encoder import BiRNN
 from attnclf.training.module import adamw
 
 MODES = {"fp32": (False, True), "bf16, GRU fp32": (True, True), "bf16, GRU autocast": (True, False)}
@@ -39,14 +39,14 @@ def main() -> None:
     args = ap.parse_args()
     device = torch.device(args.device)
     torch.manual_seed(0)
-    base = AttentionClassifier(args.vocab).to(device)
+    base = ClassifierNet(args.vocab).to(device)
     B, T = args.batch, args.length
     host = torch.randint(int(0.9 * T), T + 1, (B,))
     ids = torch.randint(2, args.vocab, (B, int(host.max())), device=device)
     lengths, y = host.to(device), torch.randint(0, 2, (B,), device=device)
 
     def grads(autocast: bool, gru_fp32: bool, model) -> dict:
-        ExactBiGRU.float32_under_autocast = gru_fp32
+        BiRNN.float32_under_autocast = gru_fp32
         model.zero_grad(set_to_none=True)
         with torch.autocast(device.type, torch.bfloat16, enabled=autocast):
             logits, _ = model(ids, lengths, host)
@@ -76,7 +76,7 @@ def main() -> None:
             torch.cuda.synchronize()
 
     ms_of = medians_ms({name: lambda name=name: step(name) for name in MODES}, args.repeats)
-    ExactBiGRU.float32_under_autocast = True
+    BiRNN.float32_under_autocast = True
     print(f"device {device} | batch {B} x ~{T} tokens | torch {torch.__version__} | {torch.get_num_threads()} threads")
     print(f"{'mode':<20}{'step ms':>9}{'tokens/s':>11}{'GRU grad rel. err':>19}{'all grads rel. err':>20}")
     for name in MODES:

@@ -19,10 +19,10 @@ from bench_step import random_reviews  # (scripts/, this script's own folder)
 from harness import medians_ms
 
 from attnclf.settings.model import REGULARIZERS
-from attnclf.training.module import AttnClassifierModule, adamw
+from attnclf.training.module import ClassifierModule, adamw
 
 
-class Module(AttnClassifierModule):
+class Module(ClassifierModule):
     """The module with a fixed unlabeled batch in place of the DataModule's."""
 
     unlabeled = None

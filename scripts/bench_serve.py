@@ -1,5 +1,5 @@
 """`attnclf serve` under load: requests/s, reviews/s and latency at 1, 8 and 32 concurrent clients, with one
-text and with 16 texts a request, beside offline `Classifier.predict` on the same texts in the same run.
+text and with 16 texts a request, beside offline `TrainedClassifier.predict` on the same texts in the same run.
 
     python scripts/bench_serve.py --ckpt <run> --data /path/to/imdb [--requests 400] [--clients 1,8,32]
         [--texts 1,16] [--reviews 2000] [--threads 2] [--memory 10000] [--out bench_serve.json]
@@ -7,7 +7,7 @@ text and with 16 texts a request, beside offline `Classifier.predict` on the sam
 The server is a process of its own (`python -m attnclf serve port=0`), on 127.0.0.1 only; the clients are
 one asyncio loop in this process, each with one keep-alive connection, sending POST /predict in turn over a
 seeded sample of the data's test reviews. Each setting sends a bounded number of requests (--requests, at
-least 4 a client) after a warm-up, and the whole run stops by itself. Offline: `Classifier.predict` (batch 64)
+least 4 a client) after a warm-up, and the whole run stops by itself. Offline: `TrainedClassifier.predict` (batch 64)
 over the same reviews, in this process, with the server's thread count, measured just before each setting
 (the server idle), and each setting's figures are given as ratios to it; beside them, the model alone on
 batches of as many texts as the setting keeps waiting (what the server's batching can give at most).
@@ -51,19 +51,19 @@ def sample_texts(data: str, n: int, seed: int = 0, max_chars: int = 100_000) -> 
 
 
 class Offline:
-    """The references, in this process with the server's thread count: `Classifier.predict` (batches of 64
+    """The references, in this process with the server's thread count: `TrainedClassifier.predict` (batches of 64
     sorted by length over all the texts), and the model alone on batches as the server forms them."""
 
     def __init__(self, ckpt: str, texts: list[str], threads: int):
-        from attnclf.inference.trained import Classifier
+        from attnclf.inference.trained import TrainedClassifier
 
         torch.set_num_threads(threads)
-        self.clf, self.texts = Classifier.from_checkpoint(ckpt), texts
+        self.clf, self.texts = TrainedClassifier.from_checkpoint(ckpt), texts
         self.readings = [self.clf.read(t) for t in texts]
         self.clf.predict(texts[:64])
 
     def predict(self) -> float:
-        """Classifier.predict's reviews/s over the texts."""
+        """TrainedClassifier.predict's reviews/s over the texts."""
         t = time.perf_counter()
         self.clf.predict(self.texts, batch_size=64)
         return len(self.texts) / (time.perf_counter() - t)
@@ -113,10 +113,10 @@ if ls is not None:
             self.ckpt, self.threads = ckpt, threads
 
         def setup(self, device):
-            from attnclf.inference.trained import Classifier
+            from attnclf.inference.trained import TrainedClassifier
 
             torch.set_num_threads(self.threads)
-            self.clf = Classifier.from_checkpoint(self.ckpt)
+            self.clf = TrainedClassifier.from_checkpoint(self.ckpt)
 
         def decode_request(self, request):
             return [self.clf.read(t) for t in request["texts"]]
@@ -318,7 +318,7 @@ def main() -> None:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(60)
     rates = [r["offline_reviews_s"] for r in rows]
-    print(f"offline Classifier.predict: {statistics.median(rates):.1f} reviews/s ({len(texts)} reviews, "
+    print(f"offline TrainedClassifier.predict: {statistics.median(rates):.1f} reviews/s ({len(texts)} reviews, "
           f"{args.threads} threads; {min(rates):.1f} to {max(rates):.1f} over the settings)")  # fmt: skip
     print(table(rows))
     if mem:

@@ -5,7 +5,7 @@
 On one batch of random reviews (B reviews of about `--length` tokens, lengths
 within 10% of it as the product's length buckets make them), for both
 attentions: the whole training step (forward, backward, gradient clipping,
-AdamW; with the model's default GRU kernel, then with `gru_kernel=padded`, the
+AdamW; with the model's default GRU kernel, then with `rnn_kernel=padded`, the
 two directions one after the other), and alone, forward + backward of the
 embedding with its dropout, the BiGRU encoder, the attention pooling (also
 through autograd's own path instead of the model's fused Functions,
@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from harness import medians_ms  # (scripts/harness.py: what the benchmarks share)
 
-from attnclf.models.classifier import AttentionClassifier, real_tokens
+from attnclf.models.classifier import ClassifierNet, real_tokens
 from attnclf.training.module import adamw
 
 
@@ -42,7 +42,7 @@ def random_reviews(n: int, length: int, vocab: int) -> tuple[torch.Tensor, torch
 def parts(args, attention: str) -> dict:
     torch.manual_seed(0)
     B, T = args.batch, args.length
-    model = AttentionClassifier(
+    model = ClassifierNet(
         args.vocab, embed_dim=args.embed_dim, hidden_dim=args.hidden_dim, attention=attention,
         attention_dim=args.attention_dim,
     )  # fmt: skip

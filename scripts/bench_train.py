@@ -8,7 +8,7 @@ Four contenders, each one epoch over the same training reviews at the same sizes
 and thread count, each in its own process (so that peak memory is its own), in
 rotating order, `--repeats` times; the medians are printed:
 
-1. doc:     a tutorial-style AttentionClassifier (the form this project started
+1. doc:     a tutorial-style ClassifierNet (the form this project started
             from) in a bare PyTorch loop: nn.GRU fed (T, B, D) padded to the batch's
             longest review, random batches, no lengths, no mask, the first GRU
             output as the query, Adam.
@@ -24,7 +24,7 @@ On request (--contenders ... loader): the product's batches alone, no model.
 `--interleaved`: instead, one process takes the first `--steps` training
 batches and, batch by batch in alternating order, runs a training step of the
 bare loop's model with its default GRU kernel, of the same model with
-`gru_kernel=padded`, and the kernel contender's step: no process-to-process
+`rnn_kernel=padded`, and the kernel contender's step: no process-to-process
 noise, so the closest comparison of the model against the kernel.
 
 Figures: useful (non-padding) training tokens/s (time includes loading the
@@ -121,7 +121,7 @@ def doc_model(vocab_size: int, embed_dim: int, hidden_dim: int, attention: str):
             context = torch.bmm(attn_weights.unsqueeze(1), values).squeeze(1)
             return context, attn_weights
 
-    class AttentionClassifier(nn.Module):
+    class ClassifierNet(nn.Module):
         def __init__(self, vocab_size, embed_dim, hidden_dim, num_classes, attention_type="dot"):
             super().__init__()
             self.embedding = nn.Embedding(vocab_size, embed_dim)
@@ -141,7 +141,7 @@ def doc_model(vocab_size: int, embed_dim: int, hidden_dim: int, attention: str):
             # the tutorial's context.squeeze(1); its additive form already returns (B, 2H)
             return self.fc(context.reshape(context.size(0), -1))
 
-    return AttentionClassifier(vocab_size, embed_dim, hidden_dim, 2, attention)
+    return ClassifierNet(vocab_size, embed_dim, hidden_dim, 2, attention)
 
 
 # --- the workers: one contender, one epoch, in this process ---
@@ -152,12 +152,12 @@ def bare_model(cfg, vocab_size: int, **model_overrides):
     import torch
     import torch.nn.functional as F
 
-    from attnclf.models.classifier import AttentionClassifier
+    from attnclf.models.classifier import ClassifierNet
     from attnclf.settings.model import classifier_config
     from attnclf.training.module import adamw
 
     shape = classifier_config(cfg).model.network()  # (the network alone: a random start, as the tutorial's)
-    model = AttentionClassifier(vocab_size, attention=cfg.attention, **{**shape, **model_overrides})
+    model = ClassifierNet(vocab_size, attention=cfg.attention, **{**shape, **model_overrides})
     opt = adamw(model, cfg.optimizer.lr, cfg.optimizer.weight_decay)
 
     def train_step(ids, lengths, y):
@@ -297,7 +297,7 @@ def interleaved(args, cfg, dm, vocab_size: int) -> dict:
     steps = {}
     for kernel in ("auto", "padded"):
         torch.manual_seed(args.seed)
-        model, step = bare_model(cfg, vocab_size, gru_kernel=kernel)
+        model, step = bare_model(cfg, vocab_size, rnn_kernel=kernel)
         steps[f"model ({kernel})"] = step  # auto: concurrent with 2+ threads on batches of 100+ tokens
     steps["kernel"] = kernel_gru(args, cfg.data.batch_size, int(dm.train_set.lengths.max()))[2]
     seconds = dict.fromkeys(steps, 0.0)

@@ -15,14 +15,9 @@ from omegaconf import OmegaConf
 
 from attnclf.commands.train import train
 from attnclf.errors import AttnclfError
-from attnclf.settings.model import (
-    ClassifierConfig,
-    ModelConfig,
-    classifier_config,
-    classifier_hparams,
-    setting_differences,
-)
-from attnclf.training.module import AttnClassifierModule
+from attnclf.settings.model import ClassifierConfig, ModelConfig, classifier_config, setting_differences
+from attnclf.training.checkpoint import classifier_hparams, load_checkpoint
+from attnclf.training.module import ClassifierModule
 
 
 @pytest.mark.parametrize(
@@ -33,7 +28,7 @@ from attnclf.training.module import AttnClassifierModule
         ("model.attention_scale=maybe", "model.attention_scale='maybe' must be true or false"),
         ("model.attention_dim=big", "model.attention_dim='big' must be a whole number or null"),
         ("+model.colour=red", "model.colour is not a setting of model; allowed: embed_dim, hidden_dim,"),
-        ("model.gru_kernel=cudnn", "model.gru_kernel='cudnn'; allowed: auto, concurrent, padded, packed"),
+        ("model.rnn_kernel=cudnn", "model.rnn_kernel='cudnn'; allowed: auto, concurrent, padded, packed"),
         ("optimizer.schedule=linear", "optimizer.schedule='linear'; allowed: cosine, constant"),
         ("model.dropout=1", "model.dropout=1 must be in [0, 1)"),
         ("model.embed_dropout=1", "model.embed_dropout=1 must be in [0, 1)"),
@@ -63,7 +58,7 @@ def test_every_flat_regularizer_key_of_an_old_checkpoint_is_read():
             "regularizer_epsilon": 0.05, "regularizer_weight": 0.5, "regularizer_xi": 0.004}  # fmt: skip
     reg = classifier_hparams(flat)["regularizer"]
     assert (reg["name"], reg["epsilon"], reg["weight"], reg["xi"]) == ("virtual_adversarial", 0.05, 0.5, 0.004)
-    assert AttnClassifierModule(**flat).config.regularizer.xi == 0.004
+    assert ClassifierModule(**classifier_hparams(flat)).config.regularizer.xi == 0.004
 
 
 def test_the_config_groups_are_the_dataclasses_defaults():
@@ -76,7 +71,7 @@ def test_the_config_groups_are_the_dataclasses_defaults():
 
 def test_the_module_saves_its_settings_nested_and_reads_the_flat_ones_of_older_checkpoints():
     config = ClassifierConfig(attention="additive", model=ModelConfig(embed_dim=8, hidden_dim=8, dropout=0.1))
-    module = AttnClassifierModule(50, 3, **config.as_dict())
+    module = ClassifierModule(50, 3, **config.as_dict())
     hp = dict(module.hparams)
     assert hp["kind"] == "classifier" and hp["vocab_size"] == 50 and hp["num_classes"] == 3
     assert hp["model"]["hidden_dim"] == 8 and hp["optimizer"]["lr"] == 2e-3 and hp["regularizer"]["name"] == "none"
@@ -87,14 +82,14 @@ def test_the_module_saves_its_settings_nested_and_reads_the_flat_ones_of_older_c
     nested = classifier_hparams(flat)
     assert nested["optimizer"]["lr"] == 1e-2 and nested["regularizer"] == {**nested["regularizer"], "name":
            "adversarial", "epsilon": 0.05} and nested["model"]["embeddings"] == "random"  # fmt: skip
-    old = AttnClassifierModule(**flat)
+    old = ClassifierModule(**nested)
     assert old.config.regularizer.epsilon == 0.05 and old.config.optimizer.lr == 1e-2
     old.load_state_dict(module.state_dict())  # (the same network)
     ids = torch.tensor([[5, 6, 7]])
     torch.testing.assert_close(old.eval()(ids, torch.tensor([3]))[0], module.eval()(ids, torch.tensor([3]))[0])
     # and a resumed run compares either form with its own settings, key by config key
     now = ClassifierConfig(attention="additive", model=ModelConfig(embed_dim=8, hidden_dim=16, dropout=0.1))
-    assert setting_differences(flat, now) == {
+    assert setting_differences(nested, now) == {
         "model.hidden_dim": (8, 16),
         "model.embeddings": ("random", "word2vec"),
         "optimizer.lr": (1e-2, 2e-3),
@@ -102,10 +97,10 @@ def test_the_module_saves_its_settings_nested_and_reads_the_flat_ones_of_older_c
         "regularizer.epsilon": (0.05, 0.02),
     }
     assert setting_differences(hp, config) == {}
-    assert "model.gru_kernel" not in setting_differences(
+    assert "model.rnn_kernel" not in setting_differences(
         hp,
         ClassifierConfig(  # (how it runs, not what it is)
-            attention="additive", model=ModelConfig(embed_dim=8, hidden_dim=8, dropout=0.1, gru_kernel="padded")
+            attention="additive", model=ModelConfig(embed_dim=8, hidden_dim=8, dropout=0.1, rnn_kernel="padded")
         ),
     )
 
@@ -128,12 +123,12 @@ def test_an_lstm_run_is_an_lstm_where_it_is_loaded(tiny_imdb, tmp_path):
     """model.rnn=lstm trains Jain & Wallace's cell, records it, and the checkpoint is rebuilt with it."""
     from torch import nn
 
-    from attnclf.inference.trained import Classifier
+    from attnclf.inference.trained import TrainedClassifier
 
     train(compose_cfg(["experiment=smoke", "logger=none", "model.embeddings=random", "model.rnn=lstm",
                        *tiny_overrides(tiny_imdb, tmp_path)]))  # fmt: skip
     assert json.loads((tmp_path / "metrics.json").read_text())["hparams"]["model.rnn"] == "lstm"
-    encoder = Classifier.from_checkpoint(tmp_path).module.model.encoder
+    encoder = TrainedClassifier.from_checkpoint(tmp_path).module.model.encoder
     assert all(type(m) is nn.LSTM for m in (*encoder.fwd, *encoder.bwd))
 
 
@@ -308,3 +303,38 @@ def test_the_readme_is_short_and_names_only_paths_a_user_has():
     for path in [ROOT / "README.md", *(ROOT / "docs").glob("*.md"), *(ROOT / "conf").rglob("*.yaml"),
                  *(ROOT / "scripts").glob("*")]:  # fmt: skip
         assert "../shared" not in path.read_text(), path
+
+
+def test_the_old_key_model_gru_kernel_is_read_as_model_rnn_kernel_with_a_note(caplog):
+    with caplog.at_level(logging.WARNING):
+        config = classifier_config(compose_cfg(["model.gru_kernel=padded", "paths.output_dir=/tmp/x"]))
+    assert config.model.rnn_kernel == "padded"
+    assert "model.gru_kernel is now model.rnn_kernel: read as model.rnn_kernel=padded" in caplog.text
+    assert classifier_config(compose_cfg(["paths.output_dir=/tmp/x"])).model.rnn_kernel == "auto"
+
+
+def test_a_checkpoint_of_every_form_written_loads_as_todays_and_predicts_the_same(tiny_run, tmp_path):
+    """As this release writes it; as the release before (model.gru_kernel); as the releases before the
+    nesting (flat, and `pack` before the kernel was a choice): each reads as today's form, and the
+    classifier it makes predicts as today's does."""
+    from attnclf.inference.trained import TrainedClassifier
+
+    best = json.loads((tiny_run / "metrics.json").read_text())["best_checkpoint"]
+    ckpt = torch.load(best, weights_only=True)
+    hp = ckpt["hyper_parameters"]
+    model = {("gru_kernel" if k == "rnn_kernel" else k): v for k, v in hp["model"].items()}
+    flat = {**{k: hp[k] for k in ("vocab_size", "num_classes", "attention")}, **model, **hp["optimizer"],
+            "regularizer": "none", "pack": False}  # fmt: skip
+    del flat["gru_kernel"]
+    texts = ["a wonderful film, truly great", "dull and boring, a waste of time"]
+    today = [q for p in TrainedClassifier.from_checkpoint(best).predict(texts) for q in p.probs]
+    for name, form in (("before", {**hp, "model": model}), ("flat", flat)):
+        path = tmp_path / "checkpoints" / f"{name}.ckpt"
+        path.parent.mkdir(exist_ok=True)
+        (tmp_path / "vocab.json").write_bytes((tiny_run / "vocab.json").read_bytes())
+        torch.save({**ckpt, "hyper_parameters": form}, path)
+        read = load_checkpoint(path)["hyper_parameters"]
+        assert read["model"]["rnn_kernel"] == ("padded" if name == "flat" else hp["model"]["rnn_kernel"])
+        assert "gru_kernel" not in read["model"] and read["optimizer"] == hp["optimizer"], name
+        got = [q for p in TrainedClassifier.from_checkpoint(path).predict(texts) for q in p.probs]
+        assert got == pytest.approx(today), name

@@ -11,9 +11,10 @@ import sys
 import pytest
 import torch
 from conftest import ROOT, compose_cfg, tiny_overrides
+from helpers.classifier import classifier_settings
 
-from attnclf.models.classifier import AttentionClassifier
-from attnclf.models.encoder import ExactBiGRU
+from attnclf.models.classifier import ClassifierNet
+from attnclf.models.encoder import BiRNN
 from attnclf.training.module import adamw, unpack
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
@@ -45,8 +46,8 @@ TOLERANCE = {"tf32": dict(atol=2e-2, rtol=2e-2), "fp32": dict(atol=1e-5, rtol=1e
 def test_cuda_encoder_matches_the_cpu_exact_encoder(math):
     """The packed bidirectional cuDNN kernel gives the CPU kernel's outputs on the same weights and reviews."""
     torch.manual_seed(0)
-    cpu = ExactBiGRU(16, 32, num_layers=2, kernel="padded").eval()
-    gpu = ExactBiGRU(16, 32, num_layers=2, kernel="packed").eval()
+    cpu = BiRNN(16, 32, num_layers=2, kernel="padded").eval()
+    gpu = BiRNN(16, 32, num_layers=2, kernel="packed").eval()
     gpu.load_state_dict(cpu.state_dict())  # the same parameter names on every kernel
     gpu.cuda()
     lengths = torch.tensor([40, 3, 17, 1, 40, 25])
@@ -65,7 +66,7 @@ def test_cuda_encoder_matches_the_cpu_exact_encoder(math):
 
 
 def test_output_dtypes_under_bf16_autocast():
-    model = AttentionClassifier(100, embed_dim=16, hidden_dim=16).cuda()
+    model = ClassifierNet(100, embed_dim=16, hidden_dim=16).cuda()
     ids, lengths = torch.randint(2, 100, (4, 9)).cuda(), torch.tensor([9, 5, 3, 1])
     with torch.autocast("cuda", torch.bfloat16):
         out, final = model.encoder(model.embed(ids), lengths.cuda(), lengths)
@@ -78,10 +79,10 @@ def test_output_dtypes_under_bf16_autocast():
 @pytest.mark.parametrize("attention", ["dot", "additive"])
 def test_no_host_sync_inside_a_training_step(attention):
     """Forward, loss, finiteness check, backward, clipping and the fused AdamW step never wait for the GPU."""
-    from attnclf.training.module import AttnClassifierModule
+    from attnclf.training.module import ClassifierModule
 
     torch.manual_seed(0)
-    module = AttnClassifierModule(500, attention=attention, embed_dim=32, hidden_dim=32).cuda()
+    module = ClassifierModule(500, 2, classifier_settings(attention, embed_dim=32, hidden_dim=32)).cuda()
     opt = adamw(module.model, 1e-3, 0.01, fused=True)
     lengths = torch.randint(1, 60, (16,))
     ids = torch.randint(2, 500, (16, int(lengths.max()))).pin_memory()

@@ -12,7 +12,7 @@ from conftest import CONF, ROOT, strict_json
 
 from attnclf.commands.predict import predict, read_rows
 from attnclf.errors import AttnclfError
-from attnclf.inference.trained import Classifier
+from attnclf.inference.trained import TrainedClassifier
 
 
 def best(run):
@@ -24,7 +24,7 @@ def cli(script, *args):
 
 
 def test_classifier_api(tiny_run):
-    clf = Classifier.from_checkpoint(best(tiny_run))
+    clf = TrainedClassifier.from_checkpoint(best(tiny_run))
     texts = ["a great wonderful film", "awful boring waste", "zzq", "!", "great " * 200_000]  # the last: 1.2 MB
     preds = clf.predict(texts, batch_size=2)
     assert len(preds) == 5
@@ -44,7 +44,7 @@ def test_classifier_api(tiny_run):
     assert alone.probs == pytest.approx(preds[0].probs, abs=1e-5)
     assert alone.weights == pytest.approx(preds[0].weights, abs=1e-5)
     # a run folder stands for its best checkpoint, as in every command
-    assert Classifier.from_checkpoint(tiny_run).predict(["a great wonderful film"])[0].probs == alone.probs
+    assert TrainedClassifier.from_checkpoint(tiny_run).predict(["a great wonderful film"])[0].probs == alone.probs
 
 
 def test_a_run_from_before_eval_max_length_is_read_as_it_was_trained(tiny_run, tmp_path):
@@ -54,7 +54,7 @@ def test_a_run_from_before_eval_max_length_is_read_as_it_was_trained(tiny_run, t
     vocab = json.loads((run / "vocab.json").read_text())
     assert vocab.pop("eval_max_length") == 1000
     (run / "vocab.json").write_text(json.dumps(vocab))
-    clf = Classifier.from_checkpoint(run / "checkpoints" / Path(best(tiny_run)).name)
+    clf = TrainedClassifier.from_checkpoint(run / "checkpoints" / Path(best(tiny_run)).name)
     assert clf.max_length == 64 and len(clf.predict(["great " * 2000])[0].tokens) == 64
 
 
@@ -88,7 +88,7 @@ def test_eval_command_on_a_run_folder_against_an_independent_computation(tiny_ru
     assert result["checkpoint"] == str(run / "checkpoints" / Path(best(tiny_run)).name)
 
     # (the split has empty reviews: read as one <unk>, as eval.py and training read them)
-    preds = Classifier.from_checkpoint(result["checkpoint"]).predict(test["text"], allow_empty=True)
+    preds = TrainedClassifier.from_checkpoint(result["checkpoint"]).predict(test["text"], allow_empty=True)
     y = np.array(test["label"])
     p = np.array([q.label for q in preds])
     probs = np.array([q.probs for q in preds])
@@ -132,7 +132,7 @@ def test_eval_of_an_ensemble_averages_the_members_probabilities(tiny_run, tiny_r
     y = np.array(test["label"])
     ckpts = [best_checkpoint(r) for r in (tiny_run, other)]  # (other's metrics.json names the original's)
     probs = [
-        np.array([q.probs for q in Classifier.from_checkpoint(c).predict(test["text"], allow_empty=True)])
+        np.array([q.probs for q in TrainedClassifier.from_checkpoint(c).predict(test["text"], allow_empty=True)])
         for c in ckpts
     ]
     mean = (probs[0] + probs[1]) / 2
@@ -335,7 +335,7 @@ def test_the_html_page_shades_the_users_own_text_with_a_legend(tiny_run, tmp_pat
     model read shaded by their weights, the words truncation left out in grey, and a legend."""
     from attnclf.presentation.html import predictions_page
 
-    clf = Classifier.from_checkpoint(tiny_run)
+    clf = TrainedClassifier.from_checkpoint(tiny_run)
     text = "Great film, REALLY moving!<br />Not dull."
     page = predictions_page(clf.predict([text, "awful " * 1500]))
     assert ">Great</span>" in page and ">REALLY</span>" in page and "film</span>, <span" in page

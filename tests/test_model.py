@@ -5,10 +5,11 @@ import threading
 import numpy as np
 import pytest
 import torch
+from helpers.classifier import classifier_settings
 
-from attnclf.models.classifier import AttentionClassifier
+from attnclf.models.classifier import ClassifierNet
 from attnclf.models.dropout import Dropout
-from attnclf.models.encoder import ExactBiGRU, reverse_within_length
+from attnclf.models.encoder import BiRNN, reverse_within_length
 
 
 def test_reverse_within_length():
@@ -21,7 +22,7 @@ def test_reverse_within_length():
 def test_exact_bigru_matches_nn_gru_bidirectional_per_review(cell):
     """Each review alone through PyTorch's own bidirectional GRU (or LSTM) gives the same outputs."""
     torch.manual_seed(0)
-    enc = ExactBiGRU(6, 5, cell=cell).eval()
+    enc = BiRNN(6, 5, cell=cell).eval()
     ref = {"gru": torch.nn.GRU, "lstm": torch.nn.LSTM}[cell](6, 5, batch_first=True, bidirectional=True)
     with torch.no_grad():
         for name in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
@@ -41,7 +42,7 @@ def test_exact_bigru_matches_nn_gru_bidirectional_per_review(cell):
 def test_kernels_agree(layers, cell):
     """padded and packed give the same outputs and final states on every real position."""
     torch.manual_seed(0)
-    enc = ExactBiGRU(4, 6, num_layers=layers, cell=cell).eval()
+    enc = BiRNN(4, 6, num_layers=layers, cell=cell).eval()
     x, lengths = torch.randn(4, 11, 4), torch.tensor([11, 2, 7, 1])
     mask = torch.arange(11) < lengths.unsqueeze(1)
     results = {}
@@ -56,7 +57,7 @@ def test_kernels_agree(layers, cell):
 def test_concurrent_directions_same_as_one_after_the_other(layers, cell):
     """The concurrent kernel: the same outputs and the same gradients of the input and every parameter."""
     torch.manual_seed(0)
-    enc = ExactBiGRU(4, 6, num_layers=layers, cell=cell)
+    enc = BiRNN(4, 6, num_layers=layers, cell=cell)
     x, lengths = torch.randn(4, 11, 4), torch.tensor([11, 2, 7, 1])
     results = {}
     for kernel in ("padded", "concurrent"):
@@ -80,7 +81,7 @@ def test_concurrent_directions_same_as_one_after_the_other(layers, cell):
 
 def test_concurrent_kernel_only_for_the_input_that_needs_a_gradient():
     """A frozen input gets no gradient; the parameters still do."""
-    enc = ExactBiGRU(4, 3, kernel="concurrent")
+    enc = BiRNN(4, 3, kernel="concurrent")
     out, _ = enc(torch.randn(2, 5, 4), torch.tensor([5, 3]))
     out.sum().backward()
     assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in enc.parameters())
@@ -91,7 +92,7 @@ def test_auto_kernel_and_thread_counts():
     or for shorter batches; the direction threads leave the caller's count alone."""
     from attnclf.models.encoder import CONCURRENT_FROM
 
-    enc = ExactBiGRU(4, 3)
+    enc = BiRNN(4, 3)
     T = CONCURRENT_FROM
     x, lengths = torch.randn(2, T, 4), torch.tensor([T, 3])
     before = torch.get_num_threads()
@@ -113,13 +114,13 @@ def test_auto_kernel_and_thread_counts():
 
 
 def _concurrent_forward_in_child(queue):
-    enc = ExactBiGRU(4, 3, kernel="concurrent")
+    enc = BiRNN(4, 3, kernel="concurrent")
     queue.put(enc(torch.randn(2, 5, 4), torch.tensor([5, 3]))[0].shape)
 
 
 def test_concurrent_kernel_works_in_a_forked_child():
     """The direction threads do not survive a fork: a child makes its own instead of waiting on none."""
-    ExactBiGRU(4, 3, kernel="concurrent")(torch.randn(2, 5, 4), torch.tensor([5, 3]))  # the parent's threads
+    BiRNN(4, 3, kernel="concurrent")(torch.randn(2, 5, 4), torch.tensor([5, 3]))  # the parent's threads
     ctx = multiprocessing.get_context("fork")
     queue = ctx.Queue()
     child = ctx.Process(target=_concurrent_forward_in_child, args=(queue,))
@@ -132,15 +133,15 @@ def test_concurrent_kernel_works_in_a_forked_child():
 
 
 def test_unknown_kernel_is_refused():
-    with pytest.raises(ValueError, match="model.gru_kernel='cudnn'; allowed: auto, concurrent, padded, packed"):
-        ExactBiGRU(4, 4, kernel="cudnn")
+    with pytest.raises(ValueError, match="model.rnn_kernel='cudnn'; allowed: auto, concurrent, padded, packed"):
+        BiRNN(4, 4, kernel="cudnn")
 
 
 @pytest.mark.parametrize("attention", ["dot", "additive"])
 @pytest.mark.parametrize("layers", [1, 2])
 def test_logits_same_alone_and_in_a_padded_batch(attention, layers):
     torch.manual_seed(0)
-    model = AttentionClassifier(50, embed_dim=8, hidden_dim=8, num_layers=layers, attention=attention).eval()
+    model = ClassifierNet(50, embed_dim=8, hidden_dim=8, num_layers=layers, attention=attention).eval()
     short = torch.randint(2, 50, (6,))
     batch = torch.zeros(3, 300, dtype=torch.long)
     batch[0, :6] = short
@@ -161,7 +162,7 @@ def test_model_learns_and_its_attention_finds_the_signal_word(attention):
     """Label = whether token 2 occurs (once, anywhere) among random tokens: a few hundred AdamW steps take the
     loss far below chance, and the attention puts most of its weight on that one token."""
     torch.manual_seed(0)
-    model = AttentionClassifier(30, embed_dim=16, hidden_dim=16, attention=attention, dropout=0.0, embed_dropout=0.0)
+    model = ClassifierNet(30, embed_dim=16, hidden_dim=16, attention=attention, dropout=0.0, embed_dropout=0.0)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
 
     def batch(n=32, T=12):
@@ -191,9 +192,9 @@ def test_model_learns_and_its_attention_finds_the_signal_word(attention):
 def test_learning_rate_warms_up_linearly_then_decays_by_cosine_to_zero():
     from types import SimpleNamespace
 
-    from attnclf.training.module import AttnClassifierModule
+    from attnclf.training.module import ClassifierModule
 
-    module = AttnClassifierModule(50, embed_dim=8, hidden_dim=8, lr=1e-2, warmup_ratio=0.1)
+    module = ClassifierModule(50, 2, classifier_settings(embed_dim=8, hidden_dim=8, lr=1e-2, warmup_ratio=0.1))
     module._trainer = SimpleNamespace(estimated_stepping_batches=100, precision_plugin=None)
     conf = module.configure_optimizers()
     opt, sched = conf["optimizer"], conf["lr_scheduler"]["scheduler"]
@@ -213,7 +214,7 @@ def test_learning_rate_warms_up_linearly_then_decays_by_cosine_to_zero():
 def test_weight_decay_only_on_weight_matrices_not_the_embedding_or_biases():
     from attnclf.training.module import adamw
 
-    model = AttentionClassifier(50, embed_dim=8, hidden_dim=8, attention="dot")
+    model = ClassifierNet(50, embed_dim=8, hidden_dim=8, attention="dot")
     opt = adamw(model, 1e-3, 0.05)
     names = {id(p): n for n, p in model.named_parameters()}
     decayed = {names[id(p)] for g in opt.param_groups if g["weight_decay"] == 0.05 for p in g["params"]}

@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 import torch
 from conftest import compose_cfg, tiny_overrides
+from helpers.classifier import classifier_settings
 
 from attnclf.commands.train import train
 from attnclf.data.sampling import BucketBatchSampler
-from attnclf.models.classifier import AttentionClassifier
-from attnclf.models.encoder import ExactBiGRU
-from attnclf.training.module import AttnClassifierModule, adamw
+from attnclf.models.classifier import ClassifierNet
+from attnclf.models.encoder import BiRNN
+from attnclf.training.module import ClassifierModule, adamw
 
 QUIET = ["logger=none", "callbacks.rich_progress_bar=null", "callbacks.attention_maps=null"]
 
@@ -28,7 +29,7 @@ def test_bf16_mixed_trains_in_one_process(tiny_imdb, tmp_path, attention, kernel
             *tiny_overrides(tiny_imdb, tmp_path),
             *QUIET,
             f"attention={attention}",
-            f"model.gru_kernel={kernel}",
+            f"model.rnn_kernel={kernel}",
             "trainer.precision=bf16-mixed",
             "trainer.max_epochs=1",
             "trainer.limit_train_batches=4",
@@ -49,7 +50,7 @@ def test_bf16_mixed_trains_in_one_process(tiny_imdb, tmp_path, attention, kernel
 def test_the_gru_runs_in_float32_under_autocast():
     """Under bf16 autocast the encoder's numbers are exactly its float32 numbers; the classifier's are bf16."""
     torch.manual_seed(0)
-    model = AttentionClassifier(100, embed_dim=16, hidden_dim=16, gru_kernel="padded").eval()
+    model = ClassifierNet(100, embed_dim=16, hidden_dim=16, rnn_kernel="padded").eval()
     ids, lengths = torch.randint(2, 100, (4, 9)), torch.tensor([9, 5, 3, 1])
     x = model.embed(ids)
     with torch.no_grad():
@@ -67,7 +68,7 @@ def test_packed_bidirectional_kernel_same_gradients_as_padded(layers):
     """One bidirectional call per layer on the two directions' own parameters: the same outputs and
     gradients as the exact padded kernel, and no parameters of its own (checkpoints move between kernels)."""
     torch.manual_seed(0)
-    enc = ExactBiGRU(4, 6, num_layers=layers)
+    enc = BiRNN(4, 6, num_layers=layers)
     names = [n for n, _ in enc.named_parameters()]
     x, lengths = torch.randn(4, 11, 4), torch.tensor([2, 11, 7, 1])
     mask = torch.arange(11) < lengths.unsqueeze(1)
@@ -90,7 +91,7 @@ def test_packing_reads_only_the_host_copy_of_the_lengths():
     """Given the host copy, the packing order never touches the device lengths (on a GPU: a sync)."""
     host = torch.tensor([3, 9, 1, 9, 4])
     on_device = torch.empty(5, dtype=torch.long, device="meta")  # any read of its values fails
-    order, inverse, sorted_lengths = ExactBiGRU.packing_order(on_device, host, torch.device("cpu"))
+    order, inverse, sorted_lengths = BiRNN.packing_order(on_device, host, torch.device("cpu"))
     assert sorted_lengths.tolist() == [9, 9, 4, 3, 1]
     assert order.tolist() == [1, 3, 4, 0, 2] and torch.equal(order[inverse], torch.arange(5))
 
@@ -98,7 +99,7 @@ def test_packing_reads_only_the_host_copy_of_the_lengths():
 @pytest.mark.parametrize("algorithm", ["norm", "value"])
 def test_gradient_clipping_without_a_loss_scaler(algorithm):
     """configure_gradient_clipping clips with torch's functions (the fused optimizer stays allowed)."""
-    module = AttnClassifierModule(50, embed_dim=8, hidden_dim=8)
+    module = ClassifierModule(50, 2, classifier_settings(embed_dim=8, hidden_dim=8))
     opt = adamw(module.model, 1e-3, 0.01, fused=True)
     for p in module.parameters():
         p.grad = torch.full_like(p, 3.0)

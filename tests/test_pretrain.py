@@ -22,8 +22,8 @@ from attnclf.commands.train import train
 from attnclf.data.splits import split_rows
 from attnclf.data.text import Vocab
 from attnclf.errors import AttnclfError
-from attnclf.inference.trained import Classifier
-from attnclf.models.classifier import AttentionClassifier
+from attnclf.inference.trained import TrainedClassifier
+from attnclf.models.classifier import ClassifierNet
 from attnclf.models.language_model import BiGRULanguageModel, SampledSoftmax, adaptive_cutoffs
 from attnclf.settings.lm import LMConfig
 from attnclf.training.checkpoint import load_checkpoint
@@ -86,7 +86,7 @@ def test_pretraining_writes_what_training_starts_from(lm_run, tiny_imdb, tmp_pat
     # the embedding is the language models' too: no word2vec is trained for it (the default's model.embeddings)
     assert run["embeddings"] == {"source": "init_from"} and not (out / "cache" / "word2vec").exists()
     lm = load_checkpoint(metrics["best_checkpoint"])["state_dict"]
-    clf = Classifier.from_checkpoint(run["best_checkpoint"]).module.model  # (lr 1e-9: still the LM's weights)
+    clf = TrainedClassifier.from_checkpoint(run["best_checkpoint"]).module.model  # (lr 1e-9: still the LM's weights)
     torch.testing.assert_close(clf.encoder.fwd[0].weight_hh_l0, lm["model.fwd.weight_hh_l0"], atol=1e-6, rtol=0)
     torch.testing.assert_close(clf.encoder.bwd[0].weight_hh_l0, lm["model.bwd.weight_hh_l0"], atol=1e-6, rtol=0)
 
@@ -103,7 +103,7 @@ def test_each_language_model_becomes_its_own_direction_of_the_encoder(lm_run):
     lm.load_state_dict({k.removeprefix("model."): v for k, v in ckpt["state_dict"].items()})
     lm_vocab = Vocab.load(lm_run / "vocab.json")
     shuffled = Vocab(lm_vocab.itos[:2] + lm_vocab.itos[2:][::-1])  # same words, other ids
-    clf = AttentionClassifier(len(shuffled), embed_dim=16, hidden_dim=16, embed_dropout=0.0).eval()
+    clf = ClassifierNet(len(shuffled), embed_dim=16, hidden_dim=16, embed_dropout=0.0).eval()
     summary = load_pretrained(clf, str(lm_run), shuffled)
     assert summary["vocab_shared"] == 1.0
     words = ["great", "film", "boring", "the"]
@@ -164,7 +164,7 @@ def test_bad_init_from_and_pretraining_values(lm_run, tiny_run, tiny_imdb, tmp_p
     found, _ = check_init_from("latest", 16, 16, str(lm_run.parent))  # (tiny_run's metrics.json is skipped)
     assert found.parent.parent == lm_run
     # another vocabulary: words mostly not the LM's
-    clf = AttentionClassifier(300, embed_dim=16, hidden_dim=16)
+    clf = ClassifierNet(300, embed_dim=16, hidden_dim=16)
     other = Vocab(["<pad>", "<unk>", *[f"zz{i}" for i in range(298)]])
     with pytest.raises(AttnclfError, match=r"its vocabulary has 0% of this run's words"):
         load_pretrained(clf, str(lm_run), other)
@@ -220,7 +220,7 @@ def test_adaptive_softmax_cutoffs_fit_the_vocabulary():
 def test_discriminative_rates_put_the_embedding_and_encoder_in_groups_of_their_own():
     from attnclf.training.module import adamw
 
-    model = AttentionClassifier(50, embed_dim=8, hidden_dim=8)
+    model = ClassifierNet(50, embed_dim=8, hidden_dim=8)
     names = {id(p): n for n, p in model.named_parameters()}
     same = adamw(model, 1e-3, 0.01)  # the default (scale 1): the two groups of before, weight decay or none
     assert [(g["lr"], g["weight_decay"]) for g in same.param_groups] == [(1e-3, 0.01), (1e-3, 0.0)]
@@ -325,7 +325,7 @@ def test_pretraining_with_the_adaptive_softmax_is_what_training_starts_from(tiny
     assert 1 < metrics["val/ppl"] < 200  # (over the 200 words)
     ckpt = load_checkpoint(metrics["best_checkpoint"])
     assert ckpt["hyper_parameters"]["softmax"] == "adaptive" and "model.head_fwd.head.weight" in ckpt["state_dict"]
-    clf = AttentionClassifier(200, embed_dim=16, hidden_dim=16)
+    clf = ClassifierNet(200, embed_dim=16, hidden_dim=16)
     assert load_pretrained(clf, str(out), Vocab.load(out / "vocab.json"))["vocab_shared"] == 1.0
     torch.testing.assert_close(clf.encoder.fwd[0].weight_hh_l0, ckpt["state_dict"]["model.fwd.weight_hh_l0"])
 

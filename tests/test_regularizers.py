@@ -10,12 +10,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 from conftest import UNLABELED_ONLY, compose_cfg, make_datamodule, tiny_overrides
+from helpers.classifier import classifier_settings
 
 from attnclf.commands.train import train
 from attnclf.errors import AttnclfError
-from attnclf.inference.trained import Classifier
-from attnclf.models.classifier import AttentionClassifier
-from attnclf.training.module import AttnClassifierModule
+from attnclf.inference.trained import TrainedClassifier
+from attnclf.models.classifier import ClassifierNet
+from attnclf.training.module import ClassifierModule
 from attnclf.training.regularizers import adversarial_losses, embedding_norm, kl, real_tokens, virtual_adversarial_loss
 
 
@@ -30,7 +31,7 @@ def batch(seed=0, b=12, t=20, vocab=50):
 
 def small_model(attention="dot"):
     torch.manual_seed(0)
-    return AttentionClassifier(50, 2, 16, 16, attention=attention, gru_kernel="padded").eval()  # (no dropout)
+    return ClassifierNet(50, 2, 16, 16, attention=attention, rnn_kernel="padded").eval()  # (no dropout)
 
 
 @pytest.mark.parametrize("attention", ["dot", "additive"])
@@ -60,7 +61,7 @@ def test_adversarial_step_has_the_stated_size_on_real_tokens_only(monkeypatch):
 
     def spy(x_moved, lengths, host=None):
         seen.append((x_moved - x).detach())
-        return AttentionClassifier.from_embeddings(model, x_moved, lengths, host)
+        return ClassifierNet.from_embeddings(model, x_moved, lengths, host)
 
     monkeypatch.setattr(model, "from_embeddings", spy)
     adversarial_losses(model, ids, lengths, None, y, 0.1)
@@ -100,7 +101,7 @@ def test_adversarial_losses_under_a_float16_loss_scale():
 
 
 def test_loss_scale_is_the_trainers_scalers():
-    module = AttnClassifierModule(vocab_size=50, num_classes=2, embed_dim=8, hidden_dim=8, regularizer="adversarial")
+    module = ClassifierModule(50, 2, classifier_settings(embed_dim=8, hidden_dim=8, regularizer="adversarial"))
     ids = torch.zeros(2, 3, dtype=torch.long)
     module._trainer = SimpleNamespace(precision_plugin=SimpleNamespace())  # 32-true, bf16-mixed: no scaler
     assert module._loss_scale(ids) is None
@@ -199,7 +200,7 @@ def test_training_with_a_regularizer(name, precision, with_unlabeled, tmp_path):
     train(cfg)
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["hparams"]["regularizer.name"] == name and metrics["steps"] > 0
-    clf = Classifier.from_checkpoint(metrics["best_checkpoint"])  # loads with nothing else
+    clf = TrainedClassifier.from_checkpoint(metrics["best_checkpoint"])  # loads with nothing else
     saved = clf.module.hparams.regularizer  # (the checkpoint holds the settings nested: attnclf/settings/model.py)
     assert saved["name"] == name and saved["epsilon"] == 0.05
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -215,15 +216,13 @@ def test_training_with_a_regularizer(name, precision, with_unlabeled, tmp_path):
 def test_the_optimiser_follows_cross_entropy_plus_weighted_adversarial_loss(frozen):
     """The gradient of what training_step returns is that of cross-entropy + weight x adversarial loss,
     computed here the plain way (with the frozen embedding too, which the step must still perturb)."""
-    from attnclf.training.module import AttnClassifierModule
+    from attnclf.training.module import ClassifierModule
 
     ids, lengths, y = batch(b=6, vocab=50)
-    args = dict(embed_dim=16, hidden_dim=16, dropout=0.0, embed_dropout=0.0, gru_kernel="padded",
+    args = dict(embed_dim=16, hidden_dim=16, dropout=0.0, embed_dropout=0.0, rnn_kernel="padded",
                 freeze_embeddings=frozen)  # fmt: skip
     torch.manual_seed(0)
-    module = AttnClassifierModule(
-        50, regularizer="adversarial", regularizer_epsilon=0.1, regularizer_weight=3.0, **args
-    )
+    module = ClassifierModule(50, 2, classifier_settings(regularizer="adversarial", epsilon=0.1, weight=3.0, **args))
     logged = {}
     module.log = lambda name, value, **k: logged.setdefault(name, value)
     module.training_step((ids, lengths, y), 0).backward()

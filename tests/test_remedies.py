@@ -15,8 +15,8 @@ from torch import nn
 from attnclf.commands.train import train
 from attnclf.errors import AttnclfError
 from attnclf.models.attention import masked_weights
-from attnclf.models.classifier import AttentionClassifier
-from attnclf.models.encoder import ExactBiGRU
+from attnclf.models.classifier import ClassifierNet
+from attnclf.models.encoder import BiRNN
 from attnclf.models.states import conicity, orthogonal_steps
 
 
@@ -57,7 +57,7 @@ def test_orthogonal_steps_are_their_ortho_lstm_and_each_state_is_orthogonal_to_t
 @pytest.mark.parametrize("cell", ["gru", "lstm"])
 def test_the_orthogonal_encoder_is_exact_under_padding_and_the_same_on_both_cpu_kernels(cell):
     torch.manual_seed(1)
-    enc = ExactBiGRU(6, 4, cell=cell, states="orthogonal", kernel="padded").double()
+    enc = BiRNN(6, 4, cell=cell, states="orthogonal", kernel="padded").double()
     x, lengths = torch.randn(3, 8, 6, dtype=torch.float64), torch.tensor([8, 5, 2])
     out, final = enc(x, lengths)
     for b, n in enumerate(lengths.tolist()):  # each review alone, unpadded: the same states
@@ -65,8 +65,8 @@ def test_the_orthogonal_encoder_is_exact_under_padding_and_the_same_on_both_cpu_
         torch.testing.assert_close(out[b, :n], alone[0])
     enc.kernel = "concurrent"
     torch.testing.assert_close(enc(x, lengths)[0], out)
-    with pytest.raises(AttnclfError, match="model.gru_kernel=packed runs cuDNN's own steps"):
-        ExactBiGRU(6, 4, states="orthogonal", kernel="packed")
+    with pytest.raises(AttnclfError, match="model.rnn_kernel=packed runs cuDNN's own steps"):
+        BiRNN(6, 4, states="orthogonal", kernel="packed")
 
 
 def test_conicity_is_the_mean_absolute_cosine_with_the_reviews_mean_state():
@@ -114,7 +114,7 @@ def test_sparse_weights_are_their_definition_masked_and_exactly_zero_on_some_tok
 @pytest.mark.parametrize("normalizer", ["sparsemax", "entmax15"])
 def test_both_attentions_pool_with_sparse_weights_and_learn_through_them(attention, normalizer):
     torch.manual_seed(3)
-    clf = AttentionClassifier(50, 2, embed_dim=8, hidden_dim=4, attention=attention, attention_normalizer=normalizer)
+    clf = ClassifierNet(50, 2, embed_dim=8, hidden_dim=4, attention=attention, attention_normalizer=normalizer)
     ids, lengths = torch.randint(2, 50, (5, 9)), torch.tensor([9, 7, 4, 2, 1])
     logits, w = clf(ids, lengths)
     assert torch.allclose(w.sum(-1), torch.ones(5)) and (w[1, 7:] == 0).all()
@@ -125,13 +125,13 @@ def test_both_attentions_pool_with_sparse_weights_and_learn_through_them(attenti
 @pytest.mark.filterwarnings("ignore:You are trying to `self.log\\(\\)`")  # (a step called without a Trainer)
 def test_the_diversity_loss_is_the_cross_entropy_plus_the_weighted_conicity(tiny_imdb, tmp_path):
     """One training step's loss, against the same computed here from the model's own states."""
-    from attnclf.training.module import AttnClassifierModule
+    from attnclf.training.module import ClassifierModule
 
     cfg = compose_cfg([*tiny_overrides(tiny_imdb, tmp_path), "model.hidden_states=diversity",
                        "model.diversity_weight=0.7", "model.dropout=0", "model.embed_dropout=0"])  # fmt: skip
     from attnclf.commands.train import train_settings
 
-    module = AttnClassifierModule(60, 2, config=train_settings(cfg).classifier)
+    module = ClassifierModule(60, 2, config=train_settings(cfg).classifier)
     ids, lengths, y = torch.randint(2, 60, (4, 6)), torch.tensor([6, 5, 3, 2]), torch.tensor([0, 1, 1, 0])
     loss = module.training_step((ids, lengths, y), 0)
     model = module.model

@@ -207,7 +207,7 @@ def test_last_picks_the_newest_unfinished_run_with_this_commands_settings(tiny_r
     assert last() == old_dot.resolve()  # not the finished one, nor the additive or hidden-32 ones
     assert last("attention=additive") == (runs / "c_additive").resolve()
     assert last("model.hidden_dim=32") == (runs / "d_dot_hidden32").resolve()
-    assert last("model.gru_kernel=padded") == old_dot.resolve()  # how the GRU runs is not a setting
+    assert last("model.rnn_kernel=padded") == old_dot.resolve()  # how the GRU runs is not a setting
     assert last("regularizer=adversarial") == (runs / "e_dot_adversarial").resolve()
     with pytest.raises(AttnclfError, match=r"none of the 5 unfinished run\(s\) .* has this command's attention"):
         last("model.dropout=0.1")

@@ -76,6 +76,20 @@ def test_bench_step_tiny():
     assert re.search(r"^  its key-projection matmuls +- +[\d.]+ \( *\d+%\)$", r.stdout, re.M), r.stdout
 
 
+def test_bench_remedies_tiny():
+    """Every remedy's training step is timed for both attentions, each as a multiple of the plain model's."""
+    args = ["--batch", "4", "--length", "12", "--vocab", "50", "--repeats", "1"]
+    r = subprocess.run([sys.executable, "scripts/bench_remedies.py", *args], cwd=ROOT, capture_output=True,
+                       text=True, timeout=300)  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    for attention in ("dot", "additive"):
+        line = re.search(rf"^{attention}: (.*)$", r.stdout, re.M)
+        assert line, r.stdout
+        got = re.findall(r"(\w+) [\d.]+ ms \(x([\d.]+)\)", line.group(1))
+        assert [name for name, _ in got] == ["softmax", "orthogonal", "diversity", "sparsemax", "entmax15"]
+        assert got[0][1] == "1.00"
+
+
 @pytest.mark.bench  # (a benchmark script on tiny inputs, in a process of its own)
 @pytest.mark.slow
 def test_bench_precision_tiny():
@@ -320,7 +334,9 @@ def test_bench_serve_tiny(tiny_run, tiny_imdb, tmp_path):
                        timeout=300)  # fmt: skip
     assert r.returncode == 0, r.stderr[-2000:] + r.stdout[-2000:]
     assert re.search(
-        r"^offline Classifier\.predict: [\d.]+ reviews/s \(40 reviews, 1 threads; [\d.]+ to [\d.]+ over", r.stdout, re.M
+        r"^offline TrainedClassifier\.predict: [\d.]+ reviews/s \(40 reviews, 1 threads; [\d.]+ to [\d.]+ over",
+        r.stdout,
+        re.M,
     )
     for clients, texts in ((1, 1), (2, 1), (1, 3), (2, 3)):
         assert re.search(rf"^\| {clients} \| {texts} \| [\d.]+ \| [\d.]+ \| [\d.]+ \| [\d.]+ \|", r.stdout, re.M), (

@@ -17,7 +17,7 @@ from scipy.stats import kendalltau
 
 from attnclf.analysis import measures
 from attnclf.errors import AttnclfError
-from attnclf.inference.trained import Classifier
+from attnclf.inference.trained import TrainedClassifier
 from attnclf.serving.app import create_app
 from attnclf.serving.batching import Batcher, Busy
 from attnclf.settings.serve import ServeConfig
@@ -65,7 +65,7 @@ def test_predict_gives_each_text_what_the_classifier_gives_it_in_order(two, tiny
     r = two.post("/predict", json={"texts": texts, "model": "additive"})
     assert r.status_code == 200
     got = r.json()["predictions"]
-    offline = Classifier.from_checkpoint(tiny_run_additive).predict(texts)
+    offline = TrainedClassifier.from_checkpoint(tiny_run_additive).predict(texts)
     assert len(got) == len(texts)
     for g, p in zip(got, offline, strict=True):
         assert g["model"] == "additive" and g["label"] == p.label_name and g["tokens"] == p.tokens
@@ -81,7 +81,7 @@ def test_explain_gives_the_measures_faithfulness_defines_and_their_taus(two, tin
     r = two.post("/explain", json={"text": TEXT, "model": "dot"})
     assert r.status_code == 200
     e = r.json()
-    clf = Classifier.from_checkpoint(tiny_run)
+    clf = TrainedClassifier.from_checkpoint(tiny_run)
     tokens = e["tokens"]
     assert tokens == clf.predict([TEXT])[0].tokens and len(e["gradient"]) == len(tokens) == len(e["leave_one_out"])
     # leave-one-out, independently: the text without each word in turn, through the classifier's own predict
@@ -335,7 +335,7 @@ def test_a_full_queue_refuses_at_once_and_drains():
 
 def test_dynamic_batches_give_what_one_text_at_a_time_gives(tiny_run):
     """predict_readings by token budget, over texts of very different lengths, against each text alone."""
-    clf = Classifier.from_checkpoint(tiny_run)
+    clf = TrainedClassifier.from_checkpoint(tiny_run)
     texts = ["superb", TEXT, "awful dull " * 40, "great " * 300, "the plot was dull"]
     together = clf.predict_readings([clf.read(t) for t in texts], batch_tokens=700)
     for t, p in zip(texts, together, strict=True):

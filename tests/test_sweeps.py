@@ -201,11 +201,11 @@ def test_ddp_two_processes_on_cpu(tiny_imdb, tmp_path):
     import pytorch_lightning as L
     from conftest import make_datamodule
 
-    from attnclf.training.module import AttnClassifierModule
+    from attnclf.training.module import ClassifierModule
 
     cfg = compose_cfg([*common, f"paths.output_dir={tmp_path / 'single'}"])
     datamodule = make_datamodule(**cfg.data, seed=cfg.seed)
-    model = AttnClassifierModule.load_from_checkpoint(logged["best_checkpoint"], map_location="cpu", weights_only=True)
+    model = ClassifierModule.load_from_checkpoint(logged["best_checkpoint"], map_location="cpu", weights_only=True)
     trainer = L.Trainer(accelerator="cpu", devices=1, logger=False, enable_progress_bar=False, precision="bf16-mixed")
     single = trainer.validate(model, datamodule=datamodule, verbose=False)[0]
     assert single["val/acc"] == pytest.approx(logged["val/acc"], abs=1e-6)

@@ -9,11 +9,13 @@ import pytest
 import pytorch_lightning as L
 import torch
 from conftest import ROOT, compose_cfg, make_datamodule, strict_json, tiny_overrides
+from helpers.classifier import classifier_settings
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from attnclf.commands.train import train
 from attnclf.errors import AttnclfError
-from attnclf.training.module import AttnClassifierModule
+from attnclf.settings.model import classifier_config
+from attnclf.training.module import ClassifierModule
 
 TAGS = {"train/loss", "train/acc", "val/loss", "val/acc", "test/acc", "train/samples_per_sec", "train/tokens_per_sec"}
 
@@ -70,7 +72,7 @@ def test_short_run_writes_tensorboard_metrics_and_checkpoint(attention, tiny_imd
     assert "_hparams_/session_start_info" in events.PluginTagToContent("hparams")  # the HParams dashboard
 
     # the best checkpoint loads with nothing else, and predicts
-    model = AttnClassifierModule.load_from_checkpoint(metrics["best_checkpoint"], map_location="cpu")
+    model = ClassifierModule.load_from_checkpoint(metrics["best_checkpoint"], map_location="cpu")
     assert model.hparams.attention == attention and model.hparams.kind == "classifier"  # (it says its kind)
     logits, weights = model.eval()(torch.tensor([[5, 6, 7]]), torch.tensor([3]))
     assert logits.shape == (1, 2) and weights.shape == (1, 3)
@@ -90,7 +92,7 @@ def test_each_epoch_reshuffles_through_lightning(tiny_imdb, tmp_path):
     cfg = compose_cfg(["trainer.max_epochs=3", "logger=none", "callbacks=none", *tiny_overrides(tiny_imdb, tmp_path)])
     datamodule = make_datamodule(**cfg.data, seed=cfg.seed)
     datamodule.setup()
-    model = AttnClassifierModule(vocab_size=len(datamodule.vocab), **cfg.model, **cfg.optimizer)
+    model = ClassifierModule(len(datamodule.vocab), datamodule.num_classes, classifier_config(cfg))
     record = FirstBatches()
     trainer = L.Trainer(
         max_epochs=3,
@@ -191,7 +193,7 @@ def test_the_best_checkpoint_is_tested_and_the_run_counts_useful_tokens(tiny_imd
     assert m["train_tokens_per_sec"] == pytest.approx(m["train_tokens"] / m["train_seconds"], rel=1e-9)
     assert m["train_tokens_per_sec"] > m["train_tokens"] / m["fit_seconds"]
     datamodule = make_datamodule(**cfg.data, seed=cfg.seed)
-    model = AttnClassifierModule.load_from_checkpoint(m["best_checkpoint"], map_location="cpu", weights_only=True)
+    model = ClassifierModule.load_from_checkpoint(m["best_checkpoint"], map_location="cpu", weights_only=True)
     trainer = L.Trainer(accelerator="cpu", logger=False, enable_progress_bar=False, enable_model_summary=False)
     again = trainer.test(model, datamodule=datamodule, verbose=False)[0]
     assert m["test/loss"] == pytest.approx(again["test/loss"], abs=1e-6)
@@ -273,10 +275,10 @@ def test_balanced_class_weights_weigh_the_training_loss_by_the_training_rows(tin
     import numpy as np
     import torch.nn.functional as F
 
-    from attnclf.inference import Classifier
+    from attnclf.inference import TrainedClassifier
     from attnclf.training.regularizers import adversarial_losses
 
-    module = AttnClassifierModule(30, 3, optimizer={"class_weights": "balanced"}, model={}, regularizer={})
+    module = ClassifierModule(30, 3, classifier_settings(class_weights="balanced"))
     weight = module.weigh_classes(np.array([0, 0, 0, 1, 0, 0, 1, 0]))
     assert weight.tolist() == pytest.approx([8 / (3 * 6), 8 / (3 * 2), 0.0])
     ids, lengths, y = torch.randint(2, 30, (4, 7)), torch.tensor([7, 5, 3, 2]), torch.tensor([0, 1, 1, 0])
@@ -289,7 +291,7 @@ def test_balanced_class_weights_weigh_the_training_loss_by_the_training_rows(tin
         assert torch.isclose(module.training_step((ids, lengths, y), 0), expected)
     _, clean, _, _ = adversarial_losses(module.model, ids, lengths, lengths, y, 0.02, weight=module.class_weight)
     assert torch.isclose(clean, expected)
-    assert AttnClassifierModule(30, 3, optimizer={}, model={}, regularizer={}).weigh_classes(np.array([0, 1])) is None
+    assert ClassifierModule(30, 3, classifier_settings()).weigh_classes(np.array([0, 1])) is None
 
     caplog.set_level(logging.INFO)
     cfg = compose_cfg(["logger=none", "callbacks.rich_progress_bar=null", "callbacks.attention_maps=null",
@@ -297,7 +299,7 @@ def test_balanced_class_weights_weigh_the_training_loss_by_the_training_rows(tin
                        *tiny_overrides(tiny_imdb, tmp_path)])  # fmt: skip
     train(cfg)
     assert re.search(r"optimizer.class_weights=balanced: 0 [0-9.]+, 1 [0-9.]+ \(n / \(classes x", caplog.text)
-    clf = Classifier.from_checkpoint(next((tmp_path / "checkpoints").glob("epoch*.ckpt")))
+    clf = TrainedClassifier.from_checkpoint(next((tmp_path / "checkpoints").glob("epoch*.ckpt")))
     assert clf.module.hparams.optimizer["class_weights"] == "balanced" and clf.module.class_weight is None
 
 

@@ -13,7 +13,7 @@ from conftest import TEST_ONLY, UNLABELED_ONLY, compose_cfg, make_datamodule, ma
 from attnclf.commands.train import train
 from attnclf.data.vectors import cached_word2vec, embedding_matrix, read_vectors
 from attnclf.errors import AttnclfError
-from attnclf.inference.trained import Classifier
+from attnclf.inference.trained import TrainedClassifier
 
 CARVED_ONLY = "zzqcarvedword"
 SETTINGS = {"algorithm": "cbow", "window": 3, "min_count": 1, "negative": 3, "epochs": 2, "seed": 0}
@@ -139,7 +139,7 @@ def test_training_from_word2vec_vectors_frozen(with_unlabeled, tmp_path):
     metrics = json.loads((out / "metrics.json").read_text())
     emb = metrics["embeddings"]
     assert emb["source"] == "word2vec" and emb["texts"] == 240 and emb["coverage"] > 0.9
-    clf = Classifier.from_checkpoint(metrics["best_checkpoint"])
+    clf = TrainedClassifier.from_checkpoint(metrics["best_checkpoint"])
     assert clf.module.hparams.model["embeddings"] == "word2vec" and clf.module.hparams.model["freeze_embeddings"]
     wv = read_vectors(emb["vectors_file"], 16)
     expected, _ = embedding_matrix(wv, clf.vocab)
@@ -160,7 +160,7 @@ def test_the_default_starts_from_word2vec_on_the_training_texts_only(with_unlabe
     assert emb["source"] == "word2vec" and emb["texts"] == 160  # the 160 training rows; not the 80 unlabeled
     wv = read_vectors(emb["vectors_file"], 16)
     assert "great" in wv.key_to_index and UNLABELED_ONLY not in wv.key_to_index and TEST_ONLY not in wv.key_to_index
-    clf = Classifier.from_checkpoint(json.loads((out / "metrics.json").read_text())["best_checkpoint"])
+    clf = TrainedClassifier.from_checkpoint(json.loads((out / "metrics.json").read_text())["best_checkpoint"])
     assert not clf.module.hparams.model["freeze_embeddings"]
     pretrained = compose_cfg(["experiment=pretrained", *tiny_overrides(with_unlabeled, out)])
     assert pretrained.word2vec.unlabeled_split == "unsupervised" and pretrained.trainer.max_epochs == 6
@@ -229,7 +229,7 @@ def test_glove_text_without_a_header_line_is_read_as_it_comes(tiny_imdb, tmp_pat
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["embeddings"]["source"] == metrics["embeddings"]["vectors_file"] == str(glove.resolve())
     assert 0 < metrics["embeddings"]["coverage"] < 1
-    clf = Classifier.from_checkpoint(metrics["best_checkpoint"])
+    clf = TrainedClassifier.from_checkpoint(metrics["best_checkpoint"])
     weight = clf.module.model.embed.weight.detach().numpy()
     for w in ("the", "movie", "great", "awful"):
         np.testing.assert_allclose(weight[clf.vocab.stoi[w]], rows[w], rtol=1e-6)

@@ -20,7 +20,7 @@ import torch
 
 from attnclf.analysis.measures import encoded, probs_under, shuffled_weights
 from attnclf.models.attention import masked_softmax
-from attnclf.models.classifier import AttentionClassifier
+from attnclf.models.classifier import ClassifierNet
 
 # their search: 5 candidates a review, 500 steps of Adam (AMSGrad) at 0.01, a penalty of 500 on the output moved
 # past epsilon, candidates started from uniform weights plus noise of sd 3 on the logits
@@ -76,7 +76,7 @@ def _weights(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 def adversarial_attention(
-    model: AttentionClassifier,
+    model: ClassifierNet,
     seqs: Sequence[np.ndarray],
     epsilon: float = 0.01,
     candidates: int = CANDIDATES,

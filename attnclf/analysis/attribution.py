@@ -18,12 +18,12 @@ import torch
 
 from attnclf.analysis.measures import pad, weights_and_logits
 from attnclf.data.sampling import chunks
-from attnclf.models.classifier import AttentionClassifier
+from attnclf.models.classifier import ClassifierNet
 
 IG_STEPS = 50  # Captum's default number of points on the path
 
 
-def _probabilities_of(model: AttentionClassifier):
+def _probabilities_of(model: ClassifierNet):
     """The function Captum attributes: embedded reviews (B, T, E) and their lengths -> probabilities (B, C)."""
 
     def forward(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -33,7 +33,7 @@ def _probabilities_of(model: AttentionClassifier):
 
 
 def importance(
-    model: AttentionClassifier, seqs: Sequence[np.ndarray], source: str, pred: np.ndarray, batch_tokens: int = 8192
+    model: ClassifierNet, seqs: Sequence[np.ndarray], source: str, pred: np.ndarray, batch_tokens: int = 8192
 ) -> list[np.ndarray]:
     """Each review's token scores from Captum's `source` (integrated_gradients or feature_ablation: the settings'
     ATTRIBUTION_SOURCES) for its predicted class `pred` (N,)."""

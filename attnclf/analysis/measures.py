@@ -1,7 +1,7 @@
 """Is the attention an explanation? Faithfulness measures of a classifier's attention weights.
 
 Each measure runs on a list of reviews (token id arrays, as the model reads them) and an
-AttentionClassifier in eval mode. Every forward pass is batched: reviews (or their variants
+ClassifierNet in eval mode. Every forward pass is batched: reviews (or their variants
 with tokens removed) of similar length go together, up to `batch_tokens` tokens a batch.
 
 - `attributions`: the attention weights, the predicted class and its probability, and
@@ -33,7 +33,7 @@ from scipy.stats import kendalltau, spearmanr
 
 from attnclf.data.dataset import collate
 from attnclf.data.sampling import chunks
-from attnclf.models.classifier import AttentionClassifier
+from attnclf.models.classifier import ClassifierNet
 from attnclf.models.states import conicity
 
 RANKINGS = ("attention", "gradient", "loo", "random")
@@ -45,7 +45,7 @@ def pad(seqs: Sequence[np.ndarray], device="cpu") -> tuple[torch.Tensor, torch.T
     return ids.to(device), lengths
 
 
-def weights_and_logits(model: AttentionClassifier, x: torch.Tensor, lengths: torch.Tensor, fixed: bool = False):
+def weights_and_logits(model: ClassifierNet, x: torch.Tensor, lengths: torch.Tensor, fixed: bool = False):
     """Embedded reviews -> attention weights (B, T), logits (B, C): the pooled sum through model.pool.
     `fixed`: the weights enter the sum as constants (no gradient flows through them)."""
     out, final, mask = model.encode(x, lengths, lengths)
@@ -55,7 +55,7 @@ def weights_and_logits(model: AttentionClassifier, x: torch.Tensor, lengths: tor
 
 
 @torch.no_grad()
-def probabilities(model: AttentionClassifier, seqs: Sequence[np.ndarray], batch_tokens: int = 32768) -> np.ndarray:
+def probabilities(model: ClassifierNet, seqs: Sequence[np.ndarray], batch_tokens: int = 32768) -> np.ndarray:
     """Class probabilities (N, C) of each review."""
     device = next(model.parameters()).device
     lengths = np.fromiter((len(s) for s in seqs), dtype=np.int64, count=len(seqs))
@@ -79,7 +79,7 @@ class Attributions:
 
 
 def attributions(
-    model: AttentionClassifier, seqs: Sequence[np.ndarray], batch_tokens: int = 32768, fixed_weights: bool = False
+    model: ClassifierNet, seqs: Sequence[np.ndarray], batch_tokens: int = 32768, fixed_weights: bool = False
 ) -> Attributions:
     """Attention weights, probabilities and gradient x input of each review (one backward pass a batch).
     `fixed_weights`: the gradient with the attention weights held fixed, flowing through the encoder
@@ -112,7 +112,7 @@ def _without(seq: np.ndarray, positions) -> np.ndarray:
 
 
 def leave_one_out(
-    model: AttentionClassifier,
+    model: ClassifierNet,
     seqs: Sequence[np.ndarray],
     probs: np.ndarray,
     batch_tokens: int = 32768,
@@ -164,7 +164,7 @@ def erase_count(k: float, n: int) -> int:
 
 
 def erasure(
-    model: AttentionClassifier,
+    model: ClassifierNet,
     seqs: Sequence[np.ndarray],
     probs: np.ndarray,
     orders: dict[str, list[np.ndarray]],
@@ -198,7 +198,7 @@ def bin_count(share: float, n: int) -> int:
 
 
 def comprehensiveness_sufficiency(
-    model: AttentionClassifier,
+    model: ClassifierNet,
     seqs: Sequence[np.ndarray],
     probs: np.ndarray,
     orders: dict[str, list[np.ndarray]],
@@ -249,7 +249,7 @@ def k_name(k: float) -> str:
 
 
 def tokens_to_flip(
-    model: AttentionClassifier,
+    model: ClassifierNet,
     seqs: Sequence[np.ndarray],
     probs: np.ndarray,
     orders: list[np.ndarray],
@@ -284,7 +284,7 @@ def tokens_to_flip(
     return found
 
 
-def encoded(model: AttentionClassifier, seqs: Sequence[np.ndarray], batch_tokens: int):
+def encoded(model: ClassifierNet, seqs: Sequence[np.ndarray], batch_tokens: int):
     """(positions, encoder outputs, weights, mask) batch by batch, without gradients."""
     device = next(model.parameters()).device
     lengths = np.fromiter((len(s) for s in seqs), dtype=np.int64, count=len(seqs))
@@ -295,7 +295,7 @@ def encoded(model: AttentionClassifier, seqs: Sequence[np.ndarray], batch_tokens
             yield group, out, w.float(), mask
 
 
-def probs_under(model: AttentionClassifier, out: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+def probs_under(model: ClassifierNet, out: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     """Class probabilities (..., B, C) of encoder outputs (B, T, D) pooled with weights (..., B, T)."""
     lead = weights.shape[:-2]
     flat = weights.reshape(-1, *weights.shape[-2:])  # (P, B, T)
@@ -313,7 +313,7 @@ def shuffled_weights(w: torch.Tensor, mask: torch.Tensor, permutations: int, gen
 
 
 def permutation(
-    model: AttentionClassifier,
+    model: ClassifierNet,
     seqs: Sequence[np.ndarray],
     permutations: int = 100,
     seed: int = 0,
@@ -337,7 +337,7 @@ def permutation(
 
 
 def states_and_sparsity(
-    model: AttentionClassifier, seqs: Sequence[np.ndarray], batch_tokens: int = 32768
+    model: ClassifierNet, seqs: Sequence[np.ndarray], batch_tokens: int = 32768
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per review: the conicity of its encoder states (attnclf/models/states.py: near 1, they point one way)
     and the share of its real tokens whose attention weight is exactly 0 (sparsemax, entmax)."""
@@ -348,7 +348,7 @@ def states_and_sparsity(
     return cone, zeros
 
 
-def attention_weights(model: AttentionClassifier, seqs: Sequence[np.ndarray], batch_tokens: int = 32768):
+def attention_weights(model: ClassifierNet, seqs: Sequence[np.ndarray], batch_tokens: int = 32768):
     """The attention weights of each review's real tokens."""
     weights: list = [None] * len(seqs)
     for group, _, w, _ in encoded(model, seqs, batch_tokens):
@@ -358,7 +358,7 @@ def attention_weights(model: AttentionClassifier, seqs: Sequence[np.ndarray], ba
     return weights
 
 
-def uniform(model: AttentionClassifier, seqs: Sequence[np.ndarray], batch_tokens: int = 32768) -> np.ndarray:
+def uniform(model: ClassifierNet, seqs: Sequence[np.ndarray], batch_tokens: int = 32768) -> np.ndarray:
     """Class probabilities (N, C) when every real token gets the same weight."""
     probs = np.empty((len(seqs), model.fc.out_features))
     for group, out, _, mask in encoded(model, seqs, batch_tokens):

@@ -33,8 +33,8 @@ from attnclf.data.datamodule import TextDataModule
 from attnclf.data.dataset import TextDataset
 from attnclf.data.splits import run_data
 from attnclf.errors import AttnclfError
-from attnclf.inference.trained import Classifier
-from attnclf.models.classifier import AttentionClassifier
+from attnclf.inference.trained import TrainedClassifier
+from attnclf.models.classifier import ClassifierNet
 from attnclf.models.context_free import ContextFreeClassifier
 from attnclf.presentation.figures import adversarial_training_figure
 from attnclf.presentation.markdown import attention_tests_markdown
@@ -55,7 +55,7 @@ DIAGNOSTIC_WEIGHTS = ("uniform", "learned", "frozen")
 PASSES = {"diagnostic": 1.0, "adversarial": 6.0}
 
 
-def data_as_trained(clf: Classifier, s: AttentionTestsConfig) -> TextDataModule:
+def data_as_trained(clf: TrainedClassifier, s: AttentionTestsConfig) -> TextDataModule:
     """The run's own data, splits and vocabulary (its data.json and seed), batched `s.batch_size` a step."""
     given = {"batch_size": s.batch_size, **({"cache_dir": s.cache_dir} if s.cache_dir else {})}
     data, carved, line = run_data(clf.run, clf.vocab.meta, given)
@@ -80,7 +80,7 @@ def sampled(rows: TextDataset, n: int | None, seed: int, key: str, split: str) -
     return rows.sample(n, seed)
 
 
-def said_time(clf: Classifier, dm: TextDataModule, s: AttentionTestsConfig) -> None:
+def said_time(clf: TrainedClassifier, dm: TextDataModule, s: AttentionTestsConfig) -> None:
     """The test's time, estimated before it starts from the classifier's own pace on a few training
     batches: every model reads the training and validation rows each epoch and the test rows once, with the
     classifier beside it (PASSES: the passes of the classifier's cost a review takes, by test)."""
@@ -99,7 +99,7 @@ def duration(seconds: float) -> str:
     return f"{seconds / 60:.0f} min" if seconds < 5400 else f"{seconds / 3600:.1f} h"
 
 
-def classifier_pace(clf: Classifier, dm: TextDataModule, batches: int = 8) -> float:
+def classifier_pace(clf: TrainedClassifier, dm: TextDataModule, batches: int = 8) -> float:
     """Seconds a training review takes the classifier's forward pass (a few training batches, timed after
     a first one that warms up)."""
     model, done, t = clf.module.model.eval(), 0, time.perf_counter()
@@ -142,7 +142,7 @@ def fit_and_test(module: GuidedModule, dm: TextDataModule, s: AttentionTestsConf
             "test_rows": len(out["correct"]), "fit_seconds": round(seconds, 1)}  # fmt: skip
 
 
-def diagnostic(clf: Classifier, dm: TextDataModule, s: AttentionTestsConfig) -> dict:
+def diagnostic(clf: TrainedClassifier, dm: TextDataModule, s: AttentionTestsConfig) -> dict:
     """The context-free model with each kind of weights."""
     results = {}
     for weights in DIAGNOSTIC_WEIGHTS:
@@ -151,7 +151,9 @@ def diagnostic(clf: Classifier, dm: TextDataModule, s: AttentionTestsConfig) -> 
     return {"weights": results}
 
 
-def context_free(clf: Classifier, dm: TextDataModule, s: AttentionTestsConfig, weights: str, source=None) -> dict:
+def context_free(
+    clf: TrainedClassifier, dm: TextDataModule, s: AttentionTestsConfig, weights: str, source=None
+) -> dict:
     """The diagnostic's context-free model, its embedding starting from the classifier's, pooling with
     `weights` (frozen: the classifier's, or `source`'s where given), fitted and tested."""
     base = clf.module.model
@@ -162,13 +164,13 @@ def context_free(clf: Classifier, dm: TextDataModule, s: AttentionTestsConfig, w
     return fit_and_test(GuidedModule(base, student, "diagnostic", weights, lr=s.lr, source=source), dm, s)
 
 
-def adversarial(clf: Classifier, dm: TextDataModule, s: AttentionTestsConfig) -> dict:
+def adversarial(clf: TrainedClassifier, dm: TextDataModule, s: AttentionTestsConfig) -> dict:
     """A model of the classifier's kind for each lambda, trained to its predictions away from its weights."""
     base, hp = clf.module.model, clf.module.hparams
     runs = []
     for lam in s.lambdas:
         torch.manual_seed(s.seed)
-        student = AttentionClassifier(hp.vocab_size, hp.num_classes, attention=hp.attention,
+        student = ClassifierNet(hp.vocab_size, hp.num_classes, attention=hp.attention,
                                       **clf.module.config.model.network())  # fmt: skip
         student.embed.weight.data.copy_(base.embed.weight.data)
         log.info("adversarial: lambda %g", lam)
@@ -189,7 +191,7 @@ def attention_tests(cfg: DictConfig) -> dict:
 def run_tests(s: AttentionTestsConfig) -> dict:
     """attention_tests() with its settings read and checked."""
     ckpt = best_checkpoint(s.ckpt)
-    clf = Classifier.from_checkpoint(ckpt)
+    clf = TrainedClassifier.from_checkpoint(ckpt)
     dm = data_as_trained(clf, s)
     said_time(clf, dm, s)
     t = time.perf_counter()

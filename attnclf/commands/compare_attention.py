@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 from attnclf.data.text import tokenize
-from attnclf.inference import Classifier
+from attnclf.inference import TrainedClassifier
 from attnclf.presentation.figures import attention_pair_figure
 from attnclf.presentation.html import page, shade_words
 
@@ -74,8 +74,8 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
 
     models = {
-        "dot": Classifier.from_checkpoint(args.ckpt_dot),
-        "additive": Classifier.from_checkpoint(args.ckpt_additive),
+        "dot": TrainedClassifier.from_checkpoint(args.ckpt_dot),
+        "additive": TrainedClassifier.from_checkpoint(args.ckpt_additive),
     }
     for name, clf in models.items():
         if clf.module.hparams.attention != name:

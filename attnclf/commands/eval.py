@@ -19,7 +19,7 @@ from attnclf.cli import main_entry, run
 from attnclf.data.dataset import TextDataset
 from attnclf.errors import AttnclfError
 from attnclf.inference.as_trained import split_as_trained
-from attnclf.inference.trained import Classifier
+from attnclf.inference.trained import TrainedClassifier
 from attnclf.settings.data import DataConfig
 from attnclf.settings.run import check_device, checkpoints_given, on_a_run
 from attnclf.training.checkpoint import best_checkpoint, run_dir_of
@@ -54,7 +54,7 @@ def evaluate_as_set(s: EvalConfig, cfg: DictConfig) -> dict:
     else:
         out = Path(cfg.paths.output_dir) / f"ensemble_{s.split}.json"
     check_writable_file("output", out)  # (before any data work: a read-only run folder is one line)
-    clfs = [Classifier.from_checkpoint(ckpt, s.device) for ckpt in ckpts]
+    clfs = [TrainedClassifier.from_checkpoint(ckpt, s.device) for ckpt in ckpts]
     for ckpt, clf in zip(ckpts[1:], clfs[1:], strict=True):  # (before any evaluation, not after the first)
         if clf.labels != clfs[0].labels:
             raise AttnclfError(

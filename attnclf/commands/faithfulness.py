@@ -24,7 +24,7 @@ from attnclf.cli import main_entry, run
 from attnclf.data.rationales import Aligned, LeftOut, align, read_rationales
 from attnclf.errors import AttnclfError
 from attnclf.inference.as_trained import split_as_trained
-from attnclf.inference.trained import Classifier
+from attnclf.inference.trained import TrainedClassifier
 from attnclf.presentation.figures import adversarial_figure, aopc_figure, faithfulness_figure
 from attnclf.presentation.markdown import faithfulness_markdown
 from attnclf.presentation.tensorboard import write_faithfulness
@@ -50,7 +50,7 @@ def faithfulness(cfg: DictConfig) -> dict:
 def faithfulness_as_set(cfg: FaithfulnessConfig) -> dict:
     """faithfulness() with its settings read and checked."""
     ckpt = best_checkpoint(cfg.ckpt)
-    clf = Classifier.from_checkpoint(ckpt, cfg.device)
+    clf = TrainedClassifier.from_checkpoint(ckpt, cfg.device)
     marked = None
     if cfg.rationales.path:
         marked, about = with_rationales(clf, cfg)
@@ -78,7 +78,7 @@ def faithfulness_as_set(cfg: FaithfulnessConfig) -> dict:
     return result
 
 
-def sampled_reviews(clf: Classifier, cfg: FaithfulnessConfig) -> tuple[list[np.ndarray], np.ndarray, dict]:
+def sampled_reviews(clf: TrainedClassifier, cfg: FaithfulnessConfig) -> tuple[list[np.ndarray], np.ndarray, dict]:
     """(the sampled reviews as token ids, their labels, what the result says of them): a seeded sample of
     the split's reviews of min_tokens..max_tokens tokens."""
     data, dataset = split_as_trained(clf, cfg.split, cfg.data)
@@ -92,7 +92,7 @@ def sampled_reviews(clf: Classifier, cfg: FaithfulnessConfig) -> tuple[list[np.n
     return seqs, dataset.labels[dataset.rows[picked]], about
 
 
-def write_outputs(out: Path, result: dict, arrays: dict, clf: Classifier, seqs: list[np.ndarray]) -> None:
+def write_outputs(out: Path, result: dict, arrays: dict, clf: TrainedClassifier, seqs: list[np.ndarray]) -> None:
     """faithfulness.json, the figures, summary.md (printed too) and the TensorBoard events in `out`."""
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "faithfulness.json", result)
@@ -118,7 +118,7 @@ def write_outputs(out: Path, result: dict, arrays: dict, clf: Classifier, seqs: 
     print(summary)
 
 
-def with_rationales(clf: Classifier, cfg: FaithfulnessConfig) -> tuple[Aligned, dict]:
+def with_rationales(clf: TrainedClassifier, cfg: FaithfulnessConfig) -> tuple[Aligned, dict]:
     """The rationale set's reviews as the classifier reads them, with their marked tokens (a seeded sample of
     `reviews` where there are more), and what the result says of them."""
     left = LeftOut()
@@ -144,9 +144,9 @@ def with_rationales(clf: Classifier, cfg: FaithfulnessConfig) -> tuple[Aligned, 
 
 def load_all(runs: list[str], split: str, given: dict, reviews: int, max_tokens: int, seed: int,
              cache_dir: str | None = None):  # fmt: skip
-    """Each run's Classifier, and the same sampled reviews as each of them reads them (the split `split` of
+    """Each run's TrainedClassifier, and the same sampled reviews as each of them reads them (the split `split` of
     the data each was trained on, the data.* keys `given` over it: the runs must read the same rows)."""
-    clfs = [Classifier.from_checkpoint(best_checkpoint(r)) for r in runs]
+    clfs = [TrainedClassifier.from_checkpoint(best_checkpoint(r)) for r in runs]
     reading = {(c.max_length, c.truncation) for c in clfs}
     if len(reading) > 1:
         raise AttnclfError(f"the checkpoints read reviews differently (max_length, truncation): {sorted(reading)}")

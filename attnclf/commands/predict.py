@@ -19,7 +19,7 @@ from pathlib import Path
 from attnclf.cli import run
 from attnclf.data.loading import decode_utf8
 from attnclf.errors import AttnclfError
-from attnclf.inference.trained import Classifier, Prediction, check_not_empty
+from attnclf.inference.trained import Prediction, TrainedClassifier, check_not_empty
 from attnclf.presentation.html import predictions_page
 from attnclf.settings.run import check_device
 from attnclf.training.checkpoint import best_checkpoint
@@ -142,7 +142,7 @@ def predict_as_set(args: PredictConfig) -> list[Prediction]:
     else:
         texts, rows = read_rows(Path(args.input), args.column)
         check_not_empty(texts, f"input={args.input}: the {args.column!r} of rows", first=1)
-    clf = Classifier.from_checkpoint(best_checkpoint(args.ckpt), args.device)
+    clf = TrainedClassifier.from_checkpoint(best_checkpoint(args.ckpt), args.device)
     preds = clf.predict(texts, batch_size=args.batch_size)
     cut = [i + 1 for i, p in enumerate(preds) if p.truncated]
     if cut:  # (as the run's test read them: said, not silent)

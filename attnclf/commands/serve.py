@@ -55,7 +55,7 @@ def listening_socket(host: str, port: int) -> socket.socket:
 def load_models(s: ServeConfig) -> list:
     """The served models, loaded and named: `names`, else each one's attention (its run folder's name where
     two share an attention)."""
-    from attnclf.inference.trained import Classifier
+    from attnclf.inference.trained import TrainedClassifier
     from attnclf.serving.app import Model
     from attnclf.training.checkpoint import best_checkpoint
 
@@ -63,7 +63,7 @@ def load_models(s: ServeConfig) -> list:
     twice = repeated(str(c) for c in ckpts)
     if twice:
         raise AttnclfError(f"ckpt: {twice[0]} is given twice; serve each model once")
-    clfs = [Classifier.from_checkpoint(c, s.device) for c in ckpts]
+    clfs = [TrainedClassifier.from_checkpoint(c, s.device) for c in ckpts]
     attentions = [c.module.hparams.attention for c in clfs]
     names = s.names or [a if attentions.count(a) == 1 else c.run.name for a, c in zip(attentions, clfs, strict=True)]
     if len(set(names)) < len(names):

@@ -1,5 +1,5 @@
 """`attnclf train attention=additive [key=value ...]`: train a classifier. `train(cfg)` is the whole run,
-callable from Python and tests; its settings (`TrainSettings`, built and checked by `train_settings`); its
+callable from Python and tests; its settings (`TrainConfig`, built and checked by `train_settings`); its
 Hydra entry (`main`, which `python train.py` at a checkout's root calls too)."""
 
 from __future__ import annotations
@@ -20,12 +20,12 @@ from attnclf.data.datamodule import TextDataModule
 from attnclf.data.splits import RECORD, record_of
 from attnclf.data.vectors import initial_embeddings
 from attnclf.settings.data import DataConfig, Word2VecConfig, data_config, word2vec_config
-from attnclf.settings.lm import PretrainSettings, pretraining_config
+from attnclf.settings.lm import PretrainConfig, pretraining_config
 from attnclf.settings.model import INIT_FROM_PRETRAIN, ClassifierConfig, classifier_config
 from attnclf.settings.run import PathsConfig, SearchConfig, TrainerConfig, TrainRunConfig, run_paths_trainer
 from attnclf.training.checkpoint import run_dir_of
 from attnclf.training.init_from import cached_pretraining, check_init_from, load_pretrained
-from attnclf.training.module import AttnClassifierModule
+from attnclf.training.module import ClassifierModule
 from attnclf.training.pruning import trial_pruning
 from attnclf.training.resume import (
     START,
@@ -93,7 +93,7 @@ def train(cfg: DictConfig, overrides: list[str] | None = None) -> float:
     return metrics[s.run.optimized_metric]
 
 
-def checked_init_from(s: TrainSettings) -> dict | None:
+def checked_init_from(s: TrainConfig) -> dict | None:
     """The language models' checkpoint `model.init_from=<run>` names, checked against this model's sizes
     (None: no such start, or `pretrain`, whose run is made later from this run's data)."""
     m = s.classifier.model
@@ -102,7 +102,7 @@ def checked_init_from(s: TrainSettings) -> dict | None:
     return check_init_from(str(m.init_from), m.embed_dim, m.hidden_dim, s.paths.pretrain_dir)
 
 
-def resumed_run(s: TrainSettings, overrides: list[str] | None) -> Path | None:
+def resumed_run(s: TrainConfig, overrides: list[str] | None) -> Path | None:
     """The checkpoint `ckpt_path` resumes (None: a fresh run); a resumed run continues in its own folder
     (s.paths) and on its own data (s.data: the data.* keys given must agree with its record)."""
     config = s.classifier
@@ -118,12 +118,12 @@ def resumed_run(s: TrainSettings, overrides: list[str] | None) -> Path | None:
     return resume
 
 
-def data_and_model(s: TrainSettings, out: Path) -> tuple[TextDataModule, AttnClassifierModule]:
+def data_and_model(s: TrainConfig, out: Path) -> tuple[TextDataModule, ClassifierModule]:
     """The data read and split (its vocabulary saved in the run folder), and the model for it; the class
     weights and the unlabeled reviews where the settings ask for them, each said in the log."""
     datamodule = TextDataModule(s.data, s.run.seed, vocab_path=str(out / "vocab.json"))
     datamodule.setup("fit")
-    model = AttnClassifierModule(len(datamodule.vocab), datamodule.num_classes, config=s.classifier)
+    model = ClassifierModule(len(datamodule.vocab), datamodule.num_classes, config=s.classifier)
     train_set = datamodule.train_set
     weight = model.weigh_classes(train_set.labels[train_set.rows])
     if weight is not None:
@@ -137,7 +137,7 @@ def data_and_model(s: TrainSettings, out: Path) -> tuple[TextDataModule, AttnCla
     return datamodule, model
 
 
-def start_weights(s: TrainSettings, datamodule, model, resume, init_from: dict | None, quiet: bool) -> dict:
+def start_weights(s: TrainConfig, datamodule, model, resume, init_from: dict | None, quiet: bool) -> dict:
     """The weights a fresh run starts from: the embedding (word2vec, a vectors file) and the encoder (the
     language models of model.init_from, pretrained now for `pretrain`); what they were, for the records:
     {"embeddings": ..., "init_from": ...}. A resumed run has its weights in the checkpoint."""
@@ -157,7 +157,7 @@ def start_weights(s: TrainSettings, datamodule, model, resume, init_from: dict |
     return {"embeddings": embeddings, "init_from": pretrained}
 
 
-def keep_records(s: TrainSettings, out: Path, datamodule, resume, start: dict) -> dict:
+def keep_records(s: TrainConfig, out: Path, datamodule, resume, start: dict) -> dict:
     """The run folder's records: its data (data.json: eval and faithfulness read the same test rows) and
     where its weights started (start.json). A resumed run reports the start of the run it continues (a run
     from before data.json gets one: its data settings gave its vocabulary); the start, as recorded."""
@@ -181,7 +181,7 @@ def test_best(trainer: L.Trainer, model, datamodule, test: bool) -> dict:
                         weights_only=True)[0]  # fmt: skip
 
 
-def metrics_of(s: TrainSettings, trainer: L.Trainer, model, datamodule, tested: dict, start: dict, timing: dict,
+def metrics_of(s: TrainConfig, trainer: L.Trainer, model, datamodule, tested: dict, start: dict, timing: dict,
                out: Path) -> dict:  # fmt: skip
     """metrics.json: the results, `timing` (throughput_of) and the run's records."""
     nan = float("nan")
@@ -243,7 +243,7 @@ def write_results(trainer: L.Trainer, metrics: dict, out: Path) -> None:
 
 
 @dataclass
-class TrainSettings:
+class TrainConfig:
     """train.py's settings: built by train_settings(cfg), handed down whole."""
 
     run: TrainRunConfig
@@ -253,18 +253,18 @@ class TrainSettings:
     classifier: ClassifierConfig
     word2vec: Word2VecConfig
     # model.init_from=pretrain: the settings of the pretraining of this run's data (pretraining_config)
-    pretraining: PretrainSettings | None = None
+    pretraining: PretrainConfig | None = None
     search: SearchConfig = field(default_factory=SearchConfig)  # pruning, in an Optuna search
 
 
-def train_settings(cfg: DictConfig) -> TrainSettings:
+def train_settings(cfg: DictConfig) -> TrainConfig:
     """A composed train.yaml config as typed settings, each checked: one line for the first bad value."""
     run, paths, trainer = run_paths_trainer(cfg, TrainRunConfig)
     data = data_config(cfg.get("data"))
     # attention, model.*, optimizer.*, regularizer.*: typed and their ranges checked (settings/model.py)
     classifier = classifier_config(cfg)
     classifier.model.check_embeddings_file()
-    settings = TrainSettings(run, paths, trainer, data, classifier, word2vec_config(cfg, classifier.model))
+    settings = TrainConfig(run, paths, trainer, data, classifier, word2vec_config(cfg, classifier.model))
     settings.search = SearchConfig.of(cfg.get("hparams_search"))
     settings.search.check_set_by_the_sweeper()
     if classifier.model.init_from == INIT_FROM_PRETRAIN:

@@ -15,13 +15,13 @@ from attnclf.data.encoding import encode_split
 from attnclf.data.loading import VALIDATION_SPLITS, label_ids
 from attnclf.data.splits import carving, open_data, run_data, split_rows
 from attnclf.errors import AttnclfError
-from attnclf.inference.trained import Classifier
+from attnclf.inference.trained import TrainedClassifier
 from attnclf.settings.data import DataConfig
 
 log = logging.getLogger(__name__)
 
 
-def split_as_trained(clf: Classifier, split: str, given: dict) -> tuple[DataConfig, TextDataset]:
+def split_as_trained(clf: TrainedClassifier, split: str, given: dict) -> tuple[DataConfig, TextDataset]:
     """The data the checkpoint's run was trained on (its record, with the data.* keys `given` over it) and
     its split `split`, encoded with the checkpoint's vocabulary, read as in its training (max_length,
     truncation), with labels as the checkpoint's class ids: the dataset's own split whole, or exactly the
@@ -33,7 +33,7 @@ def split_as_trained(clf: Classifier, split: str, given: dict) -> tuple[DataConf
     return split_of.data, dataset
 
 
-def texts_as_trained(clf: Classifier, split: str, given: dict) -> tuple[list[str], np.ndarray]:
+def texts_as_trained(clf: TrainedClassifier, split: str, given: dict) -> tuple[list[str], np.ndarray]:
     """The texts of the rows that split_as_trained reads, as written (None as ""), and their labels as the
     checkpoint's class ids."""
     split_of = rows_as_trained(clf, split, given)
@@ -52,7 +52,7 @@ class SplitAsTrained:
     rows: np.ndarray  # the rows of `source` that are the split asked for
 
 
-def rows_as_trained(clf: Classifier, split: str, given: dict) -> SplitAsTrained:
+def rows_as_trained(clf: TrainedClassifier, split: str, given: dict) -> SplitAsTrained:
     """Which rows of which split of the run's data (its record, `given` over it) are its split `split`."""
     data, carved, line = run_data(clf.run, clf.vocab.meta, given)
     log.info(line)

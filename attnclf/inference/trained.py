@@ -1,4 +1,4 @@
-"""Using a trained model: `Classifier.from_checkpoint(path).predict(texts)`, and evaluation on a split."""
+"""Using a trained model: `TrainedClassifier.from_checkpoint(path).predict(texts)`, and evaluation on a split."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from attnclf.errors import AttnclfError
 from attnclf.models.language_model import KIND as LANGUAGE_MODEL
 from attnclf.settings.run import check_device
 from attnclf.training.checkpoint import best_checkpoint, checkpoint_kind, load_checkpoint, run_dir_of
-from attnclf.training.module import AttnClassifierModule
+from attnclf.training.module import ClassifierModule
 from attnclf.utils.checks import first_few
 
 
@@ -59,8 +59,8 @@ def check_not_empty(texts: list, what: str, first: int = 0) -> None:
 
 
 @dataclass
-class Classifier:
-    module: AttnClassifierModule
+class TrainedClassifier:
+    module: ClassifierModule
     vocab: Vocab
     max_length: int | None = 1000  # tokens read per review (None: whole), as the run's validation and test read
     truncation: str = "head_tail"
@@ -68,7 +68,7 @@ class Classifier:
     run: Path | None = None  # the run folder it came from (its data record: data.json)
 
     @classmethod
-    def from_checkpoint(cls, path: str | Path, device: str = "cpu") -> Classifier:
+    def from_checkpoint(cls, path: str | Path, device: str = "cpu") -> TrainedClassifier:
         """Load a checkpoint, or a run folder's best checkpoint (no code is unpickled), and the vocabulary its
         run saved beside it, onto `device`."""
         check_device(device)
@@ -87,7 +87,7 @@ class Classifier:
             )
         vocab = Vocab.load(vocab_path)
         try:
-            module = AttnClassifierModule(**ckpt["hyper_parameters"])
+            module = ClassifierModule(**ckpt["hyper_parameters"])
             module.load_state_dict(ckpt["state_dict"])
         except (TypeError, KeyError, RuntimeError) as e:
             raise AttnclfError(f"{path} does not match this model: {str(e).splitlines()[0]}") from e

@@ -16,7 +16,7 @@ from torch import nn
 
 from attnclf.models.attention import VectorDotAttention, build_attention
 from attnclf.models.dropout import Dropout
-from attnclf.models.encoder import ExactBiGRU
+from attnclf.models.encoder import BiRNN
 from attnclf.models.names import PAD_ID
 from attnclf.models.states import conicity
 
@@ -26,7 +26,7 @@ def real_tokens(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     return torch.arange(x.size(1), device=x.device) < lengths.to(x.device).unsqueeze(1)
 
 
-class AttentionClassifier(nn.Module):
+class ClassifierNet(nn.Module):
     def __init__(
         self,
         vocab_size: int,
@@ -41,7 +41,7 @@ class AttentionClassifier(nn.Module):
         query: str = "final",
         dropout: float = 0.3,
         embed_dropout: float = 0.2,
-        gru_kernel: str = "auto",
+        rnn_kernel: str = "auto",
         rnn: str = "gru",
         hidden_states: str = "plain",
         attention_normalizer: str = "softmax",
@@ -49,7 +49,7 @@ class AttentionClassifier(nn.Module):
         super().__init__()
         self.embed = nn.Embedding(vocab_size, embed_dim, padding_idx=PAD_ID)
         self.embed_dropout = Dropout(embed_dropout)
-        self.encoder = ExactBiGRU(embed_dim, hidden_dim, num_layers, dropout=dropout, kernel=gru_kernel, cell=rnn,
+        self.encoder = BiRNN(embed_dim, hidden_dim, num_layers, dropout=dropout, kernel=rnn_kernel, cell=rnn,
                                   states=hidden_states)  # fmt: skip
         # hidden_states=diversity: the conicity (B,) of the last forward's states, for the loss's penalty
         self.diversity = hidden_states == "diversity"

@@ -46,10 +46,10 @@ from torch.func import functional_call
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnclf.models.dropout import Dropout
-from attnclf.models.names import GRU_KERNELS, check_gru_kernel, check_hidden_states, check_rnn
+from attnclf.models.names import RNN_KERNELS, check_hidden_states, check_rnn, check_rnn_kernel
 from attnclf.models.states import orthogonal_steps
 
-KERNELS = GRU_KERNELS  # (the names, torch-free: attnclf/models/names.py)
+KERNELS = RNN_KERNELS  # (the names, torch-free: attnclf/models/names.py)
 CELLS = {"gru": nn.GRU, "lstm": nn.LSTM}  # the same call, the same outputs first; an LSTM's gates are 4, a GRU's 3
 
 # auto on a CPU with 2+ threads: the two directions at once for batches of at least this many steps. A short
@@ -166,7 +166,7 @@ def reverse_within_length(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tenso
     return x.reshape(B * T, D).index_select(0, idx.view(-1)).view(B, T, D)
 
 
-class ExactBiGRU(nn.Module):
+class BiRNN(nn.Module):
     # the GRU in float32 under autocast (module docstring); scripts/bench_precision.py turns it off to compare
     float32_under_autocast = True
 
@@ -181,7 +181,7 @@ class ExactBiGRU(nn.Module):
         states: str = "plain",
     ):
         super().__init__()
-        check_gru_kernel(kernel)
+        check_rnn_kernel(kernel)
         check_rnn(cell)
         check_hidden_states(states, kernel)
         self.cell = CELLS[cell]

@@ -1,7 +1,7 @@
 """The forward and backward GRU language models that pretrain the classifier's encoder (`pretrain.py`).
 
 The forward LM reads each review left to right and predicts the next token; the backward LM reads it
-reversed within its length (padding stays at the end, as in ExactBiGRU) and predicts the previous one.
+reversed within its length (padding stays at the end, as in BiRNN) and predicts the previous one.
 So each is one direction of the classifier's bidirectional encoder: `model.init_from=<checkpoint>`
 puts the forward GRU into `encoder.fwd.0`, the backward one into `encoder.bwd.0`, and the shared
 embedding into `embed` (matched word by word, so any seed's vocabulary can use it).

@@ -12,7 +12,7 @@ from attnclf.utils.checks import one_of
 PAD_ID = 0
 ATTENTIONS = ("dot", "additive")
 ATTENTION_INITS = ("xavier", "default")  # additive attention's initialisation
-GRU_KERNELS = ("auto", "concurrent", "padded", "packed")
+RNN_KERNELS = ("auto", "concurrent", "padded", "packed")
 # the encoder's recurrent cell: this project's GRU, or the LSTM of Jain & Wallace's classifier
 RNNS = ("gru", "lstm")
 # the attention's query: the encoder's final states (the review's summary), or one learned vector for every
@@ -26,14 +26,14 @@ HIDDEN_STATES = ("plain", "orthogonal", "diversity")
 NORMALIZERS = ("softmax", "sparsemax", "entmax15")
 
 
-def check_gru_kernel(kernel: str) -> None:
-    """The rule for model.gru_kernel, in one place: the settings check it before any data work, and the
+def check_rnn_kernel(kernel: str) -> None:
+    """The rule for model.rnn_kernel, in one place: the settings check it before any data work, and the
     encoder built directly (attnclf/models/encoder.py, as a library) checks what it is given by it."""
-    one_of("model.gru_kernel", kernel, GRU_KERNELS)
+    one_of("model.rnn_kernel", kernel, RNN_KERNELS)
 
 
 def check_rnn(rnn: str) -> None:
-    """The rule for model.rnn, checked by the settings and by the encoder built directly (as gru_kernel is)."""
+    """The rule for model.rnn, checked by the settings and by the encoder built directly (as rnn_kernel is)."""
     one_of("model.rnn", rnn, RNNS)
 
 
@@ -41,5 +41,5 @@ def check_hidden_states(states: str, kernel: str) -> None:
     """The rule for model.hidden_states (and the kernels that compute it), checked as model.rnn is."""
     one_of("model.hidden_states", states, HIDDEN_STATES)
     if states == "orthogonal" and kernel == "packed":
-        raise AttnclfError("model.gru_kernel=packed runs cuDNN's own steps; model.hidden_states=orthogonal steps by "
-                           "hand: give model.gru_kernel=auto, padded or concurrent")  # fmt: skip
+        raise AttnclfError("model.rnn_kernel=packed runs cuDNN's own steps; model.hidden_states=orthogonal steps by "
+                           "hand: give model.rnn_kernel=auto, padded or concurrent")  # fmt: skip

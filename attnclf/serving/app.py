@@ -22,7 +22,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from starlette.exceptions import HTTPException
 
 from attnclf.errors import AttnclfError
-from attnclf.inference.trained import Classifier
+from attnclf.inference.trained import TrainedClassifier
 from attnclf.presentation.explorer import ORDERS, browse_page, docs_page, explorer_page
 from attnclf.serving import schema
 from attnclf.serving.batching import Batcher, Busy
@@ -40,7 +40,7 @@ class Model:
     """A served model: its name in requests, the classifier, its checkpoint and a line on where it came from."""
 
     name: str
-    clf: Classifier
+    clf: TrainedClassifier
     checkpoint: Path
     about: str
     batcher: Batcher | None = None

@@ -1,6 +1,6 @@
 """Dynamic batching: the texts of concurrent requests run through a model together.
 
-Requests put their texts (already read: `Classifier.read`) on a model's queue and wait. One task per model
+Requests put their texts (already read: `TrainedClassifier.read`) on a model's queue and wait. One task per model
 takes what has arrived while the model was busy, sorts it by length, cuts it into batches of at most
 `batch_tokens` padded tokens (as evaluation's loader groups reviews of similar length) and runs them on the
 model thread, which every model and /explain share, so that torch work never runs twice at once on the

@@ -13,7 +13,7 @@ import numpy as np
 import torch
 
 from attnclf.analysis import measures
-from attnclf.inference.trained import Classifier, Prediction, Reading
+from attnclf.inference.trained import Prediction, Reading, TrainedClassifier
 from attnclf.utils.jsonfile import finite
 
 
@@ -30,7 +30,7 @@ def prediction_json(name: str, p: Prediction, labels: list[str]) -> dict:
     }
 
 
-def explain(clf: Classifier, reading: Reading) -> tuple[Prediction, dict]:
+def explain(clf: TrainedClassifier, reading: Reading) -> tuple[Prediction, dict]:
     """A text's Prediction, and its importance measures and taus as the API gives them."""
     model, seq = clf.module.model, [reading.ids]
     attr = measures.attributions(model, seq, fixed_weights=True)
@@ -51,7 +51,7 @@ def explain(clf: Classifier, reading: Reading) -> tuple[Prediction, dict]:
     )
 
 
-def gradient_taus(clf: Classifier, readings: list[Reading], batch_tokens: int = 16384):
+def gradient_taus(clf: TrainedClassifier, readings: list[Reading], batch_tokens: int = 16384):
     """Many texts at once (/browse): their class probabilities (N, C) and each one's tau of the attention
     against |gradient x input| (NaN where undefined)."""
     attr = measures.attributions(clf.module.model, [r.ids for r in readings], batch_tokens, fixed_weights=True)

@@ -12,7 +12,7 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from attnclf.errors import AttnclfError
 from attnclf.settings.compose import compose_config
 from attnclf.settings.data import DataConfig, Word2VecConfig, word2vec_config
-from attnclf.settings.model import ModelConfig
+from attnclf.settings.model import ModelConfig, renamed_keys
 from attnclf.settings.run import PathsConfig, RunConfig, TrainerConfig, TrainRunConfig, run_paths_trainer
 from attnclf.settings.typed import typed
 from attnclf.utils.checks import fraction, one_of, positive_int, positive_number
@@ -73,7 +73,7 @@ def pretraining_keys() -> list[str]:
     return sorted(f"{k}.*" if isinstance(pcfg.get(k), DictConfig) else k for k in pcfg if k not in RUNS_OWN)
 
 
-def pretraining_config(cfg: DictConfig, run: TrainRunConfig, model: ModelConfig) -> PretrainSettings:
+def pretraining_config(cfg: DictConfig, run: TrainRunConfig, model: ModelConfig) -> PretrainConfig:
     """model.init_from=pretrain: conf/pretrain.yaml with `pretraining`'s overrides, as `attnclf pretrain
     <them>` composes it, but with the run's data, embedding and GRU sizes, threads and cache folder: its
     settings, typed and checked whole (pretrain_settings) before any data work, then used as they are. Its
@@ -110,7 +110,7 @@ def pretraining_config(cfg: DictConfig, run: TrainRunConfig, model: ModelConfig)
 
 
 @dataclass
-class PretrainSettings:
+class PretrainConfig:
     run: RunConfig
     paths: PathsConfig
     trainer: TrainerConfig
@@ -122,9 +122,9 @@ class PretrainSettings:
     composed: DictConfig | None = field(default=None, repr=False)
 
 
-def pretrain_settings(cfg: DictConfig) -> PretrainSettings:
+def pretrain_settings(cfg: DictConfig) -> PretrainConfig:
     run, paths, trainer = run_paths_trainer(cfg, RunConfig)
-    model = typed(ModelConfig, cfg.get("model"), "model")
+    model = typed(ModelConfig, renamed_keys(cfg.get("model")), "model")
     for key in ("embed_dim", "hidden_dim"):
         positive_int(f"model.{key}", getattr(model, key))
     if model.num_layers != 1:
@@ -139,4 +139,4 @@ def pretrain_settings(cfg: DictConfig) -> PretrainSettings:
     data = typed(DataConfig, cfg.get("data"), "data")
     lm.check(data.vocab_size)
     data.check()
-    return PretrainSettings(run, paths, trainer, data, model, lm, word2vec_config(cfg, model), composed=cfg)
+    return PretrainConfig(run, paths, trainer, data, model, lm, word2vec_config(cfg, model), composed=cfg)

@@ -7,16 +7,17 @@ OmegaConf checks each value's type, and each dataclass's `check()` holds the ran
 one place. Both fail in one line naming the value (AttnclfError).
 
 Checkpoints written before these objects held the same settings flat (`lr`, `regularizer_epsilon`, ...);
-`classifier_hparams` reads both.
+attnclf/training/checkpoint.py reads every form written as today's.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from attnclf.errors import AttnclfError
 from attnclf.models.names import (
@@ -24,9 +25,9 @@ from attnclf.models.names import (
     ATTENTIONS,
     NORMALIZERS,
     QUERIES,
-    check_gru_kernel,
     check_hidden_states,
     check_rnn,
+    check_rnn_kernel,
 )
 from attnclf.settings.typed import typed
 from attnclf.utils.checks import fraction, number, one_of, positive_int, positive_number, shown
@@ -37,6 +38,8 @@ EMBEDDINGS = ("random", "word2vec")  # or a path to a vectors file
 # model.init_from=pretrain: the pretraining of the run's own data, made once and cached (`pretraining`: its settings)
 INIT_FROM_PRETRAIN = "pretrain"
 CLASSIFIER = "classifier"  # a classifier checkpoint's hyper_parameters["kind"] (language models: theirs)
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -55,7 +58,7 @@ class ModelConfig:
     attention_init: str = "xavier"
     query: str = "final"  # final (the encoder's final states) or learned (one vector for every review)
     rnn: str = "gru"  # gru, or lstm (Jain & Wallace's encoder); the kernels below compute either
-    gru_kernel: str = "auto"  # how the GRU is computed, not what it is: a resumed run may change it
+    rnn_kernel: str = "auto"  # how the GRU is computed, not what it is: a resumed run may change it
     hidden_states: str = "plain"  # plain, orthogonal or diversity (Mohankumar et al.'s remedies)
     diversity_weight: float = 0.5  # hidden_states=diversity: the conicity penalty's weight in the loss
     attention_normalizer: str = "softmax"  # softmax, sparsemax or entmax15
@@ -72,9 +75,9 @@ class ModelConfig:
         fraction("model.embed_dropout", self.embed_dropout)
         one_of("model.attention_init", self.attention_init, ATTENTION_INITS)
         one_of("model.query", self.query, QUERIES)
-        check_gru_kernel(self.gru_kernel)
+        check_rnn_kernel(self.rnn_kernel)
         check_rnn(self.rnn)
-        check_hidden_states(self.hidden_states, self.gru_kernel)
+        check_hidden_states(self.hidden_states, self.rnn_kernel)
         one_of("model.attention_normalizer", self.attention_normalizer, NORMALIZERS)
         if not (number(self.diversity_weight) and 0 <= self.diversity_weight < math.inf):
             raise AttnclfError(f"model.diversity_weight={self.diversity_weight!r} must be a number >= 0")
@@ -120,7 +123,7 @@ class ModelConfig:
         return header
 
     def network(self) -> dict:
-        """The network's own arguments (AttentionClassifier), without where its weights start from."""
+        """The network's own arguments (ClassifierNet), without where its weights start from."""
         left_out = ("embeddings", "freeze_embeddings", "init_from", "diversity_weight")  # (the loss's, not the net's)
         return {k: v for k, v in asdict(self).items() if k not in left_out}
 
@@ -206,14 +209,14 @@ class ClassifierConfig:
 
 
 # settings that do not change what a run learns: a resumed run may differ in them
-RUNTIME_ONLY = ("model.gru_kernel", "regularizer.unlabeled_split", "regularizer.unlabeled_batch_size")
+RUNTIME_ONLY = ("model.rnn_kernel", "regularizer.unlabeled_split", "regularizer.unlabeled_batch_size")
 
 
 def classifier_config(cfg: DictConfig) -> ClassifierConfig:
     """The classifier's settings from a composed train.yaml config, typed and checked (one line where not)."""
     config = ClassifierConfig(
         attention=cfg.get("attention"),
-        model=typed(ModelConfig, cfg.get("model"), "model"),
+        model=typed(ModelConfig, renamed_keys(cfg.get("model")), "model"),
         optimizer=typed(OptimizerConfig, cfg.get("optimizer"), "optimizer"),
         regularizer=typed(RegularizerConfig, cfg.get("regularizer"), "regularizer"),
     )
@@ -221,39 +224,26 @@ def classifier_config(cfg: DictConfig) -> ClassifierConfig:
     return config
 
 
-# what a checkpoint saved before a setting existed had for it: the module's defaults of that time
-LEGACY_DEFAULTS = {
-    "model": dict(asdict(ModelConfig()), dropout=0.3, embeddings="random"),
-    "optimizer": asdict(OptimizerConfig()),
-    "regularizer": asdict(RegularizerConfig()),
-}
-_FLAT_REGULARIZER = {"regularizer": "name", "regularizer_epsilon": "epsilon", "regularizer_weight": "weight",
-                     "regularizer_xi": "xi"}  # fmt: skip
+# model keys that were renamed: the old name is still read, with a note (configs of older runs hold it)
+RENAMED = {"gru_kernel": "rnn_kernel"}
 
 
-def classifier_hparams(hp: dict) -> dict:
-    """A classifier checkpoint's hyperparameters, nested as ClassifierConfig saves them: {kind, vocab_size,
-    num_classes, attention, model: {...}, optimizer: {...}, regularizer: {...}}. Checkpoints from before
-    the nesting held them flat (lr, hidden_dim, regularizer_epsilon, ...); a setting they lack (saved
-    before it existed) gets the default of that time (LEGACY_DEFAULTS)."""
-    if isinstance(hp.get("model"), dict):
-        return hp
-    out = {"kind": CLASSIFIER, "vocab_size": hp.get("vocab_size"), "num_classes": hp.get("num_classes", 2),
-           "attention": hp.get("attention", "dot")}  # fmt: skip
-    for section, defaults in LEGACY_DEFAULTS.items():
-        out[section] = {k: hp.get(k, v) for k, v in defaults.items()}
-    for flat, key in _FLAT_REGULARIZER.items():
-        if flat in hp:
-            out["regularizer"][key] = hp[flat]
-    if "pack" in hp:  # (before model.gru_kernel)
-        out["model"]["gru_kernel"] = {True: "packed", False: "padded"}.get(hp["pack"], "auto")
-    return out
+def renamed_keys(model) -> dict:
+    """The model group with each old key's value under its new name, said in one line each; the old keys
+    stay in conf/model/bigru.yaml as null, so that a command line or a config of before may still set them."""
+    node = dict(OmegaConf.to_container(model, resolve=True) if isinstance(model, DictConfig) else model or {})
+    for old, new in RENAMED.items():
+        value = node.pop(old, None)
+        if value is not None:
+            log.warning("model.%s is now model.%s: read as model.%s=%s", old, new, new, value)
+            node[new] = value
+    return node
 
 
 def setting_differences(saved: dict, now: ClassifierConfig) -> dict[str, tuple]:
     """{config key: (the checkpoint's value, this command's)} for each setting a classifier checkpoint's
-    hyperparameters (either form) differ in from `now`, but those that only change how it runs."""
-    saved = classifier_hparams(saved)
+    hyperparameters (as load_checkpoint gives them: today's form) differ in from `now`, but those that only
+    change how it runs."""
     current = now.as_dict()
     differ = {}
     if saved["attention"] != current["attention"]:
@@ -261,7 +251,7 @@ def setting_differences(saved: dict, now: ClassifierConfig) -> dict[str, tuple]:
     for section in ("model", "optimizer", "regularizer"):
         for key, value in current[section].items():
             name = f"{section}.{key}"
-            old = saved[section].get(key, LEGACY_DEFAULTS[section][key])
+            old = saved[section][key]
             if name not in RUNTIME_ONLY and old != value:
                 differ["regularizer" if name == "regularizer.name" else name] = (old, value)
     return differ

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import os
 import zipfile
+from dataclasses import asdict
 from pathlib import Path
 
 import torch
 from pytorch_lightning.plugins.io import TorchCheckpointIO
 
 from attnclf.errors import AttnclfError
-from attnclf.settings.model import CLASSIFIER
+from attnclf.settings.model import CLASSIFIER, RENAMED, ModelConfig, OptimizerConfig, RegularizerConfig
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):
@@ -53,9 +54,41 @@ def load_checkpoint(path: str | Path, map_location="cpu") -> dict:
     if not isinstance(ckpt, dict) or "state_dict" not in ckpt:
         raise AttnclfError(f"{path} is not a Lightning checkpoint of this project (no state_dict)")
     hp = ckpt.get("hyper_parameters")
-    if isinstance(hp, dict) and "pack" in hp:  # checkpoints from before model.gru_kernel
-        hp["gru_kernel"] = {True: "packed", False: "padded"}.get(hp.pop("pack"), "auto")
+    if isinstance(hp, dict) and checkpoint_kind(hp) == CLASSIFIER:  # (every form written, as today's)
+        ckpt["hyper_parameters"] = classifier_hparams(hp)
     return ckpt
+
+
+# what a checkpoint saved before a setting existed had for it: the module's defaults of that time
+LEGACY_DEFAULTS = {
+    "model": dict(asdict(ModelConfig()), dropout=0.3, embeddings="random"),
+    "optimizer": asdict(OptimizerConfig()),
+    "regularizer": asdict(RegularizerConfig()),
+}
+_FLAT_REGULARIZER = {"regularizer": "name", "regularizer_epsilon": "epsilon", "regularizer_weight": "weight",
+                     "regularizer_xi": "xi"}  # fmt: skip
+
+
+def classifier_hparams(hp: dict) -> dict:
+    """A classifier checkpoint's hyperparameters in today's form, whatever form it was written in: nested
+    as ClassifierConfig saves them, {kind, vocab_size, num_classes, attention, model: {...}, optimizer: {...},
+    regularizer: {...}}. Checkpoints from before the nesting held them flat (lr, hidden_dim,
+    regularizer_epsilon, ...; `pack` before the kernel was a choice); model.gru_kernel is model.rnn_kernel
+    now; a setting a checkpoint lacks (saved before it existed) gets the default of that time (LEGACY_DEFAULTS)."""
+    nested = isinstance(hp.get("model"), dict)
+    out = {"kind": CLASSIFIER, "vocab_size": hp.get("vocab_size"), "num_classes": hp.get("num_classes", 2),
+           "attention": hp.get("attention", "dot")}  # fmt: skip
+    for section, defaults in LEGACY_DEFAULTS.items():
+        given = dict(hp.get(section) or {}) if nested else hp
+        given = {RENAMED.get(k, k): v for k, v in given.items()} if section == "model" else given
+        out[section] = {k: given.get(k, v) for k, v in defaults.items()}
+    if not nested:
+        for flat, key in _FLAT_REGULARIZER.items():
+            if flat in hp:
+                out["regularizer"][key] = hp[flat]
+    if "pack" in hp:
+        out["model"]["rnn_kernel"] = {True: "packed", False: "padded"}.get(hp["pack"], "auto")
+    return out
 
 
 def checkpoint_kind(hparams: dict) -> str | None:

@@ -19,9 +19,9 @@ from pytorch_lightning.utilities.seed import isolate_rng
 from attnclf.data.datamodule import TextDataModule
 from attnclf.data.text import Vocab
 from attnclf.errors import AttnclfError
-from attnclf.models.classifier import AttentionClassifier
+from attnclf.models.classifier import ClassifierNet
 from attnclf.models.language_model import KIND
-from attnclf.settings.lm import PretrainSettings
+from attnclf.settings.lm import PretrainConfig
 from attnclf.settings.model import CLASSIFIER
 from attnclf.training.checkpoint import best_checkpoint, checkpoint_kind, load_checkpoint, run_dir_of
 from attnclf.training.pretrain import fit_language_models
@@ -67,7 +67,7 @@ def check_init_from(
 
 
 def load_pretrained(
-    model: AttentionClassifier,
+    model: ClassifierNet,
     path: str,
     vocab: Vocab,
     pretrain_dir: str = "outputs/pretrain",
@@ -108,7 +108,7 @@ def load_pretrained(
     return record
 
 
-def cache_key(s: PretrainSettings, texts) -> str:
+def cache_key(s: PretrainConfig, texts) -> str:
     """The pretraining cache's key: a hash of the texts (their fingerprints and rows) and of what the
     language models learn from, not of where they are written or how they are shown (paths, loggers,
     callbacks, threads, resuming). The data's path is left out: the texts are known by their fingerprints,
@@ -119,7 +119,7 @@ def cache_key(s: PretrainSettings, texts) -> str:
     return hashlib.sha1(json.dumps({"texts": texts, "settings": settings}, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def cached_pretraining(s: PretrainSettings, datamodule: TextDataModule, seed: int, overrides: list[str]) -> Path:
+def cached_pretraining(s: PretrainConfig, datamodule: TextDataModule, seed: int, overrides: list[str]) -> Path:
     """The folder of the pretraining of settings `s` (attnclf/settings/lm.py: pretraining_config) of the texts
     `datamodule` reads: found in paths.cache_dir/pretrain/<key> (cache_key), or trained there now, once
     (runs started together wait for the first; an interrupted one resumes from its last checkpoint). Where
@@ -152,7 +152,7 @@ def cached_pretraining(s: PretrainSettings, datamodule: TextDataModule, seed: in
     return folder
 
 
-def pretrain_isolated(s: PretrainSettings) -> None:
+def pretrain_isolated(s: PretrainConfig) -> None:
     """The pretraining, its random numbers and seeding variables apart from the run's."""
     seed_env = {k: os.environ.get(k) for k in ("PL_GLOBAL_SEED", "PL_SEED_WORKERS")}
     with isolate_rng(include_cuda=torch.cuda.is_available()):

@@ -1,4 +1,4 @@
-"""The LightningModule: loss, metrics, optimiser and schedule around AttentionClassifier."""
+"""The LightningModule: loss, metrics, optimiser and schedule around ClassifierNet."""
 
 from __future__ import annotations
 
@@ -13,14 +13,13 @@ from torchmetrics import MaxMetric
 from torchmetrics.classification import MulticlassAccuracy, MulticlassConfusionMatrix, MulticlassF1Score
 
 from attnclf.errors import AttnclfError
-from attnclf.models.classifier import AttentionClassifier
+from attnclf.models.classifier import ClassifierNet
 from attnclf.settings.model import (
     CLASSIFIER,
     ClassifierConfig,
     ModelConfig,
     OptimizerConfig,
     RegularizerConfig,
-    classifier_hparams,
 )
 from attnclf.training.regularizers import adversarial_losses, virtual_adversarial_loss
 
@@ -197,43 +196,37 @@ class TrainingModule(L.LightningModule):
             torch.cuda.set_rng_state(own["cuda"].cpu().clone(), device)
 
 
-class AttnClassifierModule(TrainingModule):
+class ClassifierModule(TrainingModule):
     """The classifier's LightningModule, built from a ClassifierConfig (attnclf/settings/model.py), which
     it saves in its checkpoint, nested, beside the data's vocabulary size and classes and its kind."""
 
     def __init__(
         self,
         vocab_size: int,
-        num_classes: int = 2,
-        attention: str = "dot",
+        num_classes: int,
+        config: ClassifierConfig | None = None,
+        *,
+        kind: str = CLASSIFIER,
+        attention: str | None = None,
         model: dict | None = None,
         optimizer: dict | None = None,
-        regularizer: dict | str | None = None,
-        kind: str = CLASSIFIER,
-        config: ClassifierConfig | None = None,
-        **flat,
+        regularizer: dict | None = None,
     ):
-        """`config`: the settings as train() built and checked them. Or, as a checkpoint holds them,
-        `model`, `optimizer`, `regularizer`: dicts of ModelConfig, OptimizerConfig, RegularizerConfig (checked
-        here). Flat arguments (hidden_dim=..., lr=..., regularizer="adversarial", regularizer_epsilon=...), as
-        checkpoints before ClassifierConfig held them, are read the same way."""
+        """`config`: the settings as train() built and checked them. Or, as a checkpoint holds them (its
+        hyperparameters as load_checkpoint gives them, whatever form it was written in: `kind`, `attention`,
+        `model`, `optimizer`, `regularizer`, the last three the dicts ClassifierConfig.as_dict() saves),
+        checked here."""
         super().__init__()
         if config is None:
-            if model is None or optimizer is None or not isinstance(regularizer, dict) or flat:
-                given = {"regularizer": regularizer} if isinstance(regularizer, str) else {}
-                hp = classifier_hparams({"vocab_size": vocab_size, "num_classes": num_classes, "attention": attention,
-                                         **given, **(model or {}), **(optimizer or {}), **flat})  # fmt: skip
-                model, optimizer, regularizer = hp["model"], hp["optimizer"], hp["regularizer"]
-            config = ClassifierConfig(
-                attention, ModelConfig(**model), OptimizerConfig(**optimizer), RegularizerConfig(**regularizer)
-            )
+            config = ClassifierConfig(attention, ModelConfig(**model), OptimizerConfig(**optimizer),
+                                      RegularizerConfig(**regularizer))  # fmt: skip
             config.check()
         self.config = config
         # logger=False: train(cfg) writes the hparams once, at the end, with the final metrics
         saved = {"kind": CLASSIFIER, "vocab_size": vocab_size, "num_classes": num_classes, **self.config.as_dict()}
         self.save_hyperparameters(saved, logger=False)
         m = self.config.model
-        self.model = AttentionClassifier(vocab_size, num_classes, attention=config.attention, **m.network())
+        self.model = ClassifierNet(vocab_size, num_classes, attention=config.attention, **m.network())
         # `embeddings` (random, word2vec or a vectors file) and `init_from` (a pretrain.py checkpoint) are where
         # train() took the initial weights from: a record only, as the weights themselves are in the state dict
         self.model.embed.weight.requires_grad_(not m.freeze_embeddings)

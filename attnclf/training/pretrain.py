@@ -14,7 +14,7 @@ from omegaconf import DictConfig
 from attnclf.data.lm import LMDataModule
 from attnclf.data.vectors import initial_embeddings
 from attnclf.models.language_model import KIND
-from attnclf.settings.lm import LMConfig, PretrainSettings
+from attnclf.settings.lm import LMConfig, PretrainConfig
 from attnclf.settings.model import ModelConfig
 from attnclf.training.checkpoint import checkpoint_kind
 from attnclf.training.lm_module import LanguageModelModule
@@ -60,7 +60,7 @@ def say_length(trainer: L.Trainer, datamodule: LMDataModule) -> None:
              "tokens an epoch", steps, trainer.max_epochs, batches, len(train), train.lengths.sum() / 1e6)  # fmt: skip
 
 
-def fit_language_models(s: PretrainSettings, cfg: DictConfig | None = None) -> float:
+def fit_language_models(s: PretrainConfig, cfg: DictConfig | None = None) -> float:
     """pretrain() with its settings built and checked (`attnclf pretrain`, or a run's model.init_from=pretrain);
     `cfg`: the composed config, kept in a fresh run's folder where Hydra wrote none (keep_config)."""
     prepare_process(s.run)
