@@ -35,7 +35,8 @@ def run(fn, cfg):
     """
     try:
         return fn(cfg)
-    except KeyboardInterrupt:  # (outside the fit, which Lightning stops itself: word vectors, data work)
+    # outside the fit, which Lightning stops itself: word vectors, data work
+    except KeyboardInterrupt:
         e = Interrupted("stopped by Ctrl-C before training began; nothing was kept but the caches", signal.SIGINT)
     except OSError as e_:
         e = AttnclfError(os_error_line(e_))
@@ -43,13 +44,15 @@ def run(fn, cfg):
         e = e_
     print(f"error: {e}", file=sys.stderr)
     folder = run_folder_of(cfg)
-    if folder is not None:  # a failed start leaves no run folder behind (one with results stays)
+    # a failed start leaves no run folder behind (one with results stays)
+    if folder is not None:
         close_logs_in(folder)
         remove_if_unused(folder)
         remove_empty_parents(folder)
     if isinstance(e, Interrupted):
         sys.exit(e.status)
-    if in_multirun():  # (a sweep's other jobs go on: Hydra gives each its own log)
+    # a sweep's other jobs go on: Hydra gives each its own log
+    if in_multirun():
         raise SweepJobError(str(e)) from e
     sys.exit(2)
 
@@ -58,7 +61,8 @@ def run_folder_of(cfg) -> Path | None:
     """The run folder a command made (`paths.output_dir`: the one Hydra made for it); None where it has none."""
     try:
         out = OmegaConf.select(cfg, "paths.output_dir")
-    except Exception:  # (outside Hydra its resolver is not there)
+    # outside Hydra its resolver is not there
+    except Exception:
         out = None
     return Path(out).resolve() if out else None
 
@@ -66,7 +70,8 @@ def run_folder_of(cfg) -> Path | None:
 def remove_empty_parents(folder: Path) -> None:
     """The folders above a removed run folder (outputs/eval/ ...), where they are empty and inside the
     working directory: a failed start leaves nothing behind."""
-    if folder.exists():  # (it held results: kept, and so are the folders above it)
+    # it held results: kept, and so are the folders above it
+    if folder.exists():
         return
     here = Path.cwd().resolve()
     for parent in folder.parents:
@@ -96,15 +101,19 @@ def main_entry(main, config_name: str) -> None:
     itself prints several lines and exits 1); so is a multirun stopped by a job's user error.
     HYDRA_FULL_ERROR=1 set by the user still shows Hydra's own full error."""
     full = _env_set("HYDRA_FULL_ERROR")
-    os.environ["HYDRA_FULL_ERROR"] = "1"  # (composition errors reach us as exceptions, not as Hydra's print-out)
+    # composition errors reach us as exceptions, not as Hydra's print-out
+    os.environ["HYDRA_FULL_ERROR"] = "1"
     try:
         main()
     except SystemExit as e:
-        if e.code == 1 and isinstance(e.__context__, AttnclfError):  # (raised while Hydra handled ours)
+        # raised while Hydra handled ours
+        if e.code == 1 and isinstance(e.__context__, AttnclfError):
             raise SystemExit(2) from None
         raise
-    except AttnclfError as e:  # a sweep stopped by a job's user error: the job said it ("error: ..."); as Hydra
-        if full:  # does, the sweep ends on its message
+    # a sweep stopped by a job's user error: the job said it ("error: ..."); as Hydra
+    except AttnclfError as e:
+        # does, the sweep ends on its message
+        if full:
             raise
         print(str(e) if isinstance(e, SweepJobError) else f"error: {e}", file=sys.stderr)
         raise SystemExit(2) from None
@@ -113,7 +122,8 @@ def main_entry(main, config_name: str) -> None:
             raise
         print(f"error: {composition_error(e, config_name)}", file=sys.stderr)
         raise SystemExit(2) from None
-    except OSError as e:  # Hydra making the run folder (ours are one line in run() already; this clause comes
+    # Hydra making the run folder (ours are one line in run() already; this clause comes
+    except OSError as e:
         # after HydraException's, for Hydra's MissingConfigException is an OSError too)
         if full:
             raise
@@ -131,19 +141,25 @@ def _env_set(name: str) -> bool:
 def composition_error(e: HydraException, config_name: str) -> str:
     """Hydra's composition error as one line: the option, key or value named, and what is allowed."""
     if isinstance(e, MissingConfigException) and e.missing_cfg_file and e.options is not None:
-        group, _, option = e.missing_cfg_file.rpartition("/")  # e.g. attention/foo
+        # e.g. attention/foo
+        group, _, option = e.missing_cfg_file.rpartition("/")
         return f"{group}={option!r}; allowed: {', '.join(sorted(e.options))}"
     cause = e.__cause__
     not_a_group = re.search(r"Could not override '([^']+)'\. No match in the defaults list.*use \+(\S+)", str(e), re.S)
-    if not_a_group:  # attention=additive where the command has no such group (its checkpoint decides it)
+    # attention=additive where the command has no such group (its checkpoint decides it)
+    if not_a_group:
         keys = keys_of(config_name, "")
         return f"{not_a_group.group(2)}: {not_a_group.group(1)} is not a setting here; allowed: {', '.join(keys)}"
-    if isinstance(cause, (ConfigKeyError, ConfigAttributeError)) and cause.full_key:  # model.foo=1: no such key
-        if cause.full_key == "hparams_search" and config_name == "train":  # (its keys come with a search)
+    # model.foo=1: no such key
+    if isinstance(cause, (ConfigKeyError, ConfigAttributeError)) and cause.full_key:
+        # its keys come with a search
+        if cause.full_key == "hparams_search" and config_name == "train":
             given = re.search(r"Could not override '([^']+)'", str(e))
             key = given.group(1) if given else "hparams_search.*"
-            return (f"{key} belongs to an Optuna search: give hparams_search=imdb_optuna with it "
-                    f"(attnclf train -m hparams_search=imdb_optuna {key}=...)")  # fmt: skip
+            return (
+                f"{key} belongs to an Optuna search: give hparams_search=imdb_optuna with it "
+                f"(attnclf train -m hparams_search=imdb_optuna {key}=...)"
+            )
         parent, _, key = cause.full_key.rpartition(".")
         keys = keys_of(config_name, parent)
         where = f"a setting of {parent}" if parent else "a setting"
@@ -161,9 +177,11 @@ def keys_of(config_name: str, parent: str) -> list[str]:
     from hydra.core.global_hydra import GlobalHydra
 
     try:
-        GlobalHydra.instance().clear()  # (conf/ itself, whatever the entry point's search path was)
+        # conf/ itself, whatever the entry point's search path was
+        GlobalHydra.instance().clear()
         cfg = compose_config(config_name, [])
         node = OmegaConf.select(cfg, parent) if parent else cfg
         return [str(k) for k in node] if OmegaConf.is_dict(node) else []
-    except Exception:  # (only a list for the message: the error itself is said either way)
+    # only a list for the message: the error itself is said either way
+    except Exception:
         return []

@@ -185,8 +185,8 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     (
         "old-checkpoint-forgets-xi",
         "attnclf/training/checkpoint.py",
-        r',\s+"regularizer_xi": "xi"\}',
-        "}",
+        r'\n\s+"regularizer_xi": "xi",',
+        "",
         ["tests/test_config.py::test_every_flat_regularizer_key_of_an_old_checkpoint_is_read"],
     ),
     (
@@ -234,8 +234,8 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     (
         "predict-writes-checked-after-the-work",
         "attnclf/commands/predict.py",
-        r"if self\.output is not None:  # the files",
-        "if False:  # the files",
+        r"if self\.output is not None:",
+        "if False:",
         ["tests/test_inference.py::test_bad_predict_inputs"],
     ),
     # a run that remembers its data (data.json), found with the typed settings
@@ -930,15 +930,15 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     (
         "predict-cut-review-unsaid",
         "attnclf/commands/predict.py",
-        r"    if cut:  # \(as the run's test read them: said, not silent\)",
+        r"    if cut:",
         "    if False:",
         ["tests/test_inference.py::test_bad_predict_inputs"],
     ),
     (
         "predict-text-not-utf8-taken",
         "attnclf/commands/predict.py",
-        r"        if at is not None:  # \(sys\.argv holds",
-        "        if False:  # (sys.argv holds",
+        r"        if at is not None:",
+        "        if False:",
         ["tests/test_inference.py::test_bad_predict_inputs"],
     ),
     (
@@ -993,8 +993,8 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     (
         "a-group-the-command-lacks-hinted-with-plus",
         "attnclf/cli.py",
-        r"    if not_a_group:  # attention=additive",
-        "    if False:  # attention=additive",
+        r"    if not_a_group:",
+        "    if False:",
         ["tests/test_errors.py::test_a_command_line_hydra_cannot_compose_is_one_line_naming_what_is_allowed"],
     ),
     (

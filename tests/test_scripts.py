@@ -33,7 +33,7 @@ def test_bench_attention_quick(tmp_path):
 @pytest.mark.bench  # (a benchmark script on tiny inputs, in a process of its own)
 @pytest.mark.slow
 def test_bench_train_quick(tiny_imdb, tmp_path):
-    """Contenders run on tiny data and their ratios are printed (the documents' loop and the product here:
+    """Contenders run on tiny data and their ratios are printed (the starting loop and the product here:
     each contender is a process of its own, ~10 s of imports; the kernel runs in the interleaved test)."""
     r = subprocess.run(
         [

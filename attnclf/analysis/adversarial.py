@@ -43,11 +43,16 @@ def jsd(p: torch.Tensor, q: torch.Tensor) -> torch.Tensor:
 
 @dataclass
 class Adversaries:
-    jsd: np.ndarray  # (N,) the largest JSD from the model's weights of a candidate within epsilon
-    tv: np.ndarray  # (N,) that candidate's output change (total variation; 0 where none was within epsilon)
-    found: np.ndarray  # (N,) whether any candidate stayed within epsilon
-    permuted_jsd: np.ndarray  # (N,) JSD of the model's weights shuffled once among the real tokens: a baseline
-    weights: list[np.ndarray]  # the chosen candidate's weights (the model's own where none was found)
+    # (N,) the largest JSD from the model's weights of a candidate within epsilon
+    jsd: np.ndarray
+    # (N,) that candidate's output change (total variation; 0 where none was within epsilon)
+    tv: np.ndarray
+    # (N,) whether any candidate stayed within epsilon
+    found: np.ndarray
+    # (N,) JSD of the model's weights shuffled once among the real tokens: a baseline
+    permuted_jsd: np.ndarray
+    # the chosen candidate's weights (the model's own where none was found)
+    weights: list[np.ndarray]
 
 
 def _search(model, out, w, mask, epsilon: float, candidates: int, steps: int, gen: torch.Generator):
@@ -63,7 +68,8 @@ def _search(model, out, w, mask, epsilon: float, candidates: int, steps: int, ge
         if step == steps:
             return a.detach(), tv.detach()
         away = jsd(a, w.unsqueeze(0))  # (K, B)
-        apart = jsd(a.unsqueeze(1), a.unsqueeze(0))  # (K, K, B): candidates kept apart from one another
+        # (K, K, B): candidates kept apart from one another
+        apart = jsd(a.unsqueeze(1), a.unsqueeze(0))
         loss = (-away + PENALTY * torch.relu(tv - epsilon)).sum() - apart.sum(-1).mean()
         opt.zero_grad()
         loss.backward()
@@ -91,12 +97,14 @@ def adversarial_attention(
     best, moved, found, permuted = np.zeros(n), np.zeros(n), np.zeros(n, dtype=bool), np.zeros(n)
     weights: list = [None] * n
     frozen = [p.requires_grad for p in model.parameters()]
-    model.requires_grad_(False)  # (only the candidates' logits are searched)
+    # only the candidates' logits are searched
+    model.requires_grad_(False)
     try:
         for group, out, w, mask in encoded(model, seqs, batch_tokens):
             with torch.enable_grad():
                 a, tv = _search(model, out, w, mask, epsilon, candidates, steps, gen)
-            away = jsd(a, w.unsqueeze(0)).masked_fill(tv > epsilon, -1.0)  # (K, B): out of bounds never chosen
+            # (K, B): out of bounds never chosen
+            away = jsd(a, w.unsqueeze(0)).masked_fill(tv > epsilon, -1.0)
             pick = away.argmax(0)  # (B,)
             cols = torch.arange(len(group))
             ok = (away[pick, cols] >= 0).cpu().numpy()

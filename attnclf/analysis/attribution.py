@@ -20,7 +20,8 @@ from attnclf.analysis.measures import pad, weights_and_logits
 from attnclf.data.sampling import chunks
 from attnclf.models.classifier import ClassifierNet
 
-IG_STEPS = 50  # Captum's default number of points on the path
+# Captum's default number of points on the path
+IG_STEPS = 50
 
 
 def _probabilities_of(model: ClassifierNet):
@@ -52,13 +53,17 @@ def importance(
             x = model.embed(ids)  # (B, T, E)
         target = torch.as_tensor(pred[group], device=device)
         if source == "integrated_gradients":
-            scores = method.attribute(x, baselines=torch.zeros_like(x), target=target, additional_forward_args=(lens,),
-                                      n_steps=IG_STEPS)  # fmt: skip
-        else:  # one token's embedding at a time (all its dims together), zeros in its place
+            scores = method.attribute(
+                x, baselines=torch.zeros_like(x), target=target, additional_forward_args=(lens,), n_steps=IG_STEPS
+            )
+        # one token's embedding at a time (all its dims together), zeros in its place
+        else:
             mask = torch.arange(x.size(1), device=device).view(1, -1, 1).expand_as(x)
-            scores = method.attribute(x, baselines=0.0, target=target, additional_forward_args=(lens,),
-                                      feature_mask=mask)  # fmt: skip
-            scores = scores / x.size(-1)  # (each dim of a token is given the token's whole change)
+            scores = method.attribute(
+                x, baselines=0.0, target=target, additional_forward_args=(lens,), feature_mask=mask
+            )
+            # each dim of a token is given the token's whole change
+            scores = scores / x.size(-1)
         scores = scores.sum(-1).detach().cpu().numpy()  # (B, T)
         for row, i in enumerate(group):
             out[i] = scores[row, : lengths[i]].astype(np.float64)

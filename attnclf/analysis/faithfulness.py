@@ -85,8 +85,9 @@ def measure(
     extra = {name: timed(name, importance, model, seqs, name, attr.pred, bt) for name in cfg.sources}  # Captum's
     orders = orders_of(attr, loo, extra, seqs, cfg.seed)
     erasure = timed("erasure", measures.erasure, model, seqs, attr.probs, orders, ks, bt)
-    eraser = timed("eraser", measures.comprehensiveness_sufficiency, model, seqs, attr.probs, orders,
-                   measures.ERASER_BINS, bt)  # fmt: skip
+    eraser = timed(
+        "eraser", measures.comprehensiveness_sufficiency, model, seqs, attr.probs, orders, measures.ERASER_BINS, bt
+    )
     flip = timed("tokens_to_flip", measures.tokens_to_flip, model, seqs, attr.probs, orders["attention"], bt)
     flip_random = timed("tokens_to_flip_random", measures.tokens_to_flip, model, seqs, attr.probs, orders["random"], bt)
     tv, entropy = timed("permutation", measures.permutation, model, seqs, cfg.permutations, cfg.seed, bt)
@@ -104,11 +105,11 @@ def measure(
             "bins": [measures.bin_name(b) for b in measures.ERASER_BINS],
             "reviews": int((lengths >= 2).sum()),
             "sources": eraser,
-        },  # fmt: skip
+        },
         "tokens_to_flip": {
             "attention": flip_summary(flip, flip_frac),
             "random": flip_summary(flip_random, share_removed(flip_random, lengths)),
-        },  # fmt: skip
+        },
         "permutation": permutation_summary(tv, entropy, cfg.permutations),
         "uniform": uniform_summary(uni, attr, labels),
         # Mohankumar et al.'s conicity of the encoder states, and the share of real tokens weighted exactly 0
@@ -118,10 +119,12 @@ def measure(
         # per review, in sample order (null where undefined), for comparing checkpoints
         "per_review": per_review_of(tau, flip, lengths, tv, entropy),
     }
-    if marked is not None:  # agreement with the tokens people marked
+    # agreement with the tokens people marked
+    if marked is not None:
         result["plausibility"] = plausibility_of(attr, loo, orders, extra, marked)
     arrays = {"attr": attr, "loo": loo, "tau": tau, "flip_frac": flip_frac, "tv": tv, "entropy": entropy}
-    if cfg.adversarial is not None:  # opt-in: a search of `steps` passes a batch
+    # opt-in: a search of `steps` passes a batch
+    if cfg.adversarial is not None:
         adv = timed("adversarial", adversarial_attention, model, seqs, cfg.adversarial, seed=cfg.seed, batch_tokens=bt)
         result["adversarial"] = adversarial_summary(adv, entropy, cfg.adversarial, timed.seconds["adversarial"])
         result["per_review"]["adversarial_jsd"] = _list(adv.jsd)
@@ -167,8 +170,12 @@ def uniform_summary(uni: np.ndarray, attr, labels: np.ndarray) -> dict:
 
 def seconds_per_review(seconds: dict, reviews: int, extra: dict) -> dict:
     """What each importance source costs a review (the attention comes with the gradient's pass)."""
-    keys = [("gradient", "gradient"), ("gradient_fixed_weights", "gradient_fixed_weights"), ("loo", "leave_one_out"),
-            *((n, n) for n in extra)]  # fmt: skip
+    keys = [
+        ("gradient", "gradient"),
+        ("gradient_fixed_weights", "gradient_fixed_weights"),
+        ("loo", "leave_one_out"),
+        *((n, n) for n in extra),
+    ]
     return {name: seconds[key] / reviews for name, key in keys}
 
 
@@ -188,8 +195,13 @@ def per_review_of(tau: dict, flip, lengths: np.ndarray, tv: np.ndarray, entropy:
 
 def plausibility_of(attr, loo, orders: dict, extra: dict, marked: Aligned) -> dict:
     """Each importance source's agreement with the tokens people marked (its AUPRC and token F1)."""
-    scores = {"attention": attr.weights, "gradient": attr.gradient, "loo": [np.nan_to_num(x, nan=0.0) for x in loo],
-              "random": [by_order(o) for o in orders["random"]], **extra}  # fmt: skip
+    scores = {
+        "attention": attr.weights,
+        "gradient": attr.gradient,
+        "loo": [np.nan_to_num(x, nan=0.0) for x in loo],
+        "random": [by_order(o) for o in orders["random"]],
+        **extra,
+    }
     sources = {name: plausibility(v, marked.gold, marked.spans) for name, v in scores.items()}
     marked_share = float(np.mean(np.concatenate(marked.gold)))
     return {"reviews": len(attr.weights), "marked_share": marked_share, "sources": sources}
@@ -220,11 +232,15 @@ def by_entropy_quartile(entropy: np.ndarray, values: np.ndarray, name: str) -> l
     edges = np.quantile(entropy, np.linspace(0, 1, 5))
     bins = np.clip(np.searchsorted(edges, entropy, side="right") - 1, 0, 3)
     return [
-        {"entropy_from": float(edges[b]), "entropy_to": float(edges[b + 1]),
-         f"median_{name}": float(np.median(values[bins == b])), "reviews": int((bins == b).sum())}
+        {
+            "entropy_from": float(edges[b]),
+            "entropy_to": float(edges[b + 1]),
+            f"median_{name}": float(np.median(values[bins == b])),
+            "reviews": int((bins == b).sum()),
+        }
         for b in range(4)
         if (bins == b).any()
-    ]  # fmt: skip
+    ]
 
 
 def tested(tau: np.ndarray, p: np.ndarray) -> dict:
@@ -244,8 +260,11 @@ def agreement(
     yardstick of what agreement between two importance measures looks like. `extra`: more sources (Captum's)
     by name, each against the attention under both definitions."""
     w, extra = attr.weights, extra or {}
-    signed = {"gradient": measures.kendall_test(w, attr.gradient), "loo": measures.kendall_test(w, loo),
-              **{name: measures.kendall_test(w, v) for name, v in extra.items()}}  # fmt: skip
+    signed = {
+        "gradient": measures.kendall_test(w, attr.gradient),
+        "loo": measures.kendall_test(w, loo),
+        **{name: measures.kendall_test(w, v) for name, v in extra.items()},
+    }
     gradient, left_out = measures.magnitude(fixed.gradient), measures.magnitude(loo)
     by_size = {
         "gradient": measures.kendall_test(w, gradient),
@@ -265,8 +284,11 @@ def agreement(
         },
         "magnitude": {name: tested(*t) for name, t in by_size.items()},
     }
-    taus = {**{name: t[0] for name, t in signed.items()},
-            "gradient_magnitude": by_size["gradient"][0], "loo_magnitude": by_size["loo"][0]}  # fmt: skip
+    taus = {
+        **{name: t[0] for name, t in signed.items()},
+        "gradient_magnitude": by_size["gradient"][0],
+        "loo_magnitude": by_size["loo"][0],
+    }
     return result, taus
 
 

@@ -69,8 +69,10 @@ def probabilities(model: ClassifierNet, seqs: Sequence[np.ndarray], batch_tokens
 
 @dataclass
 class Attributions:
-    weights: list[np.ndarray]  # attention weight of each real token
-    gradient: list[np.ndarray]  # gradient x input of each real token
+    # attention weight of each real token
+    weights: list[np.ndarray]
+    # gradient x input of each real token
+    gradient: list[np.ndarray]
     probs: np.ndarray  # (N, C)
 
     @property
@@ -220,8 +222,12 @@ def comprehensiveness_sufficiency(
         scores: dict = {"comprehensiveness": {}, "sufficiency": {}}
         if not rows:  # (nothing to score)
             nan = {bin_name(b): float("nan") for b in bins}
-            result[name] = {"comprehensiveness": nan, "sufficiency": dict(nan), "aopc_comprehensiveness": float("nan"),
-                            "aopc_sufficiency": float("nan")}  # fmt: skip
+            result[name] = {
+                "comprehensiveness": nan,
+                "sufficiency": dict(nan),
+                "aopc_comprehensiveness": float("nan"),
+                "aopc_sufficiency": float("nan"),
+            }
             continue
         for share in bins:
             top = [order[i][: bin_count(share, len(seqs[i]))] for i in rows]
@@ -299,7 +305,8 @@ def probs_under(model: ClassifierNet, out: torch.Tensor, weights: torch.Tensor) 
     """Class probabilities (..., B, C) of encoder outputs (B, T, D) pooled with weights (..., B, T)."""
     lead = weights.shape[:-2]
     flat = weights.reshape(-1, *weights.shape[-2:])  # (P, B, T)
-    outs = out.unsqueeze(0).expand(flat.size(0), *out.shape).reshape(-1, *out.shape[1:])  # (P*B, T, D)
+    # P*B, T, D
+    outs = out.unsqueeze(0).expand(flat.size(0), *out.shape).reshape(-1, *out.shape[1:])
     logits = model.classify(model.pool(outs, flat.reshape(-1, flat.size(-1))))  # (P*B, C)
     return torch.softmax(logits.float(), -1).reshape(*lead, *weights.shape[-2:-1], -1)
 
@@ -308,7 +315,8 @@ def shuffled_weights(w: torch.Tensor, mask: torch.Tensor, permutations: int, gen
     """`permutations` random orders of each review's weights w (B, T) among its real tokens (mask (B, T)):
     (P, B, T); padding keeps its weight, 0."""
     keys = torch.rand((permutations, *w.shape), generator=gen).to(w.device)  # (P, B, T)
-    keys = keys.masked_fill(~mask, 2.0)  # padding sorts last and stays there
+    # padding sorts last and stays there
+    keys = keys.masked_fill(~mask, 2.0)
     return w.unsqueeze(0).expand_as(keys).gather(2, keys.argsort(-1))
 
 

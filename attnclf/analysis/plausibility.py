@@ -45,7 +45,8 @@ def auprc(scores: np.ndarray, gold: np.ndarray) -> float:
     rank = np.unique(scores, return_inverse=True)[1].reshape(-1)
     preds = torch.as_tensor((rank + 1) / (rank.max() + 1), dtype=torch.float64)
     precision, recall, _ = binary_precision_recall_curve(preds, torch.as_tensor(gold, dtype=torch.long))
-    return float(auc(recall, precision))  # (the curve in its own order: recall falls)
+    # the curve in its own order: recall falls
+    return float(auc(recall, precision))
 
 
 def _f1(p: float, r: float) -> float:
@@ -57,8 +58,9 @@ def _iou(a: tuple[int, int], b: tuple[int, int]) -> float:
     return inter / (max(a[1], b[1]) - min(a[0], b[0]))
 
 
-def plausibility(scores: Sequence[np.ndarray], gold: Sequence[np.ndarray],
-                 spans: Sequence[list[tuple[int, int]]]) -> dict:  # fmt: skip
+def plausibility(
+    scores: Sequence[np.ndarray], gold: Sequence[np.ndarray], spans: Sequence[list[tuple[int, int]]]
+) -> dict:
     """One importance source's token F1, AUPRC and IOU-F1 over reviews with at least one marked token
     (`gold`: a bool a token; `spans`: the marked spans in the same tokens)."""
     f1s, areas, matched, predicted, marked, macro_p, macro_r = [], [], 0, 0, 0, [], []
@@ -77,6 +79,7 @@ def plausibility(scores: Sequence[np.ndarray], gold: Sequence[np.ndarray],
     return {
         "token_f1": float(np.mean(f1s)),
         "auprc": float(np.mean(areas)),
-        "iou_f1": _f1(float(np.mean(macro_p)), float(np.mean(macro_r))),  # macro: ERASER's per-review means
+        # macro: ERASER's per-review means
+        "iou_f1": _f1(float(np.mean(macro_p)), float(np.mean(macro_r))),
         "iou_f1_micro": _f1(matched / predicted, matched / marked),
     }

@@ -14,36 +14,37 @@ from __future__ import annotations
 import importlib
 import sys
 
-COMMANDS = {  # name: (module, one line on what it does)
+# name: (module, one line on what it does)
+COMMANDS = {
     "train": ("attnclf.commands.train", "train a classifier: attnclf train attention=additive [key=value ...]"),
     "eval": ("attnclf.commands.eval", "accuracy, loss, macro-F1 and confusion of a run on its own test rows"),
     "predict": ("attnclf.commands.predict", "classify texts, each word's attention beside (text=... or input=...)"),
     "faithfulness": (
         "attnclf.commands.faithfulness",
         "can a run's attention maps be trusted? agreement, erasure, ERASER, adversarial attention",
-    ),  # fmt: skip
+    ),
     "attention-tests": (
         "attnclf.commands.attention_tests",
         "Wiegreffe & Pinter's tests of a run's attention: test=diagnostic or adversarial",
-    ),  # fmt: skip
+    ),
     "serve": (
         "attnclf.commands.serve",
         "serve runs over HTTP: a JSON API and a page where their attentions read a text side by side",
-    ),  # fmt: skip
+    ),
     "pretrain": ("attnclf.commands.pretrain", "pretrain the encoder as two language models"),
     "report": ("attnclf.commands.report", "summarise a sweep folder: ranking, mean ± sd, dot vs additive paired"),
     "compare-datasets": (
         "attnclf.commands.compare_datasets",
         "dot vs additive on several datasets, each by its protocol, then one report",
-    ),  # fmt: skip
+    ),
     "compare-faithfulness": (
         "attnclf.commands.compare_faithfulness",
         "faithfulness results side by side, or mean ± sd per attention",
-    ),  # fmt: skip
+    ),
     "compare-attention": (
         "attnclf.commands.compare_attention",
         "a dot and an additive run's attention maps over the same reviews",
-    ),  # fmt: skip
+    ),
     "agreement": ("attnclf.commands.agreement", "how far runs' attention maps agree, across seeds and attentions"),
     "imbalance": ("attnclf.commands.imbalance", "a copy of a dataset with a rare class (class-weight experiments)"),
 }
@@ -67,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     name, rest = argv[0], argv[1:]
     module = importlib.import_module(COMMANDS[name][0])
-    if hasattr(module, "entry"):  # a Hydra app (or predict): it reads sys.argv, exits with its status
+    # a Hydra app (or predict): it reads sys.argv, exits with its status
+    if hasattr(module, "entry"):
         sys.argv = [f"attnclf {name}", *rest]
         module.entry()
         return 0

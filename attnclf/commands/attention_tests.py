@@ -63,8 +63,10 @@ def data_as_trained(clf: TrainedClassifier, s: AttentionTestsConfig) -> TextData
     dm = TextDataModule(data, int(carved["seed"]) if carved else 42)
     dm.setup("fit")
     if dm.vocab.itos != clf.vocab.itos:
-        raise AttnclfError(f"ckpt={s.ckpt!r}: its run's data gives another vocabulary than the checkpoint's; "
-                           "give the data it was trained on")  # fmt: skip
+        raise AttnclfError(
+            f"ckpt={s.ckpt!r}: its run's data gives another vocabulary than the checkpoint's; "
+            "give the data it was trained on"
+        )
     dm.train_set = sampled(dm.train_set, s.train_reviews, s.seed, "train_reviews", "training")
     dm.val_set = sampled(dm.val_set, s.reviews, s.seed, "reviews", "validation")
     dm.test_set = sampled(dm.test_set, s.reviews, s.seed, "reviews", "test")
@@ -87,9 +89,16 @@ def said_time(clf: TrainedClassifier, dm: TextDataModule, s: AttentionTestsConfi
     models = len(DIAGNOSTIC_WEIGHTS) if s.test == "diagnostic" else len(s.lambdas)
     reads = models * (s.epochs * (len(dm.train_set) + len(dm.val_set)) + len(dm.test_set))
     seconds = reads * PASSES[s.test] * classifier_pace(clf, dm)
-    log.info("%s: %d model(s), %d epoch(s) of %d training rows, tested on %d rows: about %s on this machine "
-             "(epochs, train_reviews and reviews set it)", s.test, models, s.epochs, len(dm.train_set),
-             len(dm.test_set), duration(seconds))  # fmt: skip
+    log.info(
+        "%s: %d model(s), %d epoch(s) of %d training rows, tested on %d rows: about %s on this machine "
+        "(epochs, train_reviews and reviews set it)",
+        s.test,
+        models,
+        s.epochs,
+        len(dm.train_set),
+        len(dm.test_set),
+        duration(seconds),
+    )
 
 
 def duration(seconds: float) -> str:
@@ -128,18 +137,32 @@ def fit_and_test(module: GuidedModule, dm: TextDataModule, s: AttentionTestsConf
         best = ModelCheckpoint(dirpath=tmp, monitor="val/acc", mode="max", save_top_k=1)
         # quietly: the Trainer's notes as it is built (the hardware found, an advertising tip) are not ours to say
         with logs_at_least(logging.WARNING, "pytorch_lightning", "lightning_fabric", "lightning"):
-            trainer = L.Trainer(max_epochs=s.epochs, logger=False, callbacks=[best], enable_model_summary=False,
-                                num_sanity_val_steps=0, accelerator="cpu", devices=1)  # fmt: skip
+            trainer = L.Trainer(
+                max_epochs=s.epochs,
+                logger=False,
+                callbacks=[best],
+                enable_model_summary=False,
+                num_sanity_val_steps=0,
+                accelerator="cpu",
+                devices=1,
+            )
         t = time.perf_counter()
-        with logs_at_least(logging.WARNING, "pytorch_lightning"):  # ("`Trainer.fit` stopped: max_epochs ...")
+        # "`Trainer.fit` stopped: max_epochs ..."
+        with logs_at_least(logging.WARNING, "pytorch_lightning"):
             trainer.fit(module, dm)
         seconds = time.perf_counter() - t
-        with logs_at_least(logging.WARNING, "pytorch_lightning"):  # ("Restoring states from the checkpoint")
+        # "Restoring states from the checkpoint"
+        with logs_at_least(logging.WARNING, "pytorch_lightning"):
             trainer.test(module, dm, ckpt_path="best", verbose=False)
     out = {k: torch.cat(v).double() for k, v in module.outputs.items()}
-    return {"accuracy": float(out["correct"].mean()), "base_accuracy": float(out["base_correct"].mean()),
-            "tvd_from_base": float(out["tvd"].mean()), "jsd_from_base": float(out["jsd"].mean()),
-            "test_rows": len(out["correct"]), "fit_seconds": round(seconds, 1)}  # fmt: skip
+    return {
+        "accuracy": float(out["correct"].mean()),
+        "base_accuracy": float(out["base_correct"].mean()),
+        "tvd_from_base": float(out["tvd"].mean()),
+        "jsd_from_base": float(out["jsd"].mean()),
+        "test_rows": len(out["correct"]),
+        "fit_seconds": round(seconds, 1),
+    }
 
 
 def diagnostic(clf: TrainedClassifier, dm: TextDataModule, s: AttentionTestsConfig) -> dict:
@@ -158,8 +181,9 @@ def context_free(
     `weights` (frozen: the classifier's, or `source`'s where given), fitted and tested."""
     base = clf.module.model
     torch.manual_seed(s.seed)
-    student = ContextFreeClassifier(len(clf.vocab), len(clf.labels), base.embed.embedding_dim, s.hidden_dim,
-                                    learned=weights == "learned")  # fmt: skip
+    student = ContextFreeClassifier(
+        len(clf.vocab), len(clf.labels), base.embed.embedding_dim, s.hidden_dim, learned=weights == "learned"
+    )
     student.embed.weight.data.copy_(base.embed.weight.data)
     return fit_and_test(GuidedModule(base, student, "diagnostic", weights, lr=s.lr, source=source), dm, s)
 
@@ -170,20 +194,23 @@ def adversarial(clf: TrainedClassifier, dm: TextDataModule, s: AttentionTestsCon
     runs = []
     for lam in s.lambdas:
         torch.manual_seed(s.seed)
-        student = ClassifierNet(hp.vocab_size, hp.num_classes, attention=hp.attention,
-                                      **clf.module.config.model.network())  # fmt: skip
+        student = ClassifierNet(
+            hp.vocab_size, hp.num_classes, attention=hp.attention, **clf.module.config.model.network()
+        )
         student.embed.weight.data.copy_(base.embed.weight.data)
         log.info("adversarial: lambda %g", lam)
         run = fit_and_test(GuidedModule(base, student, "adversarial", lam=lam, lr=s.lr), dm, s)
         log.info("adversarial: lambda %g: the diagnostic with its weights", lam)
-        run["diagnostic"] = context_free(clf, dm, s, "frozen", source=student)  # (its best epoch's weights)
+        # its best epoch's weights
+        run["diagnostic"] = context_free(clf, dm, s, "frozen", source=student)
         runs.append({"lambda": lam, **run})
     return {"lambdas": runs}
 
 
 def attention_tests(cfg: DictConfig) -> dict:
     """The test `test` of the run `ckpt`: its result, written as JSON and Markdown (and a figure)."""
-    s = attention_tests_settings(cfg)  # every value checked before any checkpoint or data is read
+    # every value checked before any checkpoint or data is read
+    s = attention_tests_settings(cfg)
     with torch_threads(s.num_threads):
         return run_tests(s)
 
@@ -197,8 +224,15 @@ def run_tests(s: AttentionTestsConfig) -> dict:
     t = time.perf_counter()
     found = diagnostic(clf, dm, s) if s.test == "diagnostic" else adversarial(clf, dm, s)
     seconds = round(time.perf_counter() - t, 1)
-    result = {"checkpoint": str(ckpt), "attention": clf.module.hparams.attention, "test": s.test,
-              "epochs": s.epochs, "seed": s.seed, **found, "total_seconds": seconds}  # fmt: skip
+    result = {
+        "checkpoint": str(ckpt),
+        "attention": clf.module.hparams.attention,
+        "test": s.test,
+        "epochs": s.epochs,
+        "seed": s.seed,
+        **found,
+        "total_seconds": seconds,
+    }
     out = Path(s.output) if s.output else clf.run / "attention_tests"
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / f"{s.test}.json", result)
@@ -249,8 +283,10 @@ class AttentionTestsConfig:
             raise AttnclfError("lambdas=[]: give at least one weight, e.g. lambdas=[0.001,0.01,0.1]")
         for lam in self.lambdas:
             if not number(lam) or not 0 <= lam < float("inf"):
-                raise AttnclfError(f"lambdas: {shown(lam)}; allowed: numbers >= 0 (the weight of the attention's "
-                                   "divergence from the base's), e.g. lambdas=[0.001,0.01,0.1]")  # fmt: skip
+                raise AttnclfError(
+                    f"lambdas: {shown(lam)}; allowed: numbers >= 0 (the weight of the attention's "
+                    "divergence from the base's), e.g. lambdas=[0.001,0.01,0.1]"
+                )
 
 
 def attention_tests_settings(cfg: DictConfig) -> AttentionTestsConfig:

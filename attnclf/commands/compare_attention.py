@@ -60,8 +60,9 @@ def as_flags(argv: list[str]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = as_flags(list(sys.argv[1:] if argv is None else argv))
-    p = argparse.ArgumentParser(prog="attnclf compare-attention", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p = argparse.ArgumentParser(
+        prog="attnclf compare-attention", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("ckpt_dot")
     p.add_argument("ckpt_additive")
     p.add_argument("--data", default="stanfordnlp/imdb")

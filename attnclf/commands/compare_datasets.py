@@ -26,7 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-BUILT_IN = {"mr": False, "subj": False, "cr": False, "sst5": True, "imdb": True}  # has a test split of its own
+# has a test split of its own
+BUILT_IN = {"mr": False, "subj": False, "cr": False, "sst5": True, "imdb": True}
 
 
 def has_test_split(path: str) -> bool:
@@ -69,11 +70,16 @@ def first_run_refused(overrides: list[str]) -> str | None:
 
     try:
         parsed = OverridesParser.create().parse_overrides(overrides)
-        first = [f"{o.get_key_element()}={next(o.sweep_string_iterator())}" if o.is_sweep_override() else o.input_line
-                 for o in parsed]  # (each sweep's first value)  # fmt: skip
-        with tempfile.TemporaryDirectory() as where:  # (the run folder Hydra would make: nothing is written)
+        first = [
+            f"{o.get_key_element()}={next(o.sweep_string_iterator())}" if o.is_sweep_override() else o.input_line
+            # each sweep's first value
+            for o in parsed
+        ]
+        # the run folder Hydra would make: nothing is written
+        with tempfile.TemporaryDirectory() as where:
             settings = train_settings(compose_config("train", [*first, f"paths.output_dir={where}"]))
-        TextDataModule(settings.data, settings.run.seed).setup("fit")  # (its encoding cached for the runs)
+        # its encoding cached for the runs
+        TextDataModule(settings.data, settings.run.seed).setup("fit")
     except HydraException as e:
         return composition_error(e, "train")
     except AttnclfError as e:
@@ -108,8 +114,11 @@ class Progress:
             for k in range(seen + 1, now + 1):
                 self.done, self.ran = self.done + 1, self.ran + 1
                 left = self.elapsed() / self.ran * (self.total - self.done)
-                print(f"[{self.done} of {self.total} runs] {name} run {k - before} of {expected} finished; "
-                      f"{clock(self.elapsed())} so far, about {clock(left)} left", flush=True)  # fmt: skip
+                print(
+                    f"[{self.done} of {self.total} runs] {name} run {k - before} of {expected} finished; "
+                    f"{clock(self.elapsed())} so far, about {clock(left)} left",
+                    flush=True,
+                )
             seen = max(seen, now)
             if not running:
                 return process.returncode
@@ -123,8 +132,9 @@ def clock(seconds: float) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="attnclf compare-datasets", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p = argparse.ArgumentParser(
+        prog="attnclf compare-datasets", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     for name in ("mr", "subj", "cr", "sst5", "imdb"):
         p.add_argument(f"--{name}", help=f"the {name.upper()} data (a file, or a folder with its splits)")
     p.add_argument("--data", action="append", default=[], metavar="NAME=PATH", help="any dataset, by a name of yours")
@@ -134,12 +144,14 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     extra = argv[argv.index("--") + 1 :] if "--" in argv else []
     args = p.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
-    for item in extra:  # (the protocol's own keys would be replaced by it without a word)
+    # the protocol's own keys would be replaced by it without a word
+    for item in extra:
         key = item.split("=", 1)[0].lstrip("+~")
         if key in PROTOCOL_KEYS:
             p.error(f"-- {item}: compare-datasets sets {key} itself ({PROTOCOL_KEYS[key]})")
     given = {n: getattr(args, n) for n in BUILT_IN if getattr(args, n)}
-    protocol = {n: BUILT_IN[n] for n in given}  # (--data's: from its splits)
+    # --data's: from its splits
+    protocol = {n: BUILT_IN[n] for n in given}
     for item in args.data:
         name, eq, path = item.partition("=")
         if not eq or not name or not path or not name.replace("_", "").replace("-", "").isalnum():
@@ -154,11 +166,13 @@ def main(argv: list[str] | None = None) -> int:
     for name, path in given.items():
         if not Path(path).expanduser().exists():
             p.error(f"--{name} {path}: does not exist")
-    plans = {}  # name: (its multirun's overrides, how many runs it makes)
+    # name: (its multirun's overrides, how many runs it makes)
+    plans = {}
     for name, path in given.items():
         own_test = protocol[name] if name in protocol else has_test_split(str(Path(path).expanduser()))
         plans[name] = runs(name, path, args, extra, own_test)
-        why = first_run_refused(plans[name][0])  # (once here, not once a run: each would fail alike)
+        # once here, not once a run: each would fail alike
+        why = first_run_refused(plans[name][0])
         if why:
             print(f"error: {name} ({path}): {why}", file=sys.stderr)
             return 2

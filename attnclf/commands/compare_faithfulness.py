@@ -23,7 +23,8 @@ from attnclf.utils.jsonfile import not_measured
 
 def load(path: str) -> dict:
     p = Path(path)
-    if p.is_dir() and not (p / "faithfulness.json").is_file():  # a run folder: its own results, where one set
+    # a run folder: its own results, where one set
+    if p.is_dir() and not (p / "faithfulness.json").is_file():
         found = sorted(p.glob("faithfulness_*/faithfulness.json"))
         p = found[0].parent if len(found) == 1 else p
         if len(found) > 1:
@@ -34,7 +35,8 @@ def load(path: str) -> dict:
     if not p.is_file():
         print(f"error: no faithfulness.json at {path} (run attnclf faithfulness first)", file=sys.stderr)
         raise SystemExit(2)
-    r = not_measured(json.loads(p.read_text()))  # (a value not measured is null in the file)
+    # a value not measured is null in the file
+    r = not_measured(json.loads(p.read_text()))
     r["_label"] = f"{r['attention']} ({Path(r['checkpoint']).parent.parent.name})"
     return r
 
@@ -103,22 +105,42 @@ def by_attention(results: list[dict]) -> str:
         ("flipped, top-1 by attention removed", lambda r: r["erasure"]["attention"][r["ks"][0]]["flipped"], "{:.1%}"),
         ("uniform weights: decisions changed", lambda r: r["uniform"]["decisions_changed"], "{:.1%}"),
     ]
-    if all("magnitude" in r["agreement"] for r in results):  # Jain & Wallace's definition, and significance
-        for pair, name in (("gradient", "attention vs gradient"), ("loo", "attention vs leave-one-out"),
-                           ("gradient_vs_loo", "gradient vs leave-one-out")):  # fmt: skip
-            rows.append((f"tau by magnitude, {name} (mean)",
-                         lambda r, p=pair: r["agreement"]["magnitude"][p]["mean"], "{:.3f}"))  # fmt: skip
-            rows.append((f"  significant (p <= 0.05), {name}",
-                         lambda r, p=pair: r["agreement"]["magnitude"][p]["significant"], "{:.2f}"))  # fmt: skip
+    # Jain & Wallace's definition, and significance
+    if all("magnitude" in r["agreement"] for r in results):
+        for pair, name in (
+            ("gradient", "attention vs gradient"),
+            ("loo", "attention vs leave-one-out"),
+            ("gradient_vs_loo", "gradient vs leave-one-out"),
+        ):
+            rows.append(
+                (f"tau by magnitude, {name} (mean)", lambda r, p=pair: r["agreement"]["magnitude"][p]["mean"], "{:.3f}")
+            )
+            rows.append(
+                (
+                    f"  significant (p <= 0.05), {name}",
+                    lambda r, p=pair: r["agreement"]["magnitude"][p]["significant"],
+                    "{:.2f}",
+                )
+            )
     for score, better in (("comprehensiveness", "higher"), ("sufficiency", "lower")):
         for n in sources:
-            rows.append((f"AOPC {score}, {n} ({better}: more faithful)",
-                         lambda r, n=n, score=score: r["eraser"]["sources"][n][f"aopc_{score}"], "{:.3f}"))  # fmt: skip
+            rows.append(
+                (
+                    f"AOPC {score}, {n} ({better}: more faithful)",
+                    lambda r, n=n, score=score: r["eraser"]["sources"][n][f"aopc_{score}"],
+                    "{:.3f}",
+                )
+            )
     if all("plausibility" in r for r in results):
         for score, name in (("token_f1", "token F1"), ("auprc", "AUPRC"), ("iou_f1", "IOU-F1")):
             for n in sources:
-                rows.append((f"plausibility: {name}, {n}",
-                             lambda r, n=n, score=score: r["plausibility"]["sources"][n][score], "{:.3f}"))  # fmt: skip
+                rows.append(
+                    (
+                        f"plausibility: {name}, {n}",
+                        lambda r, n=n, score=score: r["plausibility"]["sources"][n][score],
+                        "{:.3f}",
+                    )
+                )
     head = "| measure | " + " | ".join(f"{a} ({len(g)} runs)" for a, g in groups.items()) + " |"
     lines = [head, "|---|" + "---|" * len(groups)]
     for name, get, form in rows:
@@ -149,8 +171,14 @@ def figure(results: list[dict], out: str):
     # a line style per run (styles repeat past four runs: every run is drawn), a colour per token order
     for r, style in zip(results, itertools.cycle(["-", "--", ":", "-."])):
         for name, colour in (("attention", "C3"), ("loo", "C0"), ("random", "C7")):
-            ax[1].plot(x, [r["erasure"][name][k]["flipped"] for k in ks], style, color=colour, marker="o",
-                       label=f"{r['_label']}: by {name}")  # fmt: skip
+            ax[1].plot(
+                x,
+                [r["erasure"][name][k]["flipped"] for k in ks],
+                style,
+                color=colour,
+                marker="o",
+                label=f"{r['_label']}: by {name}",
+            )
     ax[1].set_xticks(x, [k[1:] for k in ks])
     ax[1].set(title="decisions flipped after removing the top-k tokens", xlabel="k", ylabel="share of reviews")
     edges = np.linspace(0, 1.1, 23)

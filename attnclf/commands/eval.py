@@ -36,7 +36,8 @@ def evaluate(cfg: DictConfig) -> dict:
     """One checkpoint, or an ensemble of several (`ckpt=[a,b,...]`: their class probabilities averaged,
     each model reading the reviews with its own vocabulary). Each reads the data its run was trained on
     (its data.json), with the data.* keys given over it."""
-    s = eval_settings(cfg)  # every value typed and checked, before any checkpoint or data is read
+    # every value typed and checked, before any checkpoint or data is read
+    s = eval_settings(cfg)
     with torch_threads(s.num_threads):
         return evaluate_as_set(s, cfg)
 
@@ -53,9 +54,11 @@ def evaluate_as_set(s: EvalConfig, cfg: DictConfig) -> dict:
         out = run_dir_of(ckpts[0]) / f"eval_{s.split}.json"
     else:
         out = Path(cfg.paths.output_dir) / f"ensemble_{s.split}.json"
-    check_writable_file("output", out)  # (before any data work: a read-only run folder is one line)
+    # before any data work: a read-only run folder is one line
+    check_writable_file("output", out)
     clfs = [TrainedClassifier.from_checkpoint(ckpt, s.device) for ckpt in ckpts]
-    for ckpt, clf in zip(ckpts[1:], clfs[1:], strict=True):  # (before any evaluation, not after the first)
+    # before any evaluation, not after the first
+    for ckpt, clf in zip(ckpts[1:], clfs[1:], strict=True):
         if clf.labels != clfs[0].labels:
             raise AttnclfError(
                 f"ckpt: {ckpt} was trained on classes {clf.labels}, {ckpts[0]} on {clfs[0].labels}; an ensemble "
@@ -71,14 +74,22 @@ def evaluate_as_set(s: EvalConfig, cfg: DictConfig) -> dict:
                 f"{len(dataset)} {s.split} rows; {first['data'].path or first['data'].train_file}, "
                 f"{len(first['dataset'])}); an ensemble needs runs of the same data and the same {s.split} rows"
             )
-        own = np.zeros((len(dataset), clf.module.hparams.num_classes))  # (N, C) this model's probabilities
+        # (N, C) this model's probabilities
+        own = np.zeros((len(dataset), clf.module.hparams.num_classes))
         with stage(f"eval {s.split}", len(dataset), "reviews") as advance:
             for positions, logits, _ in clf.batches(dataset, s.batch_size):
                 own[positions] = F.softmax(logits.double(), -1).numpy()
                 advance(len(positions))
         labels = dataset.labels[dataset.rows]
-        members.append({"checkpoint": str(ckpt), "labels": clf.labels, "data": data, "dataset": dataset,
-                        "accuracy": float((own.argmax(1) == labels).mean())})  # fmt: skip
+        members.append(
+            {
+                "checkpoint": str(ckpt),
+                "labels": clf.labels,
+                "data": data,
+                "dataset": dataset,
+                "accuracy": float((own.argmax(1) == labels).mean()),
+            }
+        )
         probs = own if probs is None else probs + own
     probs /= len(ckpts)
     data = members[0]["data"]
@@ -89,7 +100,8 @@ def evaluate_as_set(s: EvalConfig, cfg: DictConfig) -> dict:
         "reviews": len(labels),
         **metrics_of(probs, labels, members[0]["labels"]),
     }
-    if len(ckpts) > 1:  # each member alone, beside the ensemble
+    # each member alone, beside the ensemble
+    if len(ckpts) > 1:
         result["members"] = [{k: m[k] for k in ("checkpoint", "accuracy")} for m in members]
     write_json(out, result)
     print_result(result)
@@ -121,7 +133,8 @@ def metrics_of(probs: np.ndarray, labels: np.ndarray, names: list[str]) -> dict:
         "macro_f1": float(MulticlassF1Score(n, average="macro")(pred, y)),
         "f1": dict(zip(names, per_class.tolist(), strict=True)),
         "labels": names,
-        "confusion_matrix": MulticlassConfusionMatrix(n)(pred, y).tolist(),  # rows: true label, columns: predicted
+        # rows: true label, columns: predicted
+        "confusion_matrix": MulticlassConfusionMatrix(n)(pred, y).tolist(),
     }
 
 
@@ -144,12 +157,15 @@ def print_result(r: dict) -> None:
 class EvalConfig:
     """eval.py's settings (conf/eval.yaml). `data`: the data.* keys given, each over the run's own (data.json)."""
 
-    ckpt: Any = None  # a checkpoint or run folder, or a list of them (an ensemble)
+    # a checkpoint or run folder, or a list of them (an ensemble)
+    ckpt: Any = None
     output: str | None = None
     batch_size: int = 256
     device: str = "cpu"
-    num_threads: int | None = None  # torch CPU threads, as train.py's; None: PyTorch's default
-    split: str = "test"  # (data.split on the command line)
+    # torch CPU threads, as train.py's; None: PyTorch's default
+    num_threads: int | None = None
+    # data.split on the command line
+    split: str = "test"
     data: dict = field(default_factory=dict)
 
     def normalize(self) -> None:

@@ -42,7 +42,8 @@ log = logging.getLogger(__name__)
 def faithfulness(cfg: DictConfig) -> dict:
     """The measures on `reviews` reviews of the run's own split (data.split of the data it was trained on,
     data.json; data.* keys given go over it)."""
-    cfg = faithfulness_settings(cfg)  # every value typed and checked, before any checkpoint or data is read
+    # every value typed and checked, before any checkpoint or data is read
+    cfg = faithfulness_settings(cfg)
     with torch_threads(cfg.num_threads):
         return faithfulness_as_set(cfg)
 
@@ -85,10 +86,20 @@ def sampled_reviews(clf: TrainedClassifier, cfg: FaithfulnessConfig) -> tuple[li
     picked = sample(dataset.lengths, cfg.reviews, cfg.max_tokens, cfg.seed, cfg.split, cfg.min_tokens)
     seqs = [dataset.tokens(i).astype(np.int64) for i in picked]
     eligible = eligible_reviews(dataset.lengths, cfg.max_tokens, cfg.min_tokens)
-    about = {"data": str(data.path or data.train_file), "split": cfg.split, "max_tokens": cfg.max_tokens,
-             "min_tokens": cfg.min_tokens, "eligible_share": float(np.mean(eligible))}  # fmt: skip
-    log.info("%d reviews of %s (at most %d tokens), %s attention", len(seqs), cfg.split, cfg.max_tokens,
-             clf.module.hparams.attention)  # fmt: skip
+    about = {
+        "data": str(data.path or data.train_file),
+        "split": cfg.split,
+        "max_tokens": cfg.max_tokens,
+        "min_tokens": cfg.min_tokens,
+        "eligible_share": float(np.mean(eligible)),
+    }
+    log.info(
+        "%d reviews of %s (at most %d tokens), %s attention",
+        len(seqs),
+        cfg.split,
+        cfg.max_tokens,
+        clf.module.hparams.attention,
+    )
     return seqs, dataset.labels[dataset.rows[picked]], about
 
 
@@ -126,24 +137,45 @@ def with_rationales(clf: TrainedClassifier, cfg: FaithfulnessConfig) -> tuple[Al
     marked = align(texts, clf.vocab, clf.max_length, clf.truncation, clf.labels, left, cfg.rationales.labels)
     dropped = left.report()
     if not marked.seqs:
-        raise AttnclfError(f"rationales.path={cfg.rationales.path!r}: no review with a marked token to score "
-                           f"({len(texts)} read; left out: {dropped})")  # fmt: skip
+        raise AttnclfError(
+            f"rationales.path={cfg.rationales.path!r}: no review with a marked token to score "
+            f"({len(texts)} read; left out: {dropped})"
+        )
     if len(marked.seqs) > cfg.reviews:
         keep = np.sort(np.random.default_rng(cfg.seed).choice(len(marked.seqs), cfg.reviews, replace=False))
-        marked = Aligned([marked.seqs[i] for i in keep], marked.labels[keep], [marked.gold[i] for i in keep],
-                         [marked.spans[i] for i in keep], [marked.ids[i] for i in keep])  # fmt: skip
-    path = Path(cfg.rationales.path).expanduser().resolve()  # (recorded whole: faithfulness.json names it)
+        marked = Aligned(
+            [marked.seqs[i] for i in keep],
+            marked.labels[keep],
+            [marked.gold[i] for i in keep],
+            [marked.spans[i] for i in keep],
+            [marked.ids[i] for i in keep],
+        )
+    # recorded whole: faithfulness.json names it
+    path = Path(cfg.rationales.path).expanduser().resolve()
     split = cfg.rationales.split if path.is_dir() else path.stem
-    log.info("%d reviews with rationales of %s (%s; %d read), read as the classifier reads (at most %s tokens), "
-             "%s attention", len(marked.seqs), path, split, len(texts), clf.max_length,
-             clf.module.hparams.attention)  # fmt: skip
-    about = {"data": str(path), "split": split, "rationales": {"read": len(texts), "left_out": dropped},
-             "max_tokens": clf.max_length, "eligible_share": len(marked.seqs) / len(texts)}  # fmt: skip
+    log.info(
+        "%d reviews with rationales of %s (%s; %d read), read as the classifier reads (at most %s tokens), "
+        "%s attention",
+        len(marked.seqs),
+        path,
+        split,
+        len(texts),
+        clf.max_length,
+        clf.module.hparams.attention,
+    )
+    about = {
+        "data": str(path),
+        "split": split,
+        "rationales": {"read": len(texts), "left_out": dropped},
+        "max_tokens": clf.max_length,
+        "eligible_share": len(marked.seqs) / len(texts),
+    }
     return marked, about
 
 
-def load_all(runs: list[str], split: str, given: dict, reviews: int, max_tokens: int, seed: int,
-             cache_dir: str | None = None):  # fmt: skip
+def load_all(
+    runs: list[str], split: str, given: dict, reviews: int, max_tokens: int, seed: int, cache_dir: str | None = None
+):
     """Each run's TrainedClassifier, and the same sampled reviews as each of them reads them (the split `split` of
     the data each was trained on, the data.* keys `given` over it: the runs must read the same rows)."""
     clfs = [TrainedClassifier.from_checkpoint(best_checkpoint(r)) for r in runs]
@@ -153,8 +185,10 @@ def load_all(runs: list[str], split: str, given: dict, reviews: int, max_tokens:
     given = {**given, "cache_dir": cache_dir} if cache_dir else given
     sets = [split_as_trained(c, split, given)[1] for c in clfs]
     if any(not np.array_equal(s.rows, sets[0].rows) for s in sets):
-        raise AttnclfError(f"the runs read different {split} rows (trained on other data, or carved with another "
-                           "seed); compare runs of the same data and test rows")  # fmt: skip
+        raise AttnclfError(
+            f"the runs read different {split} rows (trained on other data, or carved with another "
+            "seed); compare runs of the same data and test rows"
+        )
     picked = sample(sets[0].lengths, reviews, max_tokens, seed, split)
     return clfs, [[s.tokens(i).astype(np.int64) for i in picked] for s in sets]
 
@@ -170,11 +204,14 @@ class FaithfulnessConfig:
     seed: int = 0
     ks: Any = field(default_factory=lambda: [1, 3, 5, 0.1])
     permutations: int = 100
-    adversarial: float | None = None  # Jain & Wallace's adversarial attention search, with this epsilon
-    sources: list[str] = field(default_factory=list)  # Captum's importance sources beside the built-in ones
+    # Jain & Wallace's adversarial attention search, with this epsilon
+    adversarial: float | None = None
+    # Captum's importance sources beside the built-in ones
+    sources: list[str] = field(default_factory=list)
     batch_tokens: int = 8192
     device: str = "cpu"
-    num_threads: int | None = None  # torch CPU threads, as train.py's; None: PyTorch's default
+    # torch CPU threads, as train.py's; None: PyTorch's default
+    num_threads: int | None = None
     output: str | None = None
     split: str = "test"
     data: dict = field(default_factory=dict)
@@ -191,8 +228,9 @@ class FaithfulnessConfig:
         if self.max_tokens < 2:
             raise AttnclfError(f"max_tokens={self.max_tokens!r}; allowed: a whole number >= 2")
         if not 1 <= self.min_tokens <= self.max_tokens:
-            raise AttnclfError(f"min_tokens={self.min_tokens!r}; allowed: a whole number from 1 to max_tokens "
-                               f"({self.max_tokens})")  # fmt: skip
+            raise AttnclfError(
+                f"min_tokens={self.min_tokens!r}; allowed: a whole number from 1 to max_tokens ({self.max_tokens})"
+            )
         positive_int("permutations", self.permutations)
         for source in self.sources:
             one_of("sources", source, ATTRIBUTION_SOURCES)
@@ -201,8 +239,10 @@ class FaithfulnessConfig:
             raise AttnclfError(f"sources: {twice[0]} is given twice; give each source once")
         positive_int("num_threads", self.num_threads, "PyTorch's default")
         if self.adversarial is not None and not 0 < self.adversarial < 1:
-            raise AttnclfError(f"adversarial={self.adversarial!r}: the output's allowed change (total variation) "
-                               "must be in (0, 1), e.g. adversarial=0.01; null: no search")  # fmt: skip
+            raise AttnclfError(
+                f"adversarial={self.adversarial!r}: the output's allowed change (total variation) "
+                "must be in (0, 1), e.g. adversarial=0.01; null: no search"
+            )
         positive_int("batch_tokens", self.batch_tokens)
         check_device(self.device)
 

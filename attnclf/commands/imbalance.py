@@ -26,8 +26,10 @@ def imbalance(src: Path, out: Path, rows: dict[str, int], rare: str, share: floa
         rest = [r for r in lines if str(r["label"]) != rare]
         n_rare = round(share * total)
         if n_rare > len(few) or total - n_rare > len(rest):
-            raise SystemExit(f"error: {split} has {len(few)} rows of class {rare} and {len(rest)} others; "
-                             f"asked for {n_rare} and {total - n_rare}")  # fmt: skip
+            raise SystemExit(
+                f"error: {split} has {len(few)} rows of class {rare} and {len(rest)} others; "
+                f"asked for {n_rare} and {total - n_rare}"
+            )
         picked = rng.sample(few, n_rare) + rng.sample(rest, total - n_rare)
         rng.shuffle(picked)
         (out / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in picked))

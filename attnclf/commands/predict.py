@@ -61,7 +61,8 @@ def read_rows(path: Path, column: str = "text") -> tuple[list[str], list[dict]]:
         columns, records = table.column_names, table.to_pylist()
     else:
         text = decode_utf8(path.read_bytes(), path)
-        if suffix == ".txt":  # one review per line; a blank line is no review
+        # one review per line; a blank line is no review
+        if suffix == ".txt":
             lines = text.splitlines()
             kept = [line for line in lines if line.strip()]
             if len(kept) < len(lines):
@@ -83,9 +84,12 @@ def read_rows(path: Path, column: str = "text") -> tuple[list[str], list[dict]]:
                 raise AttnclfError(f"{path}: every line must be a JSON object with a {column!r} key")
             columns = sorted({k for r in records for k in r})
             lacking = [n for n, r in enumerate(records, 1) if column not in r]
-            if lacking and len(lacking) < len(records):  # (some rows have it: name those that do not)
-                raise AttnclfError(f"{path}: row(s) {first_few(lacking)} have no {column!r} key (the other rows "
-                                   "have it); give every row one")  # fmt: skip
+            # some rows have it: name those that do not
+            if lacking and len(lacking) < len(records):
+                raise AttnclfError(
+                    f"{path}: row(s) {first_few(lacking)} have no {column!r} key (the other rows "
+                    "have it); give every row one"
+                )
     if not records:
         raise AttnclfError(f"input={path} holds no review to classify (no rows)")
     if column not in columns:
@@ -94,15 +98,18 @@ def read_rows(path: Path, column: str = "text") -> tuple[list[str], list[dict]]:
     return texts, records
 
 
-PREDICTED = ("label", "prob", "top_words")  # the columns predict.py adds to each input row
+# the columns predict.py adds to each input row
+PREDICTED = ("label", "prob", "top_words")
 
 
 def write_output(path: Path, rows: list[dict], preds: list[Prediction], top_k: int) -> None:
     """Each input row with its prediction added: label, prob, top_words (predicted_label, predicted_prob,
     predicted_top_words where the input already has a column of one of those names, such as a gold label)."""
-    suffix = path.suffix.lower()  # (checked with the settings, before the work: PredictConfig)
+    # checked with the settings, before the work: PredictConfig
+    suffix = path.suffix.lower()
     taken = set().union(*(r.keys() for r in rows))
-    prefix = "predicted_" if taken & set(PREDICTED) else ""  # (all three, so that they read as one group)
+    # all three, so that they read as one group
+    prefix = "predicted_" if taken & set(PREDICTED) else ""
     names = {k: prefix + k for k in PREDICTED}
     out = [
         {
@@ -130,7 +137,8 @@ def predict(argv: list[str]) -> list[Prediction]:
     if any(a in ("-h", "--help") for a in argv):
         print(HELP)
         raise SystemExit(0)
-    args = predict_settings(argv)  # (the files to write too are checked before any work, not after it)
+    # the files to write too are checked before any work, not after it
+    args = predict_settings(argv)
     with torch_threads(args.num_threads):
         return predict_as_set(args)
 
@@ -145,9 +153,13 @@ def predict_as_set(args: PredictConfig) -> list[Prediction]:
     clf = TrainedClassifier.from_checkpoint(best_checkpoint(args.ckpt), args.device)
     preds = clf.predict(texts, batch_size=args.batch_size)
     cut = [i + 1 for i, p in enumerate(preds) if p.truncated]
-    if cut:  # (as the run's test read them: said, not silent)
-        print(f"{len(cut)} review(s) longer than the run reads ({clf.max_length} tokens, {clf.truncation}) were "
-              f"read in part: {first_few(f'#{i}' for i in cut)}", file=sys.stderr)  # fmt: skip
+    # as the run's test read them: said, not silent
+    if cut:
+        print(
+            f"{len(cut)} review(s) longer than the run reads ({clf.max_length} tokens, {clf.truncation}) were "
+            f"read in part: {first_few(f'#{i}' for i in cut)}",
+            file=sys.stderr,
+        )
     for t, p in zip(texts, preds, strict=True):
         top = ", ".join(f"{w} {v:.2f}" for w, v in p.top_words(args.top_k))
         preview = " ".join(t.split())[:70]
@@ -160,7 +172,8 @@ def predict_as_set(args: PredictConfig) -> list[Prediction]:
         if not Path(args.html).parent.exists():
             print(f"html={args.html}: made its folder {Path(args.html).parent}", file=sys.stderr)
         gold = [r.get(args.label_column) for r in rows]
-        write_text_atomic(args.html, predictions_page(preds, about, gold))  # (its folder made where missing)
+        # its folder made where missing
+        write_text_atomic(args.html, predictions_page(preds, about, gold))
         print(f"attention page written to {args.html}", file=sys.stderr)
     return preds
 
@@ -184,8 +197,10 @@ class PredictConfig:
     top_k: int = 5
     device: str = "cpu"
     column: str = "text"
-    label_column: str = "label"  # the true label's column of input=, shown on the html= page where present
-    num_threads: int | None = None  # torch CPU threads, as train.py's; None: PyTorch's default
+    # the true label's column of input=, shown on the html= page where present
+    label_column: str = "label"
+    # torch CPU threads, as train.py's; None: PyTorch's default
+    num_threads: int | None = None
 
     def check(self) -> None:
         if self.ckpt is None:
@@ -196,7 +211,8 @@ class PredictConfig:
             raise AttnclfError('text= is empty; give a review: text="a wonderful film"')
         if self.input is not None and Path(self.input).is_dir():
             raise AttnclfError(f"input={self.input} is a folder; give a file ({', '.join(PREDICT_INPUTS)})")
-        if self.output is not None:  # the files to write are checked before any work, not after it
+        # the files to write are checked before any work, not after it
+        if self.output is not None:
             if Path(self.output).is_dir():
                 raise AttnclfError(f"output={self.output} is a folder; give a file ({', '.join(PREDICT_OUTPUTS)})")
             suffix = Path(self.output).suffix.lower()
@@ -222,7 +238,8 @@ def predict_settings(argv: list[str]) -> PredictConfig:
         if not eq or key not in keys:
             raise AttnclfError(f"unknown argument {a!r}; give key=value with key one of: {', '.join(sorted(keys))}")
         at = next((i for i, ch in enumerate(value) if "\udc80" <= ch <= "\udcff"), None)
-        if at is not None:  # (sys.argv holds bytes that are not UTF-8 as surrogate escapes)
+        # sys.argv holds bytes that are not UTF-8 as surrogate escapes
+        if at is not None:
             raise AttnclfError(f"{key}= holds bytes that are not UTF-8 (at character {at + 1}); give UTF-8 text")
         args[key] = value
     for key in ("batch_size", "top_k", "num_threads"):

@@ -17,8 +17,10 @@ def pretrain(cfg: DictConfig, overrides: list[str] | None = None) -> float:
     """Fit both language models, write metrics.json; return the best val/loss (mean NLL per token).
     `overrides`: the command line's (a run resumed by name takes every key they leave out from its own
     config, and refuses one given that differs; None: every key of `cfg` counts as given)."""
-    cfg = with_run_settings(cfg, overrides, "pretrain")  # (a run resumed by name: its own settings)
-    s = pretrain_settings(cfg)  # every value typed and checked, before any data work
+    # a run resumed by name: its own settings
+    cfg = with_run_settings(cfg, overrides, "pretrain")
+    # every value typed and checked, before any data work
+    s = pretrain_settings(cfg)
     return fit_language_models(s, cfg)
 
 

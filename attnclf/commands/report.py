@@ -61,13 +61,15 @@ def flatten(config: dict, prefix: str = "") -> list[str]:
 
 
 def load_runs(root: Path) -> list[dict]:
-    import yaml  # (PyYAML: OmegaConf's own dependency)
+    # PyYAML: OmegaConf's own dependency
+    import yaml
 
     runs = []
     for path in sorted(root.rglob("metrics.json")):
         try:
             read = json.loads(path.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError) as e:  # (a torn or hand-edited file: that run left out)
+        # a torn or hand-edited file: that run left out
+        except (json.JSONDecodeError, UnicodeDecodeError) as e:
             print(f"warning: {path} is not JSON ({getattr(e, 'msg', e)}); that run is left out", file=sys.stderr)
             continue
         # (a value not measured, such as test/acc with test=false, is null in the file: nan here)
@@ -82,12 +84,14 @@ def load_runs(root: Path) -> list[dict]:
             m["setting"] = sorted(w for w in words if is_setting(w) and not w.endswith("=null"))
         else:
             m["setting"] = [o for o in m["overrides"] if is_setting(o)]
-        record = path.parent / "data.json"  # (the run's data, as train.py recorded it)
+        # the run's data, as train.py recorded it
+        record = path.parent / "data.json"
         if record.exists():
             r = json.loads(record.read_text())
             m["fold"] = r["data"]["fold"]
             data = [r["data"][key.split(".", 1)[1]] for key in DATA_KEYS]
-        else:  # (a run from before data.json: its config's words)
+        # a run from before data.json: its config's words
+        else:
             words = flatten(yaml.safe_load(config.read_text()) or {}) if config.exists() else m["overrides"]
             fold = next((w.split("=", 1)[1] for w in words if w.startswith("data.fold=")), "null")
             m["fold"] = None if fold in ("null", "None") else int(fold)
@@ -97,7 +101,8 @@ def load_runs(root: Path) -> list[dict]:
     return runs
 
 
-@functools.cache  # the compare table, the by-setting table and the plot all read the same curves
+# the compare table, the by-setting table and the plot all read the same curves
+@functools.cache
 def curve(run_dir: Path, tag: str = "val/acc") -> list[tuple[int, float, float]]:
     """(step, seconds since the run's first event, value) of a scalar, from TensorBoard's event files."""
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -109,7 +114,8 @@ def curve(run_dir: Path, tag: str = "val/acc") -> list[tuple[int, float, float]]
     ea.Reload()
     if tag not in ea.Tags()["scalars"]:
         return []
-    start = ea.FirstEventTimestamp()  # (the log's opening, at the fit's start: not the first scalar, which may
+    # (the log's opening, at the fit's start: not the first scalar, which may
+    start = ea.FirstEventTimestamp()
     # be this very validation where a run validates once)
     return [(e.step, e.wall_time - start, e.value) for e in ea.Scalars(tag)]
 
@@ -238,7 +244,8 @@ def compare(runs: list[dict], target: float) -> list[str]:
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for att, ms in sorted(by_att.items()):
-        accs = [m["test/acc"] for m in ms if not math.isnan(m["test/acc"])]  # (nan: run with test=false)
+        # nan: run with test=false
+        accs = [m["test/acc"] for m in ms if not math.isnan(m["test/acc"])]
         lo, hi = bootstrap_ci(accs) if len(accs) > 1 else ((accs[0], accs[0]) if accs else (math.nan, math.nan))
         reach = [to_target(m, target)[1] for m in ms]
         reached = [x for x in reach if x is not None]
@@ -335,7 +342,8 @@ def dataset_section(data: str, group: list[dict], i: int, several: bool, args) -
     print(f"\nbest: {args.objective} {best[args.objective]:.4f}  {' '.join(best['overrides']) or '(defaults)'}")
     plot(group, args.folder / figure)
     versus = compare(group, args.target)
-    show_markdown("\n".join(versus))  # (the table report.md holds, on the terminal too)
+    # the table report.md holds, on the terminal too
+    show_markdown("\n".join(versus))
     return [
         *head,
         f"{h} Dot vs additive",
@@ -359,16 +367,19 @@ def differences(groups: dict, path: Path) -> None:
     """The paired additive − dot differences of every dataset in one figure."""
     from attnclf.presentation.figures import differences_figure, pyplot
 
-    rows = [(data, [add["test/acc"] - dot["test/acc"] for dot, add in paired_by_setting(group)])
-            for data, group in sorted(groups.items())]  # fmt: skip
+    rows = [
+        (data, [add["test/acc"] - dot["test/acc"] for dot, add in paired_by_setting(group)])
+        for data, group in sorted(groups.items())
+    ]
     fig = differences_figure([(Path(d).name or d, diffs) for d, diffs in rows if diffs])
     fig.savefig(path, dpi=110)
     pyplot().close(fig)
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="attnclf report", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    p = argparse.ArgumentParser(
+        prog="attnclf report", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("folder", type=Path)
     p.add_argument("--objective", default="val/acc", help=f"one of {', '.join(OBJECTIVES)}")
     p.add_argument("--target", type=float, default=0.85, help="validation accuracy for 'time to reach'")
@@ -380,7 +391,8 @@ def main(argv: list[str] | None = None) -> int:
     if not runs:
         print(f"error: no metrics.json under {args.folder}", file=sys.stderr)
         return 2
-    groups = defaultdict(list)  # runs of different data are never pooled or paired
+    # runs of different data are never pooled or paired
+    groups = defaultdict(list)
     for m in runs:
         groups[m["data"]].append(m)
     if len(groups) > 1:
@@ -393,7 +405,8 @@ def main(argv: list[str] | None = None) -> int:
     ]
     for i, (data, group) in enumerate(sorted(groups.items())):
         report += dataset_section(data, group, i, len(groups) > 1, args)
-    if len(groups) > 1:  # the per-dataset differences in one figure
+    # the per-dataset differences in one figure
+    if len(groups) > 1:
         differences(groups, args.folder / "differences.png")
         report[4:4] = ["![additive − dot per dataset](differences.png)", ""]
     (args.folder / "report.md").write_text("\n".join(report))

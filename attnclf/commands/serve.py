@@ -20,7 +20,8 @@ from attnclf.utils.threads import torch_threads
 
 
 def serve(cfg: DictConfig) -> None:
-    s = serve_settings(cfg)  # every value checked, before the port is taken or a model loaded
+    # every value checked, before the port is taken or a model loaded
+    s = serve_settings(cfg)
     sock = listening_socket(s.host, s.port)
     try:
         with torch_threads(s.num_threads):
@@ -84,8 +85,16 @@ def run_server(app, sock: socket.socket) -> None:
     shown = f"[{host}]" if ":" in host else host
     names = ", ".join(m for m in app.state.model_names)
     ready = f"serving {names} at http://{shown}:{port}/ (the page; the API at /docs); Ctrl-C stops it"
-    config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on", http="h11", loop="asyncio",
-                            timeout_graceful_shutdown=30, h11_max_incomplete_event_size=1 << 20)  # fmt: skip
+    config = uvicorn.Config(
+        app,
+        log_config=None,
+        access_log=False,
+        lifespan="on",
+        http="h11",
+        loop="asyncio",
+        timeout_graceful_shutdown=30,
+        h11_max_incomplete_event_size=1 << 20,
+    )
     Server(config, ready).run(sockets=[sock])
 
 

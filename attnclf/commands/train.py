@@ -62,12 +62,16 @@ def train(cfg: DictConfig, overrides: list[str] | None = None) -> float:
     """Fit, test the best checkpoint, write metrics.json; return the metric `cfg.optimized_metric`.
     `overrides`: the command line's (a run resumed by name takes every key they leave out from its own
     config and data record, and refuses one given that differs; None: every key of `cfg` counts as given)."""
-    cfg = with_run_settings(cfg, overrides)  # (a run resumed by name: its own settings)
-    s = train_settings(cfg)  # every value typed and checked, before any data work (attnclf/settings/)
-    init_from = checked_init_from(s)  # (a language models' run given by name: read once, before any data work)
+    # a run resumed by name: its own settings
+    cfg = with_run_settings(cfg, overrides)
+    # every value typed and checked, before any data work (attnclf/settings/)
+    s = train_settings(cfg)
+    # a language models' run given by name: read once, before any data work
+    init_from = checked_init_from(s)
     prepare_process(s.run)
     resume = resumed_run(s, overrides)
-    L.seed_everything(s.run.seed, workers=True, verbose=False)  # (the seed is in the run's config and metrics)
+    # the seed is in the run's config and metrics
+    L.seed_everything(s.run.seed, workers=True, verbose=False)
     out = Path(s.paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     if resume is None:
@@ -76,7 +80,8 @@ def train(cfg: DictConfig, overrides: list[str] | None = None) -> float:
     trainer, throughput = make_trainer(cfg, s.paths, resumed_step_of(resume), trial_pruning(s.search, out))
     datamodule, model = data_and_model(s, out)
     start = start_weights(s, datamodule, model, resume, init_from, quiet(trainer))
-    init_from = None  # (the language models' checkpoint, optimizer state and all: not kept through training)
+    # the language models' checkpoint, optimizer state and all: not kept through training
+    init_from = None
     check_resumed_vocab(resume, len(datamodule.vocab))
     start = keep_records(s, out, datamodule, resume, start)
     at_least_epochs(trainer, s.run.min_epochs, datamodule)
@@ -106,13 +111,18 @@ def resumed_run(s: TrainConfig, overrides: list[str] | None) -> Path | None:
     """The checkpoint `ckpt_path` resumes (None: a fresh run); a resumed run continues in its own folder
     (s.paths) and on its own data (s.data: the data.* keys given must agree with its record)."""
     config = s.classifier
-    resume = resume_point(s.run.ckpt_path, s.paths, lambda hp: same_settings(hp, config),
-                          lambda hp, folder: settings_mismatch(hp, folder, config))  # fmt: skip
+    resume = resume_point(
+        s.run.ckpt_path,
+        s.paths,
+        lambda hp: same_settings(hp, config),
+        lambda hp, folder: settings_mismatch(hp, folder, config),
+    )
     if resume is None:
         return None
     if s.run.ckpt_path == "last":
-        log.info("ckpt_path=last: the newest unfinished run with attention=%s and these model settings",
-                 config.attention)  # fmt: skip
+        log.info(
+            "ckpt_path=last: the newest unfinished run with attention=%s and these model settings", config.attention
+        )
     given = None if overrides is None else data_keys_given(overrides, s.data)
     s.data = resumed_data(s.data, run_dir_of(resume), given)
     return resume
@@ -143,13 +153,14 @@ def start_weights(s: TrainConfig, datamodule, model, resume, init_from: dict | N
     {"embeddings": ..., "init_from": ...}. A resumed run has its weights in the checkpoint."""
     m = s.classifier.model
     embeddings = {"source": "init_from" if m.init_from else "random"}
-    source = "random" if m.init_from else m.embeddings  # (from the language models: the embedding with them)
+    # from the language models: the embedding with them
+    source = "random" if m.init_from else m.embeddings
     if resume is None and source != "random":
-        matrix, embeddings = initial_embeddings(source, datamodule, m.embed_dim, s.word2vec, s.paths.cache_dir,
-                                                quiet)  # fmt: skip
+        matrix, embeddings = initial_embeddings(source, datamodule, m.embed_dim, s.word2vec, s.paths.cache_dir, quiet)
         model.model.embed.weight.data.copy_(torch.from_numpy(matrix))
     lm_run, pretrained = str(m.init_from), None
-    if resume is None and m.init_from == INIT_FROM_PRETRAIN:  # (its settings checked before any data work)
+    # its settings checked before any data work
+    if resume is None and m.init_from == INIT_FROM_PRETRAIN:
         lm_run = str(cached_pretraining(s.pretraining, datamodule, s.run.seed, s.run.pretraining))
         init_from = check_init_from(lm_run, m.embed_dim, m.hidden_dim)
     if resume is None and init_from is not None:
@@ -177,12 +188,14 @@ def test_best(trainer: L.Trainer, model, datamodule, test: bool) -> dict:
     if not test:
         return {}
     best = trainer.checkpoint_callback.best_model_path if trainer.checkpoint_callback else ""
-    return trainer.test(model, datamodule=datamodule, ckpt_path="best" if best else None, verbose=False,
-                        weights_only=True)[0]  # fmt: skip
+    return trainer.test(
+        model, datamodule=datamodule, ckpt_path="best" if best else None, verbose=False, weights_only=True
+    )[0]
 
 
-def metrics_of(s: TrainConfig, trainer: L.Trainer, model, datamodule, tested: dict, start: dict, timing: dict,
-               out: Path) -> dict:  # fmt: skip
+def metrics_of(
+    s: TrainConfig, trainer: L.Trainer, model, datamodule, tested: dict, start: dict, timing: dict, out: Path
+) -> dict:
     """metrics.json: the results, `timing` (throughput_of) and the run's records."""
     nan = float("nan")
     # (read from the state, restored from a checkpoint too: a resumed run may validate no more)
@@ -206,10 +219,14 @@ def metrics_of(s: TrainConfig, trainer: L.Trainer, model, datamodule, tested: di
         "peak_gpu_mb": peak_gpu_mb(trainer),
         "num_classes": datamodule.num_classes,
         "labels": labels,
-        "splits": datamodule.splits,  # where train, val and test came from (carved or the dataset's own)
-        "embeddings": start["embeddings"],  # where the initial embedding came from (random, word2vec, a file)
-        "init_from": start["init_from"],  # the pretrain.py checkpoint the encoder started from
-        "text_lengths": datamodule.length_stats,  # tokens per training text: percentiles, share kept whole
+        # where train, val and test came from (carved or the dataset's own)
+        "splits": datamodule.splits,
+        # where the initial embedding came from (random, word2vec, a file)
+        "embeddings": start["embeddings"],
+        # the pretrain.py checkpoint the encoder started from
+        "init_from": start["init_from"],
+        # tokens per training text: percentiles, share kept whole
+        "text_lengths": datamodule.length_stats,
         "best_checkpoint": trainer.checkpoint_callback.best_model_path if trainer.checkpoint_callback else "",
         "vocab": str(out / "vocab.json"),
         "hparams": hparams_of(s, datamodule.train_batch_size()),
@@ -225,8 +242,10 @@ def throughput_of(trainer: L.Trainer, throughput, fit_seconds: float) -> dict:
         "fit_seconds": throughput.total_fit_seconds(fit_seconds),
         "train_seconds": totals["train_seconds"],
         "epoch_seconds": totals["train_seconds"] / epochs if epochs else float("nan"),
-        "train_tokens": int(totals["train_tokens"]),  # useful (non-padding) tokens, all ranks
-        "eval_reviews": int(totals["eval_samples"]),  # validation reviews read, all ranks
+        # useful (non-padding) tokens, all ranks
+        "train_tokens": int(totals["train_tokens"]),
+        # validation reviews read, all ranks
+        "eval_reviews": int(totals["eval_samples"]),
         "train_tokens_per_sec": throughput.tokens_per_sec,
         "eval_reviews_per_sec": throughput.eval_reviews_per_sec,
     }
@@ -234,12 +253,21 @@ def throughput_of(trainer: L.Trainer, throughput, fit_seconds: float) -> dict:
 
 def write_results(trainer: L.Trainer, metrics: dict, out: Path) -> None:
     """metrics.json, the HParams dashboard's row, and the run's last log line."""
-    shown = {"val/acc_best": metrics["val/acc"], "test/acc": metrics["test/acc"],
-             "train/tokens_per_sec": metrics["train_tokens_per_sec"]}  # fmt: skip
+    shown = {
+        "val/acc_best": metrics["val/acc"],
+        "test/acc": metrics["test/acc"],
+        "train/tokens_per_sec": metrics["train_tokens_per_sec"],
+    }
     write_hparams(trainer, metrics["hparams"], shown)
     write_json(out / "metrics.json", metrics)
-    log.info("val/acc %.4f  test/acc %.4f  %.0f s  %.0f tokens/s  -> %s", metrics["val/acc"], metrics["test/acc"],
-             metrics["fit_seconds"], metrics["train_tokens_per_sec"], out / "metrics.json")  # fmt: skip
+    log.info(
+        "val/acc %.4f  test/acc %.4f  %.0f s  %.0f tokens/s  -> %s",
+        metrics["val/acc"],
+        metrics["test/acc"],
+        metrics["fit_seconds"],
+        metrics["train_tokens_per_sec"],
+        out / "metrics.json",
+    )
 
 
 @dataclass
@@ -254,7 +282,8 @@ class TrainConfig:
     word2vec: Word2VecConfig
     # model.init_from=pretrain: the settings of the pretraining of this run's data (pretraining_config)
     pretraining: PretrainConfig | None = None
-    search: SearchConfig = field(default_factory=SearchConfig)  # pruning, in an Optuna search
+    # pruning, in an Optuna search
+    search: SearchConfig = field(default_factory=SearchConfig)
 
 
 def train_settings(cfg: DictConfig) -> TrainConfig:

@@ -16,9 +16,12 @@ from attnclf.settings.data import DataConfig
 
 @dataclass
 class Corpus:
-    opened: Opened  # the dataset as the run reads it
-    train: Encoded  # its training split, tokenised
-    rows: np.ndarray  # the training split's rows read for training and validation (never test)
+    # the dataset as the run reads it
+    opened: Opened
+    # its training split, tokenised
+    train: Encoded
+    # the training split's rows read for training and validation (never test)
+    rows: np.ndarray
     config: DataConfig
     seed: int
 

@@ -59,14 +59,23 @@ class TextDataModule(L.LightningDataModule):
             None if config.eval_max_length is None else max(config.eval_max_length, config.max_length)
         )
         if config.eval_max_length is not None and config.eval_max_length < config.max_length:
-            log.info("data.eval_max_length=%d is below data.max_length=%d: validation and test read %d tokens, as "
-                     "training does", config.eval_max_length, config.max_length, config.max_length)  # fmt: skip
-        self.num_classes: int | None = None  # from the data, in setup
-        self.splits: dict[str, str] = {}  # where each of train / val / test came from (metrics.json)
-        self.length_stats: dict[str, float] = {}  # the training texts' length percentiles (metrics.json)
+            log.info(
+                "data.eval_max_length=%d is below data.max_length=%d: validation and test read %d tokens, as "
+                "training does",
+                config.eval_max_length,
+                config.max_length,
+                config.max_length,
+            )
+        # from the data, in setup
+        self.num_classes: int | None = None
+        # where each of train / val / test came from (metrics.json)
+        self.splits: dict[str, str] = {}
+        # the training texts' length percentiles (metrics.json)
+        self.length_stats: dict[str, float] = {}
         self.vocab: Vocab | None = None
         self._train_sampler: BucketBatchSampler | None = None
-        self._resume_at: tuple[int, int] | None = None  # (epoch, batches done) from a checkpoint
+        # (epoch, batches done) from a checkpoint
+        self._resume_at: tuple[int, int] | None = None
 
     def word_vector_texts(self, unlabeled_split: str | None = "unsupervised", max_texts: int | None = None):
         """The texts word vectors and language models may learn from, and a key for them (Corpus)."""
@@ -86,8 +95,9 @@ class TextDataModule(L.LightningDataModule):
         self.vocab = self.vocabulary(train, train_rows, opened)
         self.num_classes = len(opened.names)
         train_ids = train.remap(self.vocab)
-        self.train_set = TextDataset(train_ids, train.offsets, train.labels, train_rows, max_length=c.max_length,
-                                     truncation=c.truncation)  # fmt: skip
+        self.train_set = TextDataset(
+            train_ids, train.offsets, train.labels, train_rows, max_length=c.max_length, truncation=c.truncation
+        )
         # what word vectors may learn from: the rows read for training and validation (never test)
         vector_rows = train_rows if val_rows is None else np.union1d(train_rows, val_rows)
         self.corpus = Corpus(opened, train, vector_rows, c, self.seed)
@@ -95,8 +105,14 @@ class TextDataModule(L.LightningDataModule):
         self.test_set = self.eval_set(opened, opened.test_split, train, train_ids, test_rows)
         self.length_stats = self.lengths_said(train.lengths[train_rows])
         self.splits = self.splits_said(opened.val_split, opened.test_split)
-        log.info("train %d, val %d, test %d reviews; %d classes; vocabulary %d", len(self.train_set),
-                 len(self.val_set), len(self.test_set), self.num_classes, len(self.vocab))  # fmt: skip
+        log.info(
+            "train %d, val %d, test %d reviews; %d classes; vocabulary %d",
+            len(self.train_set),
+            len(self.val_set),
+            len(self.test_set),
+            self.num_classes,
+            len(self.vocab),
+        )
 
     def encoded_split(self, opened, split: str) -> Encoded:
         """A split of the opened data tokenised (cached) and its labels as class ids."""
@@ -110,14 +126,22 @@ class TextDataModule(L.LightningDataModule):
         c = self.config
         _, train_rows, val_rows, test_rows = split_rows(self.carved, train.labels)
         if c.folds is not None:
-            log.info("testing on fold %d of %d (%d rows, stratified by label, seed %d); validation carved from the "
-                     "other folds", c.fold, c.folds, len(test_rows), self.seed)  # fmt: skip
+            log.info(
+                "testing on fold %d of %d (%d rows, stratified by label, seed %d); validation carved from the "
+                "other folds",
+                c.fold,
+                c.folds,
+                len(test_rows),
+                self.seed,
+            )
         elif test_rows is not None:
-            log.warning("no %r split in %r: testing on %d training rows carved at random", c.test_split, c.path,
-                        len(test_rows))  # fmt: skip
+            log.warning(
+                "no %r split in %r: testing on %d training rows carved at random", c.test_split, c.path, len(test_rows)
+            )
         train_rows = training_subset(train_rows, c.train_size, self.seed)
         classes = np.unique(train.labels[train_rows])
-        if len(classes) < 2:  # (before any training: it would fit one answer, and the metrics fail on it)
+        # before any training: it would fit one answer, and the metrics fail on it
+        if len(classes) < 2:
             raise AttnclfError(
                 f"{c.path!r}: the {len(train_rows)} training rows all have label {names[int(classes[0])]!r}; "
                 "a classifier needs rows of at least 2 classes"
@@ -134,8 +158,13 @@ class TextDataModule(L.LightningDataModule):
                 f"the vocabulary has no word: no token occurs data.min_freq={c.min_freq} times in the "
                 f"{len(train_rows)} training rows; lower data.min_freq"
             )
-        vocab.meta.update(max_length=c.max_length, eval_max_length=self.eval_max_length, truncation=c.truncation,
-                          labels=opened.names, carved=self.carved)  # fmt: skip
+        vocab.meta.update(
+            max_length=c.max_length,
+            eval_max_length=self.eval_max_length,
+            truncation=c.truncation,
+            labels=opened.names,
+            carved=self.carved,
+        )
         if opened.remap is not None:
             vocab.meta["label_values"] = opened.remap.tolist()
         if self.vocab_path and self.trainer_is_rank_zero():
@@ -160,8 +189,12 @@ class TextDataModule(L.LightningDataModule):
         log.info(
             "training texts: median %d tokens, 90th percentile %d, 99th %d; max_length %d keeps %.1f%% whole "
             "(batches are padded to their longest text only, so a max_length above the texts costs nothing)",
-            p50, p90, p99, self.config.max_length, 100 * stats["kept_whole"],
-        )  # fmt: skip
+            p50,
+            p90,
+            p99,
+            self.config.max_length,
+            100 * stats["kept_whole"],
+        )
         return stats
 
     def splits_said(self, val_split: str | None, test_split: str | None) -> dict:
@@ -208,7 +241,8 @@ class TextDataModule(L.LightningDataModule):
 
     def _loader(self, dataset: TextDataset, batch_size: int, shuffle: bool) -> DataLoader:
         replicas, rank = self._world()
-        if len(dataset) < replicas:  # (every rank needs a batch of its own; a review counted twice is wrong)
+        # every rank needs a batch of its own; a review counted twice is wrong
+        if len(dataset) < replicas:
             raise AttnclfError(
                 f"{'training' if shuffle else 'an evaluation split'} has {len(dataset)} review(s), fewer than the "
                 f"{replicas} ranks (trainer.devices x trainer.num_nodes); use fewer devices or more data"
@@ -222,7 +256,8 @@ class TextDataModule(L.LightningDataModule):
             collate_fn=collate,
             num_workers=self.config.num_workers,
             persistent_workers=self.config.num_workers > 0,
-            pin_memory=self._on_gpu(),  # page-locked batches: the copies to the GPU do not wait for it
+            # page-locked batches: the copies to the GPU do not wait for it
+            pin_memory=self._on_gpu(),
             # its own generator: starting an epoch must not draw from the global RNG that dropout uses,
             # or a resumed run's dropout masks would drift from the uninterrupted run's
             generator=torch.Generator().manual_seed(self.seed),
@@ -262,7 +297,8 @@ class TextDataModule(L.LightningDataModule):
     def _apply_resume(self) -> None:
         sampler, at = self._train_sampler, self._resume_at
         if sampler is not None and at is not None and 0 < at[1] < len(sampler):
-            sampler.resume_at = at  # (an end-of-epoch checkpoint skips nothing: the next epoch starts afresh)
+            # an end-of-epoch checkpoint skips nothing: the next epoch starts afresh
+            sampler.resume_at = at
 
     def val_dataloader(self) -> DataLoader:
         return self._loader(self.val_set, self.config.eval_batch_size, shuffle=False)

@@ -20,7 +20,8 @@ def truncate(ids: np.ndarray, max_length: int | None, mode: str) -> np.ndarray:
         return ids[:max_length]
     if mode == "tail":
         return ids[-max_length:]
-    head = max_length // 2  # head_tail: the opening and the verdict at the end
+    # head_tail: the opening and the verdict at the end
+    head = max_length // 2
     return np.concatenate([ids[:head], ids[len(ids) - (max_length - head) :]])
 
 

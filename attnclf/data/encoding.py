@@ -63,7 +63,8 @@ def _encode_chunk(texts: list[str]) -> tuple[np.ndarray, np.ndarray, list[str]]:
     return np.asarray(ids, dtype=np.int32), np.asarray(offsets, dtype=np.int64), list(table)
 
 
-_texts = None  # the sequence a forked worker reads its slices from (set in each worker, inherited by fork)
+# the sequence a forked worker reads its slices from (set in each worker, inherited by fork)
+_texts = None
 
 
 def _inherit(texts) -> None:
@@ -87,10 +88,12 @@ def encode_texts(texts, labels, workers: int | None = None) -> Encoded:
     workers inherit `texts` instead of unpickling it; elsewhere the work stays
     in this process.
     """
-    n = workers or min(os.cpu_count() or 1, 8)  # (more processes than that gain little on 25,000 reviews)
+    # more processes than that gain little on 25,000 reviews
+    n = workers or min(os.cpu_count() or 1, 8)
     fork = "fork" in multiprocessing.get_all_start_methods()
     if n <= 1 or not fork or len(texts) < 1000:
-        chunks = [_encode_chunk(texts[:])]  # a slice: a datasets column converts in bulk, not row by row
+        # a slice: a datasets column converts in bulk, not row by row
+        chunks = [_encode_chunk(texts[:])]
     else:
         bounds = np.linspace(0, len(texts), 8 * n + 1).astype(int).tolist()
         ctx = multiprocessing.get_context("fork")
@@ -104,7 +107,8 @@ def encode_texts(texts, labels, workers: int | None = None) -> Encoded:
         all_offsets.append(offsets[1:] + start)
         start += len(ids)
     return Encoded(
-        ids=np.concatenate(all_ids),  # int32, as the lookup tables
+        # int32, as the lookup tables
+        ids=np.concatenate(all_ids),
         offsets=np.concatenate(all_offsets),
         labels=np.asarray(labels[:], dtype=np.int64),
         table=list(table),
@@ -119,7 +123,8 @@ def encode_split(split, text_column: str, label_column: str, cache_dir: str | No
         try:
             with np.load(cache, allow_pickle=False) as z:
                 return Encoded(z["ids"], z["offsets"], z["labels"], z["table"].tolist())
-        except Exception as e:  # cut short, or not ours: tokenise again and write it anew
+        # cut short, or not ours: tokenise again and write it anew
+        except Exception as e:
             log.warning("token cache %s cannot be read (%s: %s); tokenising again", cache, type(e).__name__, e)
     enc = encode_texts(split[text_column], split[label_column])
     if cache is not None:

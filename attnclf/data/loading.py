@@ -34,7 +34,8 @@ DATA_SUFFIXES = {*FILE_TYPES, ".arrow"}
 VALIDATION_SPLITS = ("validation", "valid", "dev", "val")
 TEXT_COLUMNS = ("text", "sentence", "review", "content", "question")
 LABEL_COLUMNS = ("label", "labels", "class", "category", "sentiment", "target")
-FASTTEXT_LABEL = "__label__"  # a .txt file: one example a line, "__label__<name> <text>" (fastText's format)
+# a .txt file: one example a line, "__label__<name> <text>" (fastText's format)
+FASTTEXT_LABEL = "__label__"
 
 
 def check_hub_reachable(path: str, timeout: float = 3.0) -> None:
@@ -149,8 +150,9 @@ def load_splits(
         return read_splits(path, name, train_file, validation_file, test_file)
 
 
-def read_splits(path: str, name: str | None, train_file: str | None, validation_file: str | None,
-                test_file: str | None):  # fmt: skip
+def read_splits(
+    path: str, name: str | None, train_file: str | None, validation_file: str | None, test_file: str | None
+):
     """load_splits(), its library's log as it is."""
     import datasets
 
@@ -187,7 +189,8 @@ def read_splits(path: str, name: str | None, train_file: str | None, validation_
             f"could not load {path!r} from the Hugging Face Hub ({type(e).__name__}); "
             "if offline, set data.path to a local copy, e.g. data.path=/data/imdb"
         ) from e
-    except Exception as e:  # datasets raises many kinds (DatasetNotFoundError, ValueError, ...)
+    # datasets raises many kinds (DatasetNotFoundError, ValueError, ...)
+    except Exception as e:
         # its last line is often generic ("An error occurred while generating the dataset"): the first error
         # of the chain names the cause (a byte that is not UTF-8, a line that is not JSON)
         cause = e
@@ -195,7 +198,8 @@ def read_splits(path: str, name: str | None, train_file: str | None, validation_
             cause = cause.__cause__ or cause.__context__
         for f in files.values() if files else [local] if local.is_file() else sorted(local.rglob("*")):
             if f.is_file() and f.suffix.lower() in FILE_TYPES:
-                check_text_file(f)  # (the file and line at fault, in one line)
+                # the file and line at fault, in one line
+                check_text_file(f)
         said = (str(cause).strip().splitlines() or [""])[0]
         raise AttnclfError(f"could not load dataset {path!r}: {type(cause).__name__}: {said}") from e
 
@@ -229,7 +233,8 @@ def _find(columns: list[str], wanted: str, usual: tuple[str, ...], what: str, wh
     if wanted in columns:
         return wanted
     found = [c for c in usual if c in columns and c not in taken]
-    if wanted == usual[0] and len(found) == 1:  # the default name is not there: the one usual name that is
+    # the default name is not there: the one usual name that is
+    if wanted == usual[0] and len(found) == 1:
         log.info("data.%s_column: using %r (no %r column)", what, found[0], wanted)
         return found[0]
     raise AttnclfError(f"{where} has no {what} column {wanted!r}; columns found: {columns} (set data.{what}_column)")
@@ -261,7 +266,8 @@ def prepare_labels(ds, label_column: str, path: str):
     values = sorted({v for u in seen if u != [-1] for v in u}, key=lambda v: (v is None, str(v)))
     if any(v is None for v in values):
         raise AttnclfError(f"{path!r}: the label column {label_column!r} has empty values")
-    if all(isinstance(v, str) for v in values):  # strings: classes in sorted order (`datasets`' ClassLabel)
+    # strings: classes in sorted order (`datasets`' ClassLabel)
+    if all(isinstance(v, str) for v in values):
         names = sorted(values)
         return ds.cast_column(label_column, datasets.ClassLabel(names=names)), names, None
     if all(isinstance(v, (int, float, bool, np.integer)) and float(v).is_integer() for v in values):

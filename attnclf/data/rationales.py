@@ -34,7 +34,8 @@ from attnclf.settings.data import RationalesConfig
 
 log = logging.getLogger(__name__)
 
-WORD = re.compile(r"\S+")  # ERASER's tokens: the document's lines split on whitespace
+# ERASER's tokens: the document's lines split on whitespace
+WORD = re.compile(r"\S+")
 
 
 @dataclass
@@ -148,8 +149,12 @@ def read_marked_file(path: Path, text_column: str, label_column: str, spans_colu
             raise AttnclfError(f"{path}: row {n + 1}'s {text_column!r} is {text!r}, not a text")
         ok = []
         for s in spans or []:
-            if (isinstance(s, (list, tuple)) and len(s) == 2 and all(isinstance(v, int) for v in s)
-                    and 0 <= s[0] < s[1] <= len(text)):  # fmt: skip
+            if (
+                isinstance(s, (list, tuple))
+                and len(s) == 2
+                and all(isinstance(v, int) for v in s)
+                and 0 <= s[0] < s[1] <= len(text)
+            ):
                 ok.append((int(s[0]), int(s[1])))
             else:
                 left.add("marked spans that are not [start, end] offsets within their text", f"row {n + 1}: {s!r}")
@@ -175,8 +180,9 @@ def class_of(label: str, classes: list[str], named: dict[str, str]) -> int:
     matched exactly or ignoring case."""
     if label in named:
         if named[label] not in classes:
-            raise AttnclfError(f"rationales.labels: {label!r} -> {named[label]!r} is not one of the classifier's "
-                               f"classes {classes}")  # fmt: skip
+            raise AttnclfError(
+                f"rationales.labels: {label!r} -> {named[label]!r} is not one of the classifier's classes {classes}"
+            )
         return classes.index(named[label])
     if label in classes:
         return classes.index(label)
@@ -189,14 +195,22 @@ def class_of(label: str, classes: list[str], named: dict[str, str]) -> int:
     )
 
 
-def align(marked: list[Marked], vocab: Vocab, max_length: int | None, truncation: str, classes: list[str],
-          left: LeftOut, named: dict[str, str] | None = None) -> Aligned:  # fmt: skip
+def align(
+    marked: list[Marked],
+    vocab: Vocab,
+    max_length: int | None,
+    truncation: str,
+    classes: list[str],
+    left: LeftOut,
+    named: dict[str, str] | None = None,
+) -> Aligned:
     """Each text as the classifier's tokens (truncated as it reads), and which of them people marked: a token
     is marked where its characters overlap a marked span. Texts left with no marked token are left out."""
     out = Aligned([], np.zeros(0, dtype=np.int64), [], [], [])
     labels = []
     for m in marked:
-        label = class_of(m.label, classes, named or {})  # (a label the classifier does not know: one line, stop)
+        # a label the classifier does not know: one line, stop
+        label = class_of(m.label, classes, named or {})
         where = token_spans(m.text)
         if where is None:
             left.add("texts whose tokens cannot be placed in the text (lower-casing changes its length)", m.id)
@@ -204,14 +218,18 @@ def align(marked: list[Marked], vocab: Vocab, max_length: int | None, truncation
         starts = np.array([a for a, _ in where], dtype=np.int64)
         ends = np.array([b for _, b in where], dtype=np.int64)
         kept = truncate(np.arange(len(where)), max_length, truncation) if where else np.zeros(0, dtype=np.int64)
-        at = np.full(len(where), -1, dtype=np.int64)  # a token's position in what the classifier reads
+        # a token's position in what the classifier reads
+        at = np.full(len(where), -1, dtype=np.int64)
         at[kept] = np.arange(len(kept))
         spans = set()
         for a, b in m.spans:
-            inside = np.flatnonzero((starts < b) & (ends > a))  # tokens overlapping the span
+            # tokens overlapping the span
+            inside = np.flatnonzero((starts < b) & (ends > a))
             if not len(inside):
-                left.add("marked spans that cover no token of the classifier (punctuation or markup only)",
-                         f"{m.id}: {m.text[a:b][:40]!r}")  # fmt: skip
+                left.add(
+                    "marked spans that cover no token of the classifier (punctuation or markup only)",
+                    f"{m.id}: {m.text[a:b][:40]!r}",
+                )
                 continue
             read = at[inside][at[inside] >= 0]
             if not len(read):

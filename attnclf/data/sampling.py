@@ -13,7 +13,8 @@ class EpochShuffle(Sampler[int]):
         self.n, self.shuffle, self.seed = n, shuffle, seed
         self.epoch = 0
 
-    def set_epoch(self, epoch: int) -> None:  # Lightning calls this at every epoch start
+    # Lightning calls this at every epoch start
+    def set_epoch(self, epoch: int) -> None:
         self.epoch = epoch
 
     def rng(self, stream: int = 0) -> np.random.Generator:
@@ -82,13 +83,14 @@ class BucketBatchSampler(Sampler[list[int]]):
         # (cycling, where there are fewer batches than ranks)
         batches += [batches[i % len(batches)] for i in range(-(-len(batches) // R) * R - len(batches))]
         # the ranks' batches of one step are neighbours in length order (no rank waits on a much longer
-        # batch); the steps are shuffled. One rank: every batch shuffled, as before.
+        # batch); the steps are shuffled. One rank: every batch shuffled.
         steps = [batches[i : i + R] for i in range(0, len(batches), R)]
         return [b for i in self.sampler.rng(stream=1).permutation(len(steps)) for b in steps[i]]
 
     def __iter__(self):
         batches = self._batches()
-        if self.num_replicas > 1:  # training: step k's R batches; evaluation: each review exactly once
+        # training: step k's R batches; evaluation: each review exactly once
+        if self.num_replicas > 1:
             batches = batches[self.rank :: self.num_replicas]
         if self.resume_at is not None and self.resume_at[0] == self.epoch:
             batches = batches[self.resume_at[1] :]

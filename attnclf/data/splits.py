@@ -64,10 +64,12 @@ def carve_splits(
     folds are given (rows: all but it); then a validation split from the rest where val_size is given
     (None: not carved), never from the test rows. The same for the same arguments: eval.py rebuilds them."""
     rows, test_rows, val_rows = np.arange(n), None, None
-    if folds is not None:  # k-fold cross-validation: this run tests on one fold
+    # k-fold cross-validation: this run tests on one fold
+    if folds is not None:
         test_rows = fold_rows(labels, folds, fold, seed)
         rows = np.setdiff1d(rows, test_rows)
-    elif test_size is not None:  # (never touching a validation split)
+    # never touching a validation split
+    elif test_size is not None:
         rows, test_rows = carve(rows, test_size, np.random.default_rng([seed, 2]), "data.test_size", "testing")
     train_rows = rows
     if val_size is not None:
@@ -82,10 +84,14 @@ class Opened:
     ds: object  # a datasets.DatasetDict
     text_column: str
     label_column: str
-    names: list[str]  # the class names, by class id
-    remap: np.ndarray | None  # label values -> class ids where the labels are not 0..C-1 already
-    val_split: str | None  # the dataset's own validation split (None: carved from training)
-    test_split: str | None  # its own test split (None: carved from training, or a fold of it)
+    # the class names, by class id
+    names: list[str]
+    # label values -> class ids where the labels are not 0..C-1 already
+    remap: np.ndarray | None
+    # the dataset's own validation split (None: carved from training)
+    val_split: str | None
+    # its own test split (None: carved from training, or a fold of it)
+    test_split: str | None
 
 
 def open_data(config: DataConfig, need_train: bool = True) -> Opened:
@@ -121,15 +127,17 @@ def map_labels(ds, label_column: str, label_map: dict[str, str], path: str):
     found = {namer(p.features[label_column])(v) for p in labelled.values() for v in p.unique(label_column)}
     unknown = sorted(set(label_map) - found)
     if unknown:
-        raise AttnclfError(f"data.label_map names {unknown[0]!r}, not a label of {path!r} (its labels: "
-                           f"{', '.join(sorted(found))})")  # fmt: skip
+        raise AttnclfError(
+            f"data.label_map names {unknown[0]!r}, not a label of {path!r} (its labels: {', '.join(sorted(found))})"
+        )
 
     def relabel(part):
         name = namer(part.features[label_column])
         features = part.features.copy()
         features[label_column] = datasets.Value("string")
-        part = part.map(lambda b: {label_column: [label_map.get(name(v)) for v in b[label_column]]},
-                        batched=True, features=features)  # fmt: skip
+        part = part.map(
+            lambda b: {label_column: [label_map.get(name(v)) for v in b[label_column]]}, batched=True, features=features
+        )
         return part.filter(lambda b: [v is not None for v in b[label_column]], batched=True)
 
     return datasets.DatasetDict({**ds, **{split: relabel(part) for split, part in labelled.items()}})
@@ -145,7 +153,8 @@ def carving(config: DataConfig, seed: int, opened: Opened, rows: int) -> dict:
         "seed": seed,
         "test_split": config.test_split,
         "test_size": config.test_size if opened.test_split is None and config.folds is None else None,
-        "val_size": config.val_size if opened.val_split is None else None,  # (from what a carved test split left)
+        # from what a carved test split left
+        "val_size": config.val_size if opened.val_split is None else None,
         "folds": config.folds,
         "fold": config.fold,
     }
@@ -154,8 +163,15 @@ def carving(config: DataConfig, seed: int, opened: Opened, rows: int) -> dict:
 def split_rows(carved: dict, labels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]:
     """(rows, train rows, validation rows, test rows) of the training split of class ids `labels`, as
     `carved` (carving(), or a run's saved record of it) says: the same rows every time."""
-    return carve_splits(len(labels), carved["seed"], carved["test_size"], carved["val_size"], carved.get("folds"),
-                        carved.get("fold"), labels)  # fmt: skip
+    return carve_splits(
+        len(labels),
+        carved["seed"],
+        carved["test_size"],
+        carved["val_size"],
+        carved.get("folds"),
+        carved.get("fold"),
+        labels,
+    )
 
 
 def training_subset(train_rows: np.ndarray, train_size: int | float | None, seed: int) -> np.ndarray:
@@ -171,7 +187,8 @@ def training_subset(train_rows: np.ndarray, train_size: int | float | None, seed
 
 # ---------------------------------------------------------------- a run's record of its data
 
-RECORD = "data.json"  # in the run folder: {"data": DataConfig.recorded(), "seed": ..., "carved": carving()}
+# in the run folder: {"data": DataConfig.recorded(), "seed": ..., "carved": carving()}
+RECORD = "data.json"
 
 
 def record_of(config: DataConfig, seed: int, carved: dict) -> dict:
@@ -207,9 +224,14 @@ def run_data(run: Path, vocab_meta: dict, given: dict) -> tuple[DataConfig, dict
         base, whence = dict(record["data"]), f"the run's own ({run / RECORD})"
     else:
         base, whence = {}, f"the default ({run} has no {RECORD}: trained before runs recorded their data)"
-        if carved:  # (how it carved: its training split's name, test split's name, sizes and folds)
-            base = {"train_split": carved["from"], "test_split": carved["test_split"], "folds": carved.get("folds"),
-                    "fold": carved.get("fold")}  # fmt: skip
+        # how it carved: its training split's name, test split's name, sizes and folds
+        if carved:
+            base = {
+                "train_split": carved["from"],
+                "test_split": carved["test_split"],
+                "folds": carved.get("folds"),
+                "fold": carved.get("fold"),
+            }
             base.update({k: carved[k] for k in ("test_size", "val_size") if carved[k] is not None})
     config = typed(DataConfig, {**base, **given}, "data")
     config.check()

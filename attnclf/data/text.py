@@ -19,12 +19,16 @@ from attnclf.errors import AttnclfError
 from attnclf.utils.files import write_text_atomic
 from attnclf.utils.jsonfile import dumps
 
-TOKENIZER_VERSION = "regex-v1"  # part of the cache key: change it when the rules change
+# part of the cache key: change it when the rules change
+TOKENIZER_VERSION = "regex-v1"
 PAD, UNK = "<pad>", "<unk>"
-UNK_ID = 1  # (PAD_ID, the first: attnclf/models/names.py)
+# PAD_ID, the first: attnclf/models/names.py
+UNK_ID = 1
 
-TAG = re.compile(r"<[^>]{0,20}>")  # markup such as IMDb's <br />, removed
-TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)*|[!?]")  # words (inner apostrophes kept), numbers, ! and ?
+# markup such as IMDb's <br />, removed
+TAG = re.compile(r"<[^>]{0,20}>")
+# words (inner apostrophes kept), numbers, ! and ?
+TOKEN = re.compile(r"[^\W_]+(?:'[^\W_]+)*|[!?]")
 
 
 def tokenize(text: str) -> list[str]:
@@ -37,7 +41,8 @@ def token_spans(text: str) -> list[tuple[int, int]] | None:
     lower-casing changes a character's length (a few non-Latin letters), so offsets cannot be trusted."""
     if len(text.lower()) != len(text):
         return None
-    blanked = TAG.sub(lambda m: " " * len(m.group()), text.lower())  # (same length: offsets are the text's)
+    # same length: offsets are the text's
+    blanked = TAG.sub(lambda m: " " * len(m.group()), text.lower())
     return [m.span() for m in TOKEN.finditer(blanked)]
 
 
@@ -49,7 +54,8 @@ class Vocab:
             raise AttnclfError(f"vocabulary must start with {PAD!r}, {UNK!r}; got {list(itos[:2])}")
         self.itos = list(itos)
         self.stoi = {t: i for i, t in enumerate(self.itos)}
-        self.meta = dict(meta or {})  # how the run preprocessed: max_length, truncation
+        # how the run preprocessed: max_length, truncation
+        self.meta = dict(meta or {})
 
     def __len__(self) -> int:
         return len(self.itos)

@@ -30,11 +30,13 @@ class UnlabeledBatches:
             )
         enc = encode_split(ds[split], corpus.opened.text_column, corpus.opened.label_column, c.cache_dir)
         rows = np.arange(len(enc.labels))
-        self.dataset = TextDataset(enc.remap(vocab), enc.offsets, np.zeros_like(rows), rows,
-                                   max_length=c.max_length, truncation=c.truncation)  # fmt: skip
+        self.dataset = TextDataset(
+            enc.remap(vocab), enc.offsets, np.zeros_like(rows), rows, max_length=c.max_length, truncation=c.truncation
+        )
         self.batch_size, self.seed, self.bucket_pool, self.world = batch_size, corpus.seed, c.bucket_pool, world
         self.sampler: BucketBatchSampler | None = None
-        self.batches: list = []  # the sampler's epoch's batches
+        # the sampler's epoch's batches
+        self.batches: list = []
 
     def batch(self, index: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The `index`-th training batch's batch of unlabeled reviews, as collate() gives it: batched by
@@ -42,8 +44,15 @@ class UnlabeledBatches:
         rank), so that a resumed run draws the same ones."""
         if self.sampler is None:
             replicas, rank = self.world()
-            self.sampler = BucketBatchSampler(self.dataset.lengths, self.batch_size, True, self.seed,
-                                              self.bucket_pool, num_replicas=replicas, rank=rank)  # fmt: skip
+            self.sampler = BucketBatchSampler(
+                self.dataset.lengths,
+                self.batch_size,
+                True,
+                self.seed,
+                self.bucket_pool,
+                num_replicas=replicas,
+                rank=rank,
+            )
         epoch, k = divmod(index, len(self.sampler))
         if self.sampler.epoch != epoch or not self.batches:
             self.sampler.set_epoch(epoch)

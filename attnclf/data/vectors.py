@@ -48,7 +48,8 @@ def auto_epochs(words: int) -> int:
     return min(high, max(low, passes_to_read_auto_words(words)))
 
 
-Texts = list[tuple[Encoded, np.ndarray]]  # tokenised splits and the rows of each to read
+# tokenised splits and the rows of each to read
+Texts = list[tuple[Encoded, np.ndarray]]
 
 
 class Sentences:
@@ -81,7 +82,8 @@ def train_word2vec(texts: Texts, dim: int, settings: dict, quiet: bool = False):
         def on_epoch_end(self, model):
             self.advance(1)
 
-    algorithm = settings.get("algorithm", "skipgram")  # (checked with the settings: Word2VecConfig)
+    # checked with the settings: Word2VecConfig
+    algorithm = settings.get("algorithm", "skipgram")
     epochs = int(settings.get("epochs", AUTO_EPOCHS[0]))
     t = time.perf_counter()
     with stage("word2vec", epochs, "epochs", quiet) as advance:
@@ -119,9 +121,11 @@ def cached_word2vec(
         and they are trained again."""
         try:
             wv = KeyedVectors.load_word2vec_format(str(path), binary=True)
-        except Exception as e:  # (gensim raises EOFError, ValueError, UnicodeDecodeError, ...)
-            log.warning("word-vector cache %s cannot be read (%s: %s); training the vectors again", path,
-                        type(e).__name__, e)  # fmt: skip
+        # gensim raises EOFError, ValueError, UnicodeDecodeError, ...
+        except Exception as e:
+            log.warning(
+                "word-vector cache %s cannot be read (%s: %s); training the vectors again", path, type(e).__name__, e
+            )
             path.unlink(missing_ok=True)
             return None
         log.info("word2vec: vectors from the cache %s", path)
@@ -135,7 +139,8 @@ def cached_word2vec(
         if path.is_file() and (found := cached()) is not None:
             return found
         wv = _train_logged(texts, dim, settings, quiet)
-        write_atomic(path, lambda tmp: wv.save_word2vec_format(str(tmp), binary=True))  # (whole, or no file)
+        # whole, or no file
+        write_atomic(path, lambda tmp: wv.save_word2vec_format(str(tmp), binary=True))
     log.info("word2vec: cached as %s", path)
     return wv, path
 
@@ -160,8 +165,10 @@ def read_vectors(path: str, dim: int):
         ragged = None if Path(path).suffix == ".bin" or isinstance(e, UnicodeDecodeError) else ragged_line(path, header)
         if ragged:
             line, found, expected = ragged
-            raise AttnclfError(f"model.embeddings={path!r}: line {line} has {found} numbers after its word, the "
-                               f"vectors {expected}; every line is a word and {expected} numbers") from e  # fmt: skip
+            raise AttnclfError(
+                f"model.embeddings={path!r}: line {line} has {found} numbers after its word, the "
+                f"vectors {expected}; every line is a word and {expected} numbers"
+            ) from e
         raise AttnclfError(f"model.embeddings={path!r} is not a word2vec vectors file: {e}") from e
     return wv
 
@@ -215,8 +222,14 @@ def initial_embeddings(
             train_settings["epochs"] = epochs = auto_epochs(words)
             needed = passes_to_read_auto_words(words)
             bound = "" if epochs == needed else f", {epochs} at the {'least' if epochs > needed else 'most'}"
-            log.info("word2vec.epochs=auto: %d (%d words a pass: %d million words take %d passes%s)", epochs, words,
-                     AUTO_WORDS // 10**6, needed, bound)  # fmt: skip
+            log.info(
+                "word2vec.epochs=auto: %d (%d words a pass: %d million words take %d passes%s)",
+                epochs,
+                words,
+                AUTO_WORDS // 10**6,
+                needed,
+                bound,
+            )
         wv, path = cached_word2vec(texts, key, dim, train_settings, cache_dir, quiet)
         summary = {
             "texts": int(sum(len(rows) for _, rows in texts)),

@@ -28,8 +28,9 @@ def split_as_trained(clf: TrainedClassifier, split: str, given: dict) -> tuple[D
     rows the run carved or folded from its training split."""
     split_of = rows_as_trained(clf, split, given)
     enc = split_of.encoded
-    dataset = TextDataset(enc.remap(clf.vocab), enc.offsets, split_of.labels, split_of.rows, clf.max_length,
-                          clf.truncation)  # fmt: skip
+    dataset = TextDataset(
+        enc.remap(clf.vocab), enc.offsets, split_of.labels, split_of.rows, clf.max_length, clf.truncation
+    )
     return split_of.data, dataset
 
 
@@ -45,11 +46,16 @@ def texts_as_trained(clf: TrainedClassifier, split: str, given: dict) -> tuple[l
 @dataclass
 class SplitAsTrained:
     data: DataConfig
-    opened: Any  # the opened data (attnclf.data.splits.open_data)
-    source: str  # the data's split the rows are taken from
-    encoded: Any  # that split encoded (attnclf.data.encoding.encode_split)
-    labels: np.ndarray  # every row's label as the checkpoint's class id
-    rows: np.ndarray  # the rows of `source` that are the split asked for
+    # the opened data (attnclf.data.splits.open_data)
+    opened: Any
+    # the data's split the rows are taken from
+    source: str
+    # that split encoded (attnclf.data.encoding.encode_split)
+    encoded: Any
+    # every row's label as the checkpoint's class id
+    labels: np.ndarray
+    # the rows of `source` that are the split asked for
+    rows: np.ndarray
 
 
 def rows_as_trained(clf: TrainedClassifier, split: str, given: dict) -> SplitAsTrained:
@@ -66,8 +72,9 @@ def rows_as_trained(clf: TrainedClassifier, split: str, given: dict) -> SplitAsT
     labels = labels_as_trained(enc.labels, opened.names, opened.remap, clf.labels, split)
     rows = np.arange(len(labels))
     if from_train:
-        _, _, val_rows, test_rows = split_rows(carving(data, carved["seed"], opened, len(labels)),
-                                               label_ids(enc.labels, opened.remap))  # fmt: skip
+        _, _, val_rows, test_rows = split_rows(
+            carving(data, carved["seed"], opened, len(labels)), label_ids(enc.labels, opened.remap)
+        )
         rows = test_rows if split == data.test_split else val_rows
         fold = data.folds is not None and rows is test_rows
         how = f"tested on, fold {data.fold} of {data.folds}" if fold else "carved off"
@@ -102,7 +109,8 @@ def labels_as_trained(values: np.ndarray, names: list[str], remap, trained: list
     as_names = np.asarray(names, dtype=object)[label_ids(values, remap)]
     index = {name: i for i, name in enumerate(trained)}
     if not set(names) & set(index) and all(x.isdigit() and int(x) < len(trained) for x in names):
-        index = {str(i): i for i in range(len(trained))}  # plain class numbers against named classes
+        # plain class numbers against named classes
+        index = {str(i): i for i in range(len(trained))}
     unknown = sorted({str(v) for v in as_names if v not in index})
     if unknown:
         raise AttnclfError(

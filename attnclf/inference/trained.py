@@ -25,13 +25,19 @@ from attnclf.utils.checks import first_few
 class Prediction:
     label: int
     label_name: str
-    prob: float  # of the predicted label
+    # of the predicted label
+    prob: float
     probs: list[float]
-    tokens: list[str]  # the words the model read (after truncation), in order
-    weights: list[float]  # attention weight of each of those words
-    text: str = ""  # the review as given
-    positions: list[int] = field(default_factory=list)  # each read word's place among tokenize(text)'s tokens
-    truncated: bool = False  # the text had more tokens than the run reads (max_length): only some were read
+    # the words the model read (after truncation), in order
+    tokens: list[str]
+    # attention weight of each of those words
+    weights: list[float]
+    # the review as given
+    text: str = ""
+    # each read word's place among tokenize(text)'s tokens
+    positions: list[int] = field(default_factory=list)
+    # the text had more tokens than the run reads (max_length): only some were read
+    truncated: bool = False
 
     def top_words(self, k: int = 5) -> list[tuple[str, float]]:
         order = np.argsort(-np.asarray(self.weights), kind="stable")[:k]
@@ -62,10 +68,12 @@ def check_not_empty(texts: list, what: str, first: int = 0) -> None:
 class TrainedClassifier:
     module: ClassifierModule
     vocab: Vocab
-    max_length: int | None = 1000  # tokens read per review (None: whole), as the run's validation and test read
+    # tokens read per review (None: whole), as the run's validation and test read
+    max_length: int | None = 1000
     truncation: str = "head_tail"
     labels: list[str] = field(default_factory=lambda: ["neg", "pos"])
-    run: Path | None = None  # the run folder it came from (its data record: data.json)
+    # the run folder it came from (its data record: data.json)
+    run: Path | None = None
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, device: str = "cpu") -> TrainedClassifier:
@@ -98,8 +106,9 @@ class TrainedClassifier:
         labels = meta.get("labels") or [str(i) for i in range(n)]
         # as the run's validation and test read (runs before data.eval_max_length read as in training)
         max_length = meta["eval_max_length"] if "eval_max_length" in meta else meta.get("max_length", 400)
-        return cls(module.to(device).eval(), vocab, max_length, meta.get("truncation", "head_tail"), labels,
-                   run_dir_of(path))  # fmt: skip
+        return cls(
+            module.to(device).eval(), vocab, max_length, meta.get("truncation", "head_tail"), labels, run_dir_of(path)
+        )
 
     @property
     def device(self) -> torch.device:
@@ -137,8 +146,9 @@ class TrainedClassifier:
         ids = np.concatenate([r.ids for r in readings])
         offsets = np.concatenate([[0], np.cumsum([len(r.ids) for r in readings])])
         rows = np.arange(len(texts))
-        dataset = TextDataset(ids, offsets, np.zeros(len(texts), dtype=np.int64), rows, self.max_length,
-                              self.truncation)  # fmt: skip
+        dataset = TextDataset(
+            ids, offsets, np.zeros(len(texts), dtype=np.int64), rows, self.max_length, self.truncation
+        )
         out: list[Prediction | None] = [None] * len(texts)
         for positions, logits, weights in self.batches(dataset, batch_size):
             for row, p, w in zip(positions, torch.softmax(logits, -1), weights, strict=True):
@@ -163,5 +173,14 @@ class TrainedClassifier:
         """A text's Prediction from its class probabilities (C,) and its padded row of weights (T,)."""
         label = int(probs.argmax())
         n = len(reading.tokens)
-        return Prediction(label, self.labels[label], float(probs[label]), probs.tolist(), reading.tokens,
-                          weights[:n].tolist(), reading.text, reading.positions, reading.truncated)  # fmt: skip
+        return Prediction(
+            label,
+            self.labels[label],
+            float(probs[label]),
+            probs.tolist(),
+            reading.tokens,
+            weights[:n].tolist(),
+            reading.text,
+            reading.positions,
+            reading.truncated,
+        )

@@ -26,7 +26,8 @@ def masked_softmax(scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Ten
     """
     if mask is None:
         return torch.softmax(scores, dim=-1)
-    keep = mask.unsqueeze(-2)  # (B, 1, Tk), broadcast over queries
+    # (B, 1, Tk), broadcast over queries
+    keep = mask.unsqueeze(-2)
     scores = scores.masked_fill(~keep, torch.finfo(scores.dtype).min)
     return torch.softmax(scores, dim=-1).masked_fill(~keep, 0.0)
 
@@ -84,7 +85,8 @@ class SharedKeysPool(torch.autograd.Function):
         weights = masked_softmax(torch.baddbmm(shift, qk, x.transpose(1, 2), alpha=scale), mask)  # (B, Tq, Tk)
         ctx.save_for_backward(qk, x, weights)
         ctx.scale = scale
-        return torch.bmm(weights, x), weights  # (B, Tq, D), (B, Tq, Tk)
+        # (B, Tq, D), (B, Tq, Tk)
+        return torch.bmm(weights, x), weights
 
     @staticmethod
     @torch.autograd.function.once_differentiable
@@ -105,8 +107,15 @@ class DotAttention(nn.Module):
     convergence by about 30%: `experiment=claim_scaling`).
     """
 
-    def __init__(self, query_dim: int, key_dim: int, attn_dim: int, scale: bool = True, dropout: float = 0.0,
-                 normalizer: str = "softmax"):  # fmt: skip
+    def __init__(
+        self,
+        query_dim: int,
+        key_dim: int,
+        attn_dim: int,
+        scale: bool = True,
+        dropout: float = 0.0,
+        normalizer: str = "softmax",
+    ):
         super().__init__()
         self.normalizer = normalizer
         self.q_proj = nn.Linear(query_dim, attn_dim)
@@ -128,7 +137,8 @@ class DotAttention(nn.Module):
         else:
             scores = torch.bmm(q, self.k_proj(keys).transpose(1, 2))  # (B, Tq, Tk)
         weights = masked_weights(scores * self.scale, mask, self.normalizer)
-        return torch.bmm(self.dropout(weights), values), weights  # (B, Tq, Dv), (B, Tq, Tk)
+        # (B, Tq, Dv), (B, Tq, Tk)
+        return torch.bmm(self.dropout(weights), values), weights
 
 
 class VectorDotAttention(nn.Module):
@@ -143,7 +153,8 @@ class VectorDotAttention(nn.Module):
     def forward(self, query, keys, values, mask=None):
         scores = torch.bmm(query, keys.transpose(1, 2)) * self.scale  # (B, Tq, Tk)
         weights = masked_weights(scores, mask, self.normalizer)
-        return torch.bmm(weights, values), weights  # (B, Tq, Dv), (B, Tq, Tk)
+        # (B, Tq, Dv), (B, Tq, Tk)
+        return torch.bmm(weights, values), weights
 
 
 class SharedKeysAdditivePool(torch.autograd.Function):
@@ -167,7 +178,8 @@ class SharedKeysAdditivePool(torch.autograd.Function):
         th.add_(q).tanh_()
         weights = masked_softmax(torch.mm(th.view(B * T, -1), v.t()).view(B, 1, T), mask)  # (B, 1, T)
         ctx.save_for_backward(x, w_k, v, th, weights)
-        return torch.bmm(weights, x), weights  # (B, 1, D), (B, 1, T)
+        # (B, 1, D), (B, 1, T)
+        return torch.bmm(weights, x), weights
 
     @staticmethod
     @torch.autograd.function.once_differentiable
@@ -176,11 +188,14 @@ class SharedKeysAdditivePool(torch.autograd.Function):
         B, T, D = x.shape
         ds = _scores_grad(w, x, d_context, d_weights).view(B * T, 1)
         dv = torch.mm(ds.t(), th.view(B * T, -1))  # (1, h)
-        d_pre = th.square().neg_().add_(1).mul_(v).view(B * T, -1).mul_(ds)  # (B*T, h): through tanh
+        # (B*T, h): through tanh
+        d_pre = th.square().neg_().add_(1).mul_(v).view(B * T, -1).mul_(ds)
         d_q = d_pre.view(B, T, -1).sum(1, keepdim=True)  # (B, 1, h)
         d_wk = torch.mm(d_pre.t(), x.reshape(B * T, D))  # (h, D)
-        dx = torch.bmm(w.transpose(1, 2), d_context)  # (B, T, D): through the weighted sum...
-        dx.view(B * T, D).addmm_(d_pre, w_k)  # ... plus through the scores
+        # (B, T, D): through the weighted sum...
+        dx = torch.bmm(w.transpose(1, 2), d_context)
+        # ... plus through the scores
+        dx.view(B * T, D).addmm_(d_pre, w_k)
         return d_q, dx, d_wk, dv, None
 
 
@@ -194,9 +209,14 @@ class AdditiveAttention(nn.Module):
     """
 
     def __init__(
-        self, query_dim: int, key_dim: int, hidden_dim: int | None = None, init: str = "xavier", dropout: float = 0.0,
+        self,
+        query_dim: int,
+        key_dim: int,
+        hidden_dim: int | None = None,
+        init: str = "xavier",
+        dropout: float = 0.0,
         normalizer: str = "softmax",
-    ):  # fmt: skip
+    ):
         super().__init__()
         self.normalizer = normalizer
         hidden_dim = (query_dim + key_dim) // 2 if hidden_dim is None else hidden_dim
@@ -219,13 +239,19 @@ class AdditiveAttention(nn.Module):
         # (B, Tq, 1, h) + (B, 1, Tk, h) -> (B, Tq, Tk, h): the cost that grows as Tq * Tk * h
         scores = self.score_proj(torch.tanh(q.unsqueeze(2) + k.unsqueeze(1))).squeeze(-1)  # (B, Tq, Tk)
         weights = masked_weights(scores, mask, self.normalizer)
-        return torch.bmm(self.dropout(weights), values), weights  # (B, Tq, Dv), (B, Tq, Tk)
+        # (B, Tq, Dv), (B, Tq, Tk)
+        return torch.bmm(self.dropout(weights), values), weights
 
 
 def build_attention(
-    name: str, query_dim: int, key_dim: int, attn_dim: int | None, scale: bool = True, init: str = "xavier",
+    name: str,
+    query_dim: int,
+    key_dim: int,
+    attn_dim: int | None,
+    scale: bool = True,
+    init: str = "xavier",
     normalizer: str = "softmax",
-) -> nn.Module:  # fmt: skip
+) -> nn.Module:
     one_of("attention", name, ATTENTIONS)
     one_of("model.attention_normalizer", normalizer, NORMALIZERS)
     if name == "dot":

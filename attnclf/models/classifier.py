@@ -2,7 +2,7 @@
 
 The attention query is the encoder's summary of the whole review: the final
 states of both directions, [forward state at the last token; backward state at
-the first token] (B, 2H). The documents used the first GRU output, whose forward
+the first token] (B, 2H). The first GRU output alone would not do: its forward
 half has seen one word only. `query="learned"` takes one learned vector for every
 review instead, as Jain & Wallace (2019) pool: a token's weight then depends on
 its own state alone (additive: v^T tanh(W h + b); dot: w . h / sqrt(2H), with no
@@ -49,8 +49,9 @@ class ClassifierNet(nn.Module):
         super().__init__()
         self.embed = nn.Embedding(vocab_size, embed_dim, padding_idx=PAD_ID)
         self.embed_dropout = Dropout(embed_dropout)
-        self.encoder = BiRNN(embed_dim, hidden_dim, num_layers, dropout=dropout, kernel=rnn_kernel, cell=rnn,
-                                  states=hidden_states)  # fmt: skip
+        self.encoder = BiRNN(
+            embed_dim, hidden_dim, num_layers, dropout=dropout, kernel=rnn_kernel, cell=rnn, states=hidden_states
+        )
         # hidden_states=diversity: the conicity (B,) of the last forward's states, for the loss's penalty
         self.diversity = hidden_states == "diversity"
         self.last_conicity: torch.Tensor | None = None
@@ -59,14 +60,18 @@ class ClassifierNet(nn.Module):
         # a learned query: one vector (1, 2H) for every review (started as a Linear(2H, 1)'s weight is); None: the
         # encoder's final states
         self.query = nn.Parameter(torch.empty(1, d).uniform_(-(d**-0.5), d**-0.5)) if query == "learned" else None
-        if query == "learned" and attention_dim is None:  # Jain & Wallace's forms, exactly
-            if attention == "dot":  # w . h / sqrt(2H): the learned query against the states themselves
+        # Jain & Wallace's forms, exactly
+        if query == "learned" and attention_dim is None:
+            # w . h / sqrt(2H): the learned query against the states themselves
+            if attention == "dot":
                 self.attention = VectorDotAttention(d, scale=attention_scale, normalizer=norm)
-            else:  # v^T tanh(W h + b), a tanh layer half the encoder's width (b: the query's projection)
+            # v^T tanh(W h + b), a tanh layer half the encoder's width (b: the query's projection)
+            else:
                 self.attention = build_attention(attention, d, d, hidden_dim, init=attention_init, normalizer=norm)
         else:
-            self.attention = build_attention(attention, d, d, attention_dim, scale=attention_scale, init=attention_init,
-                                             normalizer=norm)  # fmt: skip
+            self.attention = build_attention(
+                attention, d, d, attention_dim, scale=attention_scale, init=attention_init, normalizer=norm
+            )
         self.dropout = nn.Dropout(dropout)
         self.fc = nn.Linear(d, num_classes)
 
@@ -85,7 +90,8 @@ class ClassifierNet(nn.Module):
         """Embedded reviews x (B, T, E) -> logits (B, C), attention weights (B, T): forward() past the
         embedding, for the regularisers that perturb the embedded review (attnclf/training/regularizers.py)."""
         out, final, mask = self.encode(x, lengths, host_lengths)
-        context, weights = self.attention(final.unsqueeze(1), out, out, mask)  # (B, 1, 2H), (B, 1, T)
+        # (B, 1, 2H), (B, 1, T)
+        context, weights = self.attention(final.unsqueeze(1), out, out, mask)
         return self.classify(context.squeeze(1)), weights.squeeze(1)
 
     def encode(
@@ -95,7 +101,8 @@ class ClassifierNet(nn.Module):
 
         Starts from the embeddings so that attnclf.analysis.measures can take gradients with respect to them.
         """
-        out, final = self.encoder(self.embed_dropout(x), lengths, host_lengths)  # (B, T, 2H), (B, 2H)
+        # (B, T, 2H), (B, 2H)
+        out, final = self.encoder(self.embed_dropout(x), lengths, host_lengths)
         mask = real_tokens(x, lengths)  # (B, T)
         if self.diversity:
             self.last_conicity = conicity(out, mask)  # (B,)

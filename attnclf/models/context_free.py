@@ -21,9 +21,13 @@ class ContextFreeClassifier(nn.Module):
     def __init__(self, vocab_size: int, num_classes: int, embed_dim: int, hidden_dim: int, learned: bool = False):
         super().__init__()
         self.embed = nn.Embedding(vocab_size, embed_dim, padding_idx=PAD_ID)
-        self.token = nn.Linear(embed_dim, hidden_dim)  # each token alone: no context
-        self.score = nn.Sequential(nn.Linear(hidden_dim, hidden_dim // 2), nn.Tanh(), nn.Linear(hidden_dim // 2, 1,
-                                   bias=False)) if learned else None  # fmt: skip
+        # each token alone: no context
+        self.token = nn.Linear(embed_dim, hidden_dim)
+        self.score = (
+            nn.Sequential(nn.Linear(hidden_dim, hidden_dim // 2), nn.Tanh(), nn.Linear(hidden_dim // 2, 1, bias=False))
+            if learned
+            else None
+        )
         self.fc = nn.Linear(hidden_dim, num_classes)
 
     def forward(
@@ -36,6 +40,7 @@ class ContextFreeClassifier(nn.Module):
         if weights is None and self.score is not None:
             weights = masked_softmax(self.score(h).transpose(1, 2), mask).squeeze(1)  # (B, T)
         elif weights is None:
-            weights = mask.float() / mask.sum(-1, keepdim=True)  # uniform over the real tokens
+            # uniform over the real tokens
+            weights = mask.float() / mask.sum(-1, keepdim=True)
         context = torch.bmm(weights.unsqueeze(1).to(h.dtype), h).squeeze(1)  # (B, H)
         return self.fc(context), weights

@@ -19,5 +19,6 @@ class Dropout(nn.Dropout):
             return x
         if x.is_cuda or self.p == 1.0:
             return super().forward(x)
-        scale = torch.rand_like(x).ge_(self.p).mul_(1.0 / (1.0 - self.p))  # 0 or 1/(1-p), as nn.Dropout
+        # 0 or 1/(1-p), as nn.Dropout
+        scale = torch.rand_like(x).ge_(self.p).mul_(1.0 / (1.0 - self.p))
         return x * scale

@@ -49,8 +49,10 @@ from attnclf.models.dropout import Dropout
 from attnclf.models.names import RNN_KERNELS, check_hidden_states, check_rnn, check_rnn_kernel
 from attnclf.models.states import orthogonal_steps
 
-KERNELS = RNN_KERNELS  # (the names, torch-free: attnclf/models/names.py)
-CELLS = {"gru": nn.GRU, "lstm": nn.LSTM}  # the same call, the same outputs first; an LSTM's gates are 4, a GRU's 3
+# the names, torch-free: attnclf/models/names.py
+KERNELS = RNN_KERNELS
+# the same call, the same outputs first; an LSTM's gates are 4, a GRU's 3
+CELLS = {"gru": nn.GRU, "lstm": nn.LSTM}
 
 # auto on a CPU with 2+ threads: the two directions at once for batches of at least this many steps. A short
 # batch does not pay for the hand-off between threads: with 2 threads a whole training step ran 1.2-1.4x faster
@@ -58,7 +60,8 @@ CELLS = {"gru": nn.GRU, "lstm": nn.LSTM}  # the same call, the same outputs firs
 # batches of 16, 32 and 64; docs/performance.md)
 CONCURRENT_FROM = 100
 
-_pool: tuple[int, int, ThreadPoolExecutor] | None = None  # (pid, torch threads of the caller, pool)
+# pid, torch threads of the caller, pool
+_pool: tuple[int, int, ThreadPoolExecutor] | None = None
 
 
 def _direction_pool() -> ThreadPoolExecutor:
@@ -76,14 +79,17 @@ def _direction_pool() -> ThreadPoolExecutor:
     ready = threading.Barrier(3)
 
     def start() -> None:
-        torch.get_num_threads()  # torch sets a thread's count on first use: let it, then override
+        # torch sets a thread's count on first use: let it, then override
+        torch.get_num_threads()
         torch.set_num_threads(max(1, n // 2))
 
     pool = ThreadPoolExecutor(2, thread_name_prefix="bigru", initializer=start)
-    for _ in range(2):  # both threads started (each waits on the barrier, so a second one is made)
+    # both threads started (each waits on the barrier, so a second one is made)
+    for _ in range(2):
         pool.submit(ready.wait)
     ready.wait()
-    torch.set_num_threads(n)  # set_num_threads also sets the count new threads start with: restore it
+    # set_num_threads also sets the count new threads start with: restore it
+    torch.set_num_threads(n)
     _pool = (os.getpid(), n, pool)
     return pool
 
@@ -197,14 +203,16 @@ class BiRNN(nn.Module):
         self.dropout = Dropout(dropout)  # between layers
         self.kernel = kernel
         self.hidden_dim = hidden_dim
-        self._templates: dict[int, nn.RNNBase] = {}  # (a plain dict: not submodules, no parameters of their own)
+        # a plain dict: not submodules, no parameters of their own
+        self._templates: dict[int, nn.RNNBase] = {}
 
     def resolved_kernel(self, x: torch.Tensor) -> str:
         if self.kernel != "auto":
             return self.kernel
         if x.is_cuda:
             return "packed" if self.states != "orthogonal" else "padded"
-        long = x.size(1) >= CONCURRENT_FROM  # (B, T, D): the batch's longest text
+        # (B, T, D): the batch's longest text
+        long = x.size(1) >= CONCURRENT_FROM
         return "concurrent" if torch.get_num_threads() >= 2 and long else "padded"
 
     def _nn_gru(self, gru: nn.RNNBase, x: torch.Tensor) -> torch.Tensor:
@@ -238,10 +246,12 @@ class BiRNN(nn.Module):
         Sorted here rather than by pack_padded_sequence(enforce_sorted=False), whose index copy to the
         device and unpacking (`lengths[unsorted_indices.cpu()]`) each wait for the GPU.
         """
-        host = host_lengths if host_lengths is not None else lengths.cpu()  # (a sync only without a host copy)
+        # a sync only without a host copy
+        host = host_lengths if host_lengths is not None else lengths.cpu()
         order = torch.argsort(host, descending=True, stable=True)
         sorted_lengths, inverse = host[order], torch.argsort(order)
-        if device.type == "cuda":  # pinned, so the copies do not wait for the GPU
+        # pinned, so the copies do not wait for the GPU
+        if device.type == "cuda":
             return *(t.pin_memory().to(device, non_blocking=True) for t in (order, inverse)), sorted_lengths
         return order.to(device), inverse.to(device), sorted_lengths
 
@@ -270,7 +280,8 @@ class BiRNN(nn.Module):
                 x = self._packed_layer(layer, x, order, inverse, sorted_lengths)
                 continue
             directions = (partial(self._nn_gru, fwd), partial(self._reversed, bwd, lengths))
-            if kernel == "concurrent":  # the backward direction's two reversals run on its thread too
+            # the backward direction's two reversals run on its thread too
+            if kernel == "concurrent":
                 out_f, out_b = concurrent_pair(directions, (fwd, bwd), x)
             else:
                 out_f, out_b = (direction(x) for direction in directions)

@@ -27,7 +27,8 @@ from attnclf.models.names import PAD_ID
 log = logging.getLogger(__name__)
 
 
-KIND = "bigru_lm"  # in the checkpoint's hyperparameters: what init_from accepts
+# in the checkpoint's hyperparameters: what init_from accepts
+KIND = "bigru_lm"
 
 
 def adaptive_cutoffs(cutoffs, vocab_size: int) -> list[int]:
@@ -55,11 +56,13 @@ class SampledSoftmax(nn.Module):
     Its cost: scripts/bench_lm.py (512 samples: a fraction of the adaptive softmax).
     """
 
-    CHUNK = 2048  # states per full-softmax chunk in evaluation: 2048 x 30k floats = 245 MB
+    # states per full-softmax chunk in evaluation: 2048 x 30k floats = 245 MB
+    CHUNK = 2048
 
     def __init__(self, hidden_dim: int, vocab_size: int, samples: int):
         super().__init__()
-        self.out = nn.Linear(hidden_dim, vocab_size)  # (V, H) weight, (V,) bias
+        # (V, H) weight, (V,) bias
+        self.out = nn.Linear(hidden_dim, vocab_size)
         self.samples = samples
         k = torch.arange(vocab_size, dtype=torch.float64).clamp(min=1)
         log_q = torch.log(torch.log1p(1 / k) / math.log(vocab_size))
@@ -75,26 +78,31 @@ class SampledSoftmax(nn.Module):
     def forward(self, h: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """Mean negative log-likelihood of `target` (N,) given states h (N, H): sampled in training."""
         W, b = self.out.weight, self.out.bias
-        if not self.training or self.samples >= self.out.out_features - 1:  # (a sample as large as the words)
-            nll = [torch.logsumexp(F.linear(hc, W, b), -1) - (hc * W[tc]).sum(-1) - b[tc]
-                   for hc, tc in zip(h.split(self.CHUNK), target.split(self.CHUNK), strict=True)]  # fmt: skip
+        # a sample as large as the words
+        if not self.training or self.samples >= self.out.out_features - 1:
+            nll = [
+                torch.logsumexp(F.linear(hc, W, b), -1) - (hc * W[tc]).sum(-1) - b[tc]
+                for hc, tc in zip(h.split(self.CHUNK), target.split(self.CHUNK), strict=True)
+            ]
             return torch.cat(nll).mean()
         drawn = self.draw(h.device)  # (K,)
         true = (h * W[target]).sum(-1) + b[target] - self.log_q[target]  # (N,)
         other = F.linear(h, W[drawn], b[drawn]) - self.log_q[drawn]  # (N, K)
         other = other.masked_fill(drawn.unsqueeze(0) == target.unsqueeze(1), -math.inf)
-        logits = torch.cat([true.unsqueeze(1), other], 1)  # (N, 1 + K): the target is column 0
+        # (N, 1 + K): the target is column 0
+        logits = torch.cat([true.unsqueeze(1), other], 1)
         return F.cross_entropy(logits, torch.zeros_like(target))
 
 
-def output_layer(softmax: str, hidden_dim: int, vocab_size: int, cutoffs, div_value: float,
-                 samples: int) -> nn.Module:  # fmt: skip
+def output_layer(softmax: str, hidden_dim: int, vocab_size: int, cutoffs, div_value: float, samples: int) -> nn.Module:
     if softmax == "sampled":
         return SampledSoftmax(hidden_dim, vocab_size, samples)
     cut = adaptive_cutoffs(cutoffs, vocab_size)
-    if list(cut) != sorted(set(cutoffs)):  # (a vocabulary smaller than data.vocab_size: small data)
-        log.warning("lm.cutoffs %s: the vocabulary has %d words; the adaptive softmax uses %s", list(cutoffs),
-                    vocab_size, cut)  # fmt: skip
+    # a vocabulary smaller than data.vocab_size: small data
+    if list(cut) != sorted(set(cutoffs)):
+        log.warning(
+            "lm.cutoffs %s: the vocabulary has %d words; the adaptive softmax uses %s", list(cutoffs), vocab_size, cut
+        )
     return AdaptiveSoftmax(hidden_dim, vocab_size, cut, div_value=div_value)
 
 
@@ -128,7 +136,8 @@ class BiGRULanguageModel(nn.Module):
         T = ids.size(1)
         # position t predicts token t + 1 (of the review, or of the reversed review)
         mask = torch.arange(T - 1, device=ids.device) < (lengths.to(ids.device) - 1).unsqueeze(1)  # (B, T-1)
-        if not mask.any():  # (a batch of one-token reviews predicts nothing)
+        # a batch of one-token reviews predicts nothing
+        if not mask.any():
             zero = h_f.sum() * 0
             return zero, zero
         loss_f = self.head_fwd(self.drop(h_f[:, :-1][mask]), ids[:, 1:][mask])

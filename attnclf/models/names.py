@@ -11,7 +11,8 @@ from attnclf.utils.checks import one_of
 # the padding token's id, the vocabulary's first: the embedding's padding row, and what every mask leaves out
 PAD_ID = 0
 ATTENTIONS = ("dot", "additive")
-ATTENTION_INITS = ("xavier", "default")  # additive attention's initialisation
+# additive attention's initialisation
+ATTENTION_INITS = ("xavier", "default")
 RNN_KERNELS = ("auto", "concurrent", "padded", "packed")
 # the encoder's recurrent cell: this project's GRU, or the LSTM of Jain & Wallace's classifier
 RNNS = ("gru", "lstm")
@@ -41,5 +42,7 @@ def check_hidden_states(states: str, kernel: str) -> None:
     """The rule for model.hidden_states (and the kernels that compute it), checked as model.rnn is."""
     one_of("model.hidden_states", states, HIDDEN_STATES)
     if states == "orthogonal" and kernel == "packed":
-        raise AttnclfError("model.rnn_kernel=packed runs cuDNN's own steps; model.hidden_states=orthogonal steps by "
-                           "hand: give model.rnn_kernel=auto, padded or concurrent")  # fmt: skip
+        raise AttnclfError(
+            "model.rnn_kernel=packed runs cuDNN's own steps; model.hidden_states=orthogonal steps by "
+            "hand: give model.rnn_kernel=auto, padded or concurrent"
+        )

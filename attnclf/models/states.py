@@ -30,21 +30,25 @@ def orthogonal_steps(rnn: nn.GRU | nn.LSTM, x: torch.Tensor) -> torch.Tensor:
     xs = torch.addmm(b_ih, x.reshape(B * T, -1), w_ih.t()).view(B, T, -1)
     h = x.new_zeros(B, H)
     c = x.new_zeros(B, H) if isinstance(rnn, nn.LSTM) else None
-    total = x.new_zeros(B, H)  # the sum of the states so far
+    # the sum of the states so far
+    total = x.new_zeros(B, H)
     out = []
     for t in range(T):
         hs = torch.addmm(b_hh, h, w_hh.t())  # (B, gates * H)
-        if c is None:  # GRU: reset, update, new (PyTorch's gate order)
+        # GRU: reset, update, new (PyTorch's gate order)
+        if c is None:
             r, z, n = xs[:, t, :H], xs[:, t, H : 2 * H], xs[:, t, 2 * H :]
             r = torch.sigmoid(r + hs[:, :H])
             z = torch.sigmoid(z + hs[:, H : 2 * H])
             n = torch.tanh(n + r * hs[:, 2 * H :])
             h = (1 - z) * n + z * h
-        else:  # LSTM: input, forget, cell, output
+        # LSTM: input, forget, cell, output
+        else:
             i, f, g, o = (xs[:, t] + hs).chunk(4, dim=-1)
             c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
             h = torch.sigmoid(o) * torch.tanh(c)
-        mean = total / (t + 1)  # (B, H); zero at the first step: nothing to remove
+        # (B, H); zero at the first step: nothing to remove
+        mean = total / (t + 1)
         h = h - (h * mean).sum(-1, keepdim=True) / ((mean * mean).sum(-1, keepdim=True) + EPS) * mean
         total = total + h
         out.append(h)

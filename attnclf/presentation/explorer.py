@@ -69,8 +69,9 @@ def model_view(view: dict) -> str:
     )
 
 
-def explorer_page(text: str, views: list[dict], key: str | None = None, gold: str | None = None,
-                  error: str | None = None) -> str:  # fmt: skip
+def explorer_page(
+    text: str, views: list[dict], key: str | None = None, gold: str | None = None, error: str | None = None
+) -> str:
     """The explorer: the text box, and where a text was given, each model's view side by side (`gold`: the
     row's true label, where the text is a test row)."""
     parts = [
@@ -98,7 +99,8 @@ def explorer_page(text: str, views: list[dict], key: str | None = None, gold: st
     return "\n".join(parts) + "\n"
 
 
-ORDERS = {  # /browse?order=...: what comes first
+# /browse?order=...: what comes first
+ORDERS = {
     "row": "the sample's order",
     "disagree": "the models disagree",
     "tau": "attention and gradient disagree most (lowest tau)",
@@ -156,8 +158,11 @@ def browse_page(rows: list[dict], names: list[str], order: str, about: str, key:
 
 def docs_page(schema: dict, limits: list[tuple[str, str]]) -> str:
     """/docs: each endpoint of the OpenAPI schema with its request and answer, the limits, and curl examples."""
-    parts = [head("attnclf API", None), "<h1>attnclf API</h1>",
-             "<p>The whole schema, as OpenAPI JSON: <a href='/openapi.json'>/openapi.json</a>.</p>"]  # fmt: skip
+    parts = [
+        head("attnclf API", None),
+        "<h1>attnclf API</h1>",
+        "<p>The whole schema, as OpenAPI JSON: <a href='/openapi.json'>/openapi.json</a>.</p>",
+    ]
     for path, methods in schema.get("paths", {}).items():
         for method, op in methods.items():
             parts.append(f"<h2>{method.upper()} {html.escape(path)}</h2><p>{html.escape(op.get('summary', ''))}</p>")

@@ -8,7 +8,8 @@ import numpy as np
 
 from attnclf.data.text import UNK
 
-UNMEASURED_FLIP = 1.05  # where a review never flipped, in the "share removed" histogram (past 1)
+# where a review never flipped, in the "share removed" histogram (past 1)
+UNMEASURED_FLIP = 1.05
 
 
 def pyplot():
@@ -130,8 +131,11 @@ def faithfulness_figure(r: dict, arrays: dict):
     for j, (name, by_k) in enumerate(r["erasure"].items()):
         ax[0, 1].bar(np.arange(len(ks)) + j * width, [by_k[k]["flipped"] for k in ks], width, label=name)
     ax[0, 1].set_xticks(np.arange(len(ks)) + 0.4 - width / 2, [k_label(k) for k in ks])
-    ax[0, 1].set(title="decisions flipped after removing the most important tokens", xlabel="tokens removed",
-                 ylabel="share of reviews")  # fmt: skip
+    ax[0, 1].set(
+        title="decisions flipped after removing the most important tokens",
+        xlabel="tokens removed",
+        ylabel="share of reviews",
+    )
     ax[0, 1].legend(fontsize=8)
     frac = arrays["flip_frac"]
     ax[1, 0].hist(np.where(np.isfinite(frac), frac, UNMEASURED_FLIP), bins=np.linspace(0, 1.1, 23))
@@ -141,7 +145,8 @@ def faithfulness_figure(r: dict, arrays: dict):
         ylabel="reviews",
     )
     ax[1, 0].title.set_fontsize(9)
-    for hist in (ax[0, 0], ax[1, 0]):  # (counts of reviews: whole numbers)
+    # counts of reviews: whole numbers
+    for hist in (ax[0, 0], ax[1, 0]):
         hist.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax[1, 1].scatter(arrays["entropy"], arrays["tv"], s=4, alpha=0.5)
     ax[1, 1].set(
@@ -185,12 +190,18 @@ def adversarial_figure(r: dict, arrays: dict):
     bins = np.linspace(0, np.log(2), 36)
     ax[0].hist(adv.jsd, bins=bins, alpha=0.7, label="adversarial, within epsilon")
     ax[0].hist(adv.permuted_jsd, bins=bins, alpha=0.5, label="the weights permuted at random")
-    ax[0].set(title=f"{r['attention']} attention: max JSD within epsilon={r['adversarial']['epsilon']:g}",
-              xlabel="JSD from the model's weights (nats; at most ln 2)", ylabel="reviews")  # fmt: skip
+    ax[0].set(
+        title=f"{r['attention']} attention: max JSD within epsilon={r['adversarial']['epsilon']:g}",
+        xlabel="JSD from the model's weights (nats; at most ln 2)",
+        ylabel="reviews",
+    )
     ax[0].legend(fontsize=8)
     ax[1].scatter(entropy, adv.jsd, s=6, alpha=0.5)
-    ax[1].set(title="against the model's attention entropy", xlabel="entropy of the weights (nats)",
-              ylabel="max JSD within epsilon")  # fmt: skip
+    ax[1].set(
+        title="against the model's attention entropy",
+        xlabel="entropy of the weights (nats)",
+        ylabel="max JSD within epsilon",
+    )
     for a in ax:
         a.title.set_fontsize(9)
     fig.tight_layout()
@@ -263,7 +274,8 @@ def validation_curves(runs: list[dict], curves: dict[str, list[tuple[int, float,
         b.plot([s / 60 for s in secs], vals, **kw)
     a.set(xlabel="optimizer step", ylabel="val/acc", title="validation accuracy by step")
     b.set(xlabel="minutes", ylabel="val/acc", title="validation accuracy by wall-clock")
-    if a.get_legend_handles_labels()[0]:  # (runs without curves: no legend to draw)
+    # runs without curves: no legend to draw
+    if a.get_legend_handles_labels()[0]:
         a.legend(fontsize=7)
     fig.tight_layout()
     return fig
@@ -287,8 +299,10 @@ def differences_figure(rows: list[tuple[str, list[float]]]):
     ax.axvline(0, color="tab:red", lw=1)
     ax.set_yticks(range(len(rows)), [name for name, _ in rows])
     ax.invert_yaxis()
-    ax.set(xlabel="test accuracy, additive − dot (points): pairs, mean and 95% interval",
-           title="additive against dot, paired by fold or seed")  # fmt: skip
+    ax.set(
+        xlabel="test accuracy, additive − dot (points): pairs, mean and 95% interval",
+        title="additive against dot, paired by fold or seed",
+    )
     fig.tight_layout()
     return fig
 
@@ -303,8 +317,11 @@ def adversarial_training_figure(r: dict):
     for x, y, trained in zip(xs, ys, r["lambdas"], strict=True):
         ax.annotate(f"{trained['lambda']:g}", (x, y), fontsize=8, xytext=(3, 3), textcoords="offset points")
     ax.axhline(r["lambdas"][0]["base_accuracy"], color="grey", lw=0.8, ls="--", label="the classifier")
-    ax.set(title=f"{r['attention']} attention: adversarially trained models (lambda beside each)",
-           xlabel="JSD of their weights from the classifier's (nats)", ylabel="test accuracy")  # fmt: skip
+    ax.set(
+        title=f"{r['attention']} attention: adversarially trained models (lambda beside each)",
+        xlabel="JSD of their weights from the classifier's (nats)",
+        ylabel="test accuracy",
+    )
     ax.title.set_fontsize(9)
     ax.legend(fontsize=8)
     fig.tight_layout()

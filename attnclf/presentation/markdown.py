@@ -15,9 +15,11 @@ def top_words_marked(words: list[str], weights: np.ndarray, top_k: int) -> str:
 
 def _agreement_row(label: str, signed: dict, size: dict, top1: float) -> str:
     """One row of the agreement table: a pair's tau signed and by magnitude, each with its significant share."""
-    return (f"| {label} | {signed['mean']:.3f} ± {signed['sd']:.3f} | {signed['median']:.3f} | "
-            f"{signed['significant']:.0%} | {top1:.1%} | {size['mean']:.3f} ± {size['sd']:.3f} | "
-            f"{size['significant']:.0%} |")  # fmt: skip
+    return (
+        f"| {label} | {signed['mean']:.3f} ± {signed['sd']:.3f} | {signed['median']:.3f} | "
+        f"{signed['significant']:.0%} | {top1:.1%} | {size['mean']:.3f} ± {size['sd']:.3f} | "
+        f"{size['significant']:.0%} |"
+    )
 
 
 def faithfulness_markdown(r: dict) -> str:
@@ -61,8 +63,11 @@ def agreement_lines(a: dict) -> list[str]:
     """The Kendall tau table: each pair the attention is set against (and the yardstick), signed and by
     magnitude."""
     tau = a["kendall_tau"]
-    pairs = [("gradient x input", "gradient", tau["gradient"]), ("leave-one-out", "loo", tau["loo"]),
-             ("(gradient vs leave-one-out)", "gradient_vs_loo", a["kendall_tau_gradient_vs_loo"])]  # fmt: skip
+    pairs = [
+        ("gradient x input", "gradient", tau["gradient"]),
+        ("leave-one-out", "loo", tau["loo"]),
+        ("(gradient vs leave-one-out)", "gradient_vs_loo", a["kendall_tau_gradient_vs_loo"]),
+    ]
     pairs += [(name.replace("_", " "), name, t) for name, t in tau.items() if name not in ("gradient", "loo")]
     return [
         "## Agreement with other importance measures (Kendall tau per review)",
@@ -96,7 +101,8 @@ def erasure_lines(e: dict, ks: list) -> list[str]:
 def eraser_lines(er: dict) -> list[str]:
     """ERASER's comprehensiveness and sufficiency, a source a row."""
     bins = er["bins"]
-    shown = [b.replace("pct", "%") for b in bins]  # (1pct in the JSON, 1% to a reader)
+    # 1pct in the JSON, 1% to a reader
+    shown = [b.replace("pct", "%") for b in bins]
     lines = [
         "",
         f"## ERASER: comprehensiveness and sufficiency ({er['reviews']} reviews of 2 tokens or more)",
@@ -113,8 +119,9 @@ def eraser_lines(er: dict) -> list[str]:
     ]
     for name, v in er["sources"].items():
         cells = [f"{v['comprehensiveness'][b]:.3f} / {v['sufficiency'][b]:.3f}" for b in bins]
-        lines.append(f"| {name} | {v['aopc_comprehensiveness']:.3f} | {v['aopc_sufficiency']:.3f} | "
-                     + " | ".join(cells) + " |")  # fmt: skip
+        lines.append(
+            f"| {name} | {v['aopc_comprehensiveness']:.3f} | {v['aopc_sufficiency']:.3f} | " + " | ".join(cells) + " |"
+        )
     return lines
 
 
@@ -134,8 +141,9 @@ def plausibility_lines(pl: dict) -> list[str]:
         "|---|---|---|---|---|",
     ]
     for name, v in pl["sources"].items():
-        lines.append(f"| {name} | {v['token_f1']:.3f} | {v['auprc']:.3f} | {v['iou_f1']:.3f} | "
-                     f"{v['iou_f1_micro']:.3f} |")  # fmt: skip
+        lines.append(
+            f"| {name} | {v['token_f1']:.3f} | {v['auprc']:.3f} | {v['iou_f1']:.3f} | {v['iou_f1_micro']:.3f} |"
+        )
     return lines
 
 
@@ -224,15 +232,21 @@ def adversarial_lines(adv: dict) -> list[str]:
 
 def attention_tests_markdown(r: dict) -> str:
     """The result as a table: accuracy, and the output's and weights' distance from the classifier's."""
-    head = f"# Wiegreffe & Pinter's {r['test']} test of {r['attention']} attention\n\n`{r['checkpoint']}`, " \
-           f"{r['epochs']} epochs a model, seed {r['seed']}, {r['total_seconds']:.0f} s.\n\n"  # fmt: skip
+    head = (
+        f"# Wiegreffe & Pinter's {r['test']} test of {r['attention']} attention\n\n`{r['checkpoint']}`, "
+        f"{r['epochs']} epochs a model, seed {r['seed']}, {r['total_seconds']:.0f} s.\n\n"
+    )
     rows = r["weights"].items() if r["test"] == "diagnostic" else [(f"lambda {x['lambda']:g}", x) for x in r["lambdas"]]
     first = next(iter(rows))[1] if rows else None
-    table = ["| model | test accuracy | TVD from the classifier's output | JSD from its weights (nats) |",
-             "|---|---|---|---|"]  # fmt: skip
-    table += [f"| {name} | {v['accuracy']:.2%} | {v['tvd_from_base']:.3f} | {v['jsd_from_base']:.3f} |"
-              for name, v in rows]  # fmt: skip
-    if r["test"] == "adversarial":  # the diagnostic's model, guided by each adversary's weights
+    table = [
+        "| model | test accuracy | TVD from the classifier's output | JSD from its weights (nats) |",
+        "|---|---|---|---|",
+    ]
+    table += [
+        f"| {name} | {v['accuracy']:.2%} | {v['tvd_from_base']:.3f} | {v['jsd_from_base']:.3f} |" for name, v in rows
+    ]
+    # the diagnostic's model, guided by each adversary's weights
+    if r["test"] == "adversarial":
         table[0] += " the diagnostic with its weights |"
         table[1] += "---|"
         guided = [x["diagnostic"]["accuracy"] for x in r["lambdas"]]

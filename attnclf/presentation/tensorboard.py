@@ -43,7 +43,8 @@ def write_faithfulness(
             tb.add_scalar(f"faithfulness/kendall_tau_{name}", t["mean"], 0)
             tb.add_histogram(f"faithfulness/kendall_tau_{name}", np.nan_to_num(arrays["tau"][name]), 0)
             tb.add_scalar(f"faithfulness/significant_{name}", t["significant"], 0)
-        for name, t in a["magnitude"].items():  # Jain & Wallace's definition: importance by its size
+        # Jain & Wallace's definition: importance by its size
+        for name, t in a["magnitude"].items():
             tb.add_scalar(f"faithfulness/kendall_tau_magnitude_{name}", t["mean"], 0)
             tb.add_scalar(f"faithfulness/significant_magnitude_{name}", t["significant"], 0)
         for name, v in a["top1_same"].items():
@@ -58,7 +59,8 @@ def write_faithfulness(
         tb.add_scalar("faithfulness/conicity", r["states"]["conicity"]["mean"], 0)
         tb.add_scalar("faithfulness/zero_weight_share", r["states"]["zero_weight_share"]["mean"], 0)
         tb.add_figure("faithfulness/summary", fig, 0, close=False)
-        if adversarial is not None:  # Jain & Wallace's adversarial attention (faithfulness.py adversarial=<epsilon>)
+        # Jain & Wallace's adversarial attention (faithfulness.py adversarial=<epsilon>)
+        if adversarial is not None:
             adv = r["adversarial"]
             tb.add_scalar("faithfulness/adversarial_median_jsd", adv["median_jsd"], 0)
             tb.add_scalar("faithfulness/adversarial_permuted_median_jsd", adv["permuted_median_jsd"], 0)

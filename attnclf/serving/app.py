@@ -87,7 +87,8 @@ class KeyRequired:
 
 def create_app(models: list[Model], s: ServeConfig) -> FastAPI:
     """The app over `models` (their batchers started with it, the model thread closed with it)."""
-    executor = ThreadPoolExecutor(1, thread_name_prefix="attnclf-model")  # (torch work one at a time)
+    # torch work one at a time
+    executor = ThreadPoolExecutor(1, thread_name_prefix="attnclf-model")
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -100,8 +101,13 @@ def create_app(models: list[Model], s: ServeConfig) -> FastAPI:
             await m.batcher.stop()
         executor.shutdown(wait=True)
 
-    app = FastAPI(title="attnclf", summary="text classifiers with attention, served", docs_url=None,
-                  redoc_url=None, lifespan=lifespan)  # fmt: skip
+    app = FastAPI(
+        title="attnclf",
+        summary="text classifiers with attention, served",
+        docs_url=None,
+        redoc_url=None,
+        lifespan=lifespan,
+    )
     app.state.model_names = [m.name for m in models]
     api = Api({m.name: m for m in models}, s, executor)
     api.routes(app)
@@ -135,7 +141,8 @@ def add_error_handlers(app: FastAPI) -> None:
         return refused(request, 422, f"{where}: {first.get('msg', 'not allowed')}")
 
     @app.exception_handler(Exception)
-    async def on_error(request: Request, e: Exception):  # a fault of ours: the whole story in the log only
+    # a fault of ours: the whole story in the log only
+    async def on_error(request: Request, e: Exception):
         log.exception("%s %s failed", request.method, request.url.path)
         return error(500, f"the server failed on this request ({type(e).__name__}); its log says more")
 
@@ -147,7 +154,8 @@ class Api:
         self.models, self.s, self.executor = models, s, executor
         self.names = list(models)
         self.browsed: list[dict] | None = None
-        self.browsing = asyncio.Lock()  # (two first visits at once compute the rows once)
+        # two first visits at once compute the rows once
+        self.browsing = asyncio.Lock()
 
     async def on_model_thread(self, fn, *args):
         return await asyncio.get_running_loop().run_in_executor(self.executor, fn, *args)
@@ -155,11 +163,18 @@ class Api:
     def routes(self, app: FastAPI) -> None:
         errors = schema.ERRORS
         app.get("/health", response_model=schema.Health, summary="200 once every model is loaded")(self.health)
-        app.post("/predict", summary="classify texts", responses={200: {"model": schema.PredictResponse}, **errors},
-                 openapi_extra=schema.body_of(schema.PredictRequest))(self.predict)  # fmt: skip
-        app.post("/explain", summary="one text, with what its decision rests on beside the attention",
-                 responses={200: {"model": schema.ExplainResponse}, **errors},
-                 openapi_extra=schema.body_of(schema.ExplainRequest))(self.explain)  # fmt: skip
+        app.post(
+            "/predict",
+            summary="classify texts",
+            responses={200: {"model": schema.PredictResponse}, **errors},
+            openapi_extra=schema.body_of(schema.PredictRequest),
+        )(self.predict)
+        app.post(
+            "/explain",
+            summary="one text, with what its decision rests on beside the attention",
+            responses={200: {"model": schema.ExplainResponse}, **errors},
+            openapi_extra=schema.body_of(schema.ExplainRequest),
+        )(self.explain)
         app.get("/", response_class=HTMLResponse, summary="the explorer page")(self.page)
         app.get("/browse", response_class=HTMLResponse, summary="the first model's test rows")(self.browse)
         app.get("/docs", response_class=HTMLResponse, include_in_schema=False)(self.docs)
@@ -241,6 +256,8 @@ class Api:
         return HTMLResponse(browse_page(rows, self.names, order, about, key))
 
     async def docs(self, request: Request):
-        limits = [(k, str(getattr(self.s, k))) for k in ("max_texts", "max_text_chars", "max_body_bytes",
-                                                          "max_queue", "batch_tokens")]  # fmt: skip
+        limits = [
+            (k, str(getattr(self.s, k)))
+            for k in ("max_texts", "max_text_chars", "max_body_bytes", "max_queue", "batch_tokens")
+        ]
         return HTMLResponse(docs_page(request.app.openapi(), limits))

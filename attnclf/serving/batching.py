@@ -23,7 +23,8 @@ class Busy(Exception):
 
 @dataclass
 class Waiting:
-    reading: object  # a text as the model reads it (attnclf.inference.trained.Reading)
+    # a text as the model reads it (attnclf.inference.trained.Reading)
+    reading: object
     size: int  # its tokens
     future: asyncio.Future
 
@@ -36,7 +37,8 @@ class Batcher:
         self.run_batch, self.executor = run_batch, executor
         self.batch_tokens, self.max_queue = batch_tokens, max_queue
         self.pending: deque[Waiting] = deque()
-        self.queued = 0  # texts waiting or running
+        # texts waiting or running
+        self.queued = 0
         self.wake = asyncio.Event()
         self.task: asyncio.Task | None = None
 
@@ -77,12 +79,14 @@ class Batcher:
                 taken = self.take()
                 try:
                     results = await loop.run_in_executor(self.executor, self.run_batch, [w.reading for w in taken])
-                except Exception as e:  # (said to each request of the batch; the loop goes on)
+                # said to each request of the batch; the loop goes on
+                except Exception as e:
                     results = [e] * len(taken)
                 finally:
                     self.queued -= len(taken)
                 for w, r in zip(taken, results, strict=True):
-                    if w.future.done():  # (its client went away)
+                    # its client went away
+                    if w.future.done():
                         continue
                     if isinstance(r, Exception):
                         w.future.set_exception(r)

@@ -43,6 +43,7 @@ def browse_rows(models: list, rows: int, seed: int, batch_tokens: int) -> list[d
     try:
         write_json(cache, {"rows": out})
         log.info("/browse: %d test rows of %s sampled and kept in %s", len(out), first.run, cache)
-    except OSError as e:  # (a read-only run folder: computed again next time)
+    # a read-only run folder: computed again next time
+    except OSError as e:
         log.warning("/browse: could not keep the sample in %s (%s); it is computed again at the next start", cache, e)
     return out

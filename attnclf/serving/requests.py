@@ -18,8 +18,15 @@ class Refused(Exception):
 
 def kind(value) -> str:
     """What a JSON value is, in words."""
-    names = {bool: "true or false", int: "a number", float: "a number", str: "a string", list: "a list",
-             dict: "an object", type(None): "null"}  # fmt: skip
+    names = {
+        bool: "true or false",
+        int: "a number",
+        float: "a number",
+        str: "a string",
+        list: "a list",
+        dict: "an object",
+        type(None): "null",
+    }
     return names.get(type(value), type(value).__name__)
 
 

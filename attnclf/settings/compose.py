@@ -15,7 +15,8 @@ def compose_config(name: str, overrides: list[str]) -> DictConfig:
     from hydra import compose, initialize_config_module
     from hydra.core.global_hydra import GlobalHydra
 
-    if GlobalHydra.instance().is_initialized():  # within an entry point: its search path is conf/
+    # within an entry point: its search path is conf/
+    if GlobalHydra.instance().is_initialized():
         return compose(config_name=name, overrides=overrides)
     with initialize_config_module(config_module=CONF_MODULE, version_base="1.3"):
         return compose(config_name=name, overrides=overrides)

@@ -24,8 +24,10 @@ class DataConfig:
     """Any text-classification dataset: a Hub id, a local folder or one file (conf/data/imdb.yaml says each)."""
 
     path: str | None = "stanfordnlp/imdb"
-    name: str | None = None  # a Hub dataset's configuration
-    train_file: str | None = None  # or the splits as files (then path is not read)
+    # a Hub dataset's configuration
+    name: str | None = None
+    # or the splits as files (then path is not read)
+    train_file: str | None = None
     validation_file: str | None = None
     test_file: str | None = None
     train_split: str = "train"
@@ -78,8 +80,10 @@ class DataConfig:
                 raise AttnclfError(f"data.{key}={size!r} must be a fraction in (0, 1) or a row count >= 1")
         size = self.train_size
         if size is not None and not (0 < size < 1 if isinstance(size, float) else size >= 1):
-            raise AttnclfError(f"data.train_size={size!r} must be a share in (0, 1) (a number with a point), a "
-                               "whole number of rows, or null (all training rows)")  # fmt: skip
+            raise AttnclfError(
+                f"data.train_size={size!r} must be a share in (0, 1) (a number with a point), a "
+                "whole number of rows, or null (all training rows)"
+            )
 
     def check_folds(self) -> None:
         """data.folds (k-fold cross-validation: null, or 2 or more) and data.fold (0..folds-1), in one line."""
@@ -134,8 +138,10 @@ class Word2VecConfig:
     seed: int = 0
     # gensim threads: 1 gives the same vectors every time; null: up to 4
     workers: int | None = field(default=1, metadata={"wanted": "a positive integer or null (up to 4 threads)"})
-    unlabeled_split: str | None = None  # also read this split where the data has it (never test)
-    max_texts: int | None = None  # at most this many texts (a seeded subset, training rows first); null: all
+    # also read this split where the data has it (never test)
+    unlabeled_split: str | None = None
+    # at most this many texts (a seeded subset, training rows first); null: all
+    max_texts: int | None = None
 
     def check(self) -> None:
         one_of("word2vec.algorithm", self.algorithm, ALGORITHMS)
@@ -155,7 +161,8 @@ def data_config(node) -> DataConfig:
     if isinstance(node, DictConfig):
         node = OmegaConf.to_container(node, resolve=True)
     node = dict(node or {})
-    if isinstance(node.get("label_map"), dict):  # labels as the data has them, whole numbers or names: as text
+    # labels as the data has them, whole numbers or names: as text
+    if isinstance(node.get("label_map"), dict):
         node["label_map"] = {str(k): v for k, v in node["label_map"].items()}
     config = typed(DataConfig, node, "data")
     config.check()
@@ -183,7 +190,8 @@ class RationalesConfig:
     text_column: str = "text"
     label_column: str = "label"
     spans_column: str = "rationale"
-    labels: dict | None = None  # the set's label -> the classifier's class name (None: by name)
+    # the set's label -> the classifier's class name (None: by name)
+    labels: dict | None = None
 
     def normalize(self) -> None:
         self.labels = {str(k): str(v) for k, v in (self.labels or {}).items()}

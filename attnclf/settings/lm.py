@@ -17,7 +17,8 @@ from attnclf.settings.run import PathsConfig, RunConfig, TrainerConfig, TrainRun
 from attnclf.settings.typed import typed
 from attnclf.utils.checks import fraction, one_of, positive_int, positive_number
 
-SOFTMAXES = ("adaptive", "sampled")  # pretraining's output layer (attnclf/models/language_model.py)
+# pretraining's output layer (attnclf/models/language_model.py)
+SOFTMAXES = ("adaptive", "sampled")
 
 
 @dataclass
@@ -93,8 +94,10 @@ def pretraining_config(cfg: DictConfig, run: TrainRunConfig, model: ModelConfig)
     try:
         pcfg = compose_config("pretrain", list(run.pretraining))
     except HydraException as e:
-        raise AttnclfError(f"pretraining={list(run.pretraining)}: {str(e).splitlines()[0]}; the settings it takes: "
-                           f"{', '.join(pretraining_keys())} (attnclf pretrain --help)") from None  # fmt: skip
+        raise AttnclfError(
+            f"pretraining={list(run.pretraining)}: {str(e).splitlines()[0]}; the settings it takes: "
+            f"{', '.join(pretraining_keys())} (attnclf pretrain --help)"
+        ) from None
     folder = str(Path(cfg.paths.cache_dir) / "pretrain")
     with open_dict(pcfg):
         pcfg.data = OmegaConf.to_container(cfg.data, resolve=True)
@@ -115,9 +118,11 @@ class PretrainConfig:
     paths: PathsConfig
     trainer: TrainerConfig
     data: DataConfig
-    model: ModelConfig  # its embed_dim and hidden_dim: the classifier's to be; embeddings: the LMs' start
+    # its embed_dim and hidden_dim: the classifier's to be; embeddings: the LMs' start
+    model: ModelConfig
     lm: LMConfig
-    word2vec: Word2VecConfig  # model.embeddings=word2vec: the vectors the LMs' embedding starts from
+    # model.embeddings=word2vec: the vectors the LMs' embedding starts from
+    word2vec: Word2VecConfig
     # pretrain.yaml as composed: the Trainer, its callbacks and loggers are instantiated from its groups
     composed: DictConfig | None = field(default=None, repr=False)
 

@@ -34,10 +34,12 @@ from attnclf.utils.checks import fraction, number, one_of, positive_int, positiv
 
 SCHEDULES = ("cosine", "constant")
 REGULARIZERS = ("none", "adversarial", "virtual_adversarial")
-EMBEDDINGS = ("random", "word2vec")  # or a path to a vectors file
+# or a path to a vectors file
+EMBEDDINGS = ("random", "word2vec")
 # model.init_from=pretrain: the pretraining of the run's own data, made once and cached (`pretraining`: its settings)
 INIT_FROM_PRETRAIN = "pretrain"
-CLASSIFIER = "classifier"  # a classifier checkpoint's hyper_parameters["kind"] (language models: theirs)
+# a classifier checkpoint's hyper_parameters["kind"] (language models: theirs)
+CLASSIFIER = "classifier"
 
 log = logging.getLogger(__name__)
 
@@ -47,21 +49,30 @@ class ModelConfig:
     """embedding -> exact BiGRU -> attention pooling -> dropout -> linear (conf/model/bigru.yaml)."""
 
     embed_dim: int = 128
-    hidden_dim: int = 128  # per direction: the encoder outputs 2 * hidden_dim
+    # per direction: the encoder outputs 2 * hidden_dim
+    hidden_dim: int = 128
     num_layers: int = 1
-    dropout: float = 0.4  # before the classifier (and between GRU layers)
+    # before the classifier (and between GRU layers)
+    dropout: float = 0.4
     embed_dropout: float = 0.2
     # dot: q/k projections (None: 2 * hidden_dim); additive: its tanh layer (None: 2 * hidden_dim). With
     # query=learned, None is Jain & Wallace's forms: dot without projections, additive's tanh layer hidden_dim
     attention_dim: int | None = None
-    attention_scale: bool = True  # dot: scores divided by sqrt(attention_dim)
+    # dot: scores divided by sqrt(attention_dim)
+    attention_scale: bool = True
     attention_init: str = "xavier"
-    query: str = "final"  # final (the encoder's final states) or learned (one vector for every review)
-    rnn: str = "gru"  # gru, or lstm (Jain & Wallace's encoder); the kernels below compute either
-    rnn_kernel: str = "auto"  # how the GRU is computed, not what it is: a resumed run may change it
-    hidden_states: str = "plain"  # plain, orthogonal or diversity (Mohankumar et al.'s remedies)
-    diversity_weight: float = 0.5  # hidden_states=diversity: the conicity penalty's weight in the loss
-    attention_normalizer: str = "softmax"  # softmax, sparsemax or entmax15
+    # final (the encoder's final states) or learned (one vector for every review)
+    query: str = "final"
+    # gru, or lstm (Jain & Wallace's encoder); the kernels below compute either
+    rnn: str = "gru"
+    # how the GRU is computed, not what it is: a resumed run may change it
+    rnn_kernel: str = "auto"
+    # plain, orthogonal or diversity (Mohankumar et al.'s remedies)
+    hidden_states: str = "plain"
+    # hidden_states=diversity: the conicity penalty's weight in the loss
+    diversity_weight: float = 0.5
+    # softmax, sparsemax or entmax15
+    attention_normalizer: str = "softmax"
     # where the weights start from (train() acts on them; a record in the checkpoint)
     embeddings: str = "word2vec"
     freeze_embeddings: bool = False
@@ -81,9 +92,11 @@ class ModelConfig:
         one_of("model.attention_normalizer", self.attention_normalizer, NORMALIZERS)
         if not (number(self.diversity_weight) and 0 <= self.diversity_weight < math.inf):
             raise AttnclfError(f"model.diversity_weight={self.diversity_weight!r} must be a number >= 0")
-        if self.init_from and self.rnn != "gru":  # (the language models are GRUs)
+        # the language models are GRUs
+        if self.init_from and self.rnn != "gru":
             raise AttnclfError(f"model.init_from needs model.rnn=gru (the language models are GRUs), got {self.rnn}")
-        if self.init_from and self.num_layers != 1:  # (a run given by name, latest, or pretrain)
+        # a run given by name, latest, or pretrain
+        if self.init_from and self.num_layers != 1:
             raise AttnclfError(
                 f"model.init_from needs model.num_layers=1 (the language models have one layer), got {self.num_layers}"
             )
@@ -99,32 +112,38 @@ class ModelConfig:
             return True
         p = Path(path)
         if p.is_dir():
-            raise AttnclfError(f"model.embeddings={path!r} is a folder; allowed: {', '.join(EMBEDDINGS)} or a vectors "
-                               "file")  # fmt: skip
+            raise AttnclfError(
+                f"model.embeddings={path!r} is a folder; allowed: {', '.join(EMBEDDINGS)} or a vectors file"
+            )
         if not p.is_file():
             raise AttnclfError(
                 f"model.embeddings={path!r}: no such file; allowed: {', '.join(EMBEDDINGS)} or a vectors file"
             )
         with open(p, "rb") as f:
-            first = f.readline(1 << 20).split()  # a GloVe line of 300 dims is about 3 KB
+            # a GloVe line of 300 dims is about 3 KB
+            first = f.readline(1 << 20).split()
         header = len(first) == 2 and all(x.isdigit() for x in first)
         if header:
             found = int(first[1])
         elif p.suffix != ".bin" and len(first) > 2 and all(_is_number(x) for x in first[1:]):
-            found = len(first) - 1  # GloVe: a word, then its vector
+            # GloVe: a word, then its vector
+            found = len(first) - 1
         else:
             raise AttnclfError(
                 f"model.embeddings={path!r} is not a vectors file: its first line is neither '<words> <dims>' "
                 "(word2vec .bin or text) nor a word and its numbers (GloVe text)"
             )
         if found != self.embed_dim:
-            raise AttnclfError(f"model.embeddings={path!r} has {found}-dim vectors, model.embed_dim={self.embed_dim}; "
-                               f"set model.embed_dim={found}")  # fmt: skip
+            raise AttnclfError(
+                f"model.embeddings={path!r} has {found}-dim vectors, model.embed_dim={self.embed_dim}; "
+                f"set model.embed_dim={found}"
+            )
         return header
 
     def network(self) -> dict:
         """The network's own arguments (ClassifierNet), without where its weights start from."""
-        left_out = ("embeddings", "freeze_embeddings", "init_from", "diversity_weight")  # (the loss's, not the net's)
+        # the loss's, not the net's
+        left_out = ("embeddings", "freeze_embeddings", "init_from", "diversity_weight")
         return {k: v for k, v in asdict(self).items() if k not in left_out}
 
 
@@ -161,8 +180,9 @@ class OptimizerConfig:
         if not 0 < self.encoder_lr_scale <= 1:
             raise AttnclfError(f"optimizer.encoder_lr_scale={shown(self.encoder_lr_scale)} must be in (0, 1]")
         if self.freeze_encoder_epochs < 0:
-            raise AttnclfError(f"optimizer.freeze_encoder_epochs={self.freeze_encoder_epochs!r} must be a whole "
-                               "number >= 0")  # fmt: skip
+            raise AttnclfError(
+                f"optimizer.freeze_encoder_epochs={self.freeze_encoder_epochs!r} must be a whole number >= 0"
+            )
         if not 0 <= self.weight_decay < math.inf:
             raise AttnclfError(f"optimizer.weight_decay={shown(self.weight_decay)} must be a number >= 0")
         one_of("optimizer.schedule", self.schedule, SCHEDULES)
@@ -174,9 +194,12 @@ class RegularizerConfig:
     """What perturbs the embedded review while the classifier trains (conf/regularizer/)."""
 
     name: str = "none"
-    epsilon: float = 0.02  # the step's norm, relative to the norm of the review's embeddings
-    weight: float = 1.0  # of the regulariser's loss, added to the cross-entropy
-    xi: float = 1e-3  # virtual_adversarial: the power iteration's probe, relative likewise
+    # the step's norm, relative to the norm of the review's embeddings
+    epsilon: float = 0.02
+    # of the regulariser's loss, added to the cross-entropy
+    weight: float = 1.0
+    # virtual_adversarial: the power iteration's probe, relative likewise
+    xi: float = 1e-3
     # virtual_adversarial's unlabeled batches: where they come from and how many (data, not the loss)
     unlabeled_split: str | None = "unsupervised"
     unlabeled_batch_size: int = 64

@@ -29,9 +29,12 @@ class RunConfig:
     """The top-level values of pretrain.yaml; train.yaml's are TrainRunConfig's."""
 
     seed: int = field(default=42, metadata={"wanted": f"a whole number in 0..{2**32 - 1}"})
-    num_threads: int | None = None  # torch CPU threads; null = PyTorch's default
-    keep_freed_memory: bool = True  # glibc: reuse freed memory instead of returning it to the OS
-    ckpt_path: str | None = None  # resume: last, a run folder, or a .ckpt file
+    # torch CPU threads; null = PyTorch's default
+    num_threads: int | None = None
+    # glibc: reuse freed memory instead of returning it to the OS
+    keep_freed_memory: bool = True
+    # resume: last, a run folder, or a .ckpt file
+    ckpt_path: str | None = None
 
     def check(self) -> None:
         if not 0 <= self.seed < 2**32:
@@ -48,12 +51,15 @@ class RunConfig:
 class TrainRunConfig(RunConfig):
     """The top-level values of train.yaml (conf/train.yaml says each)."""
 
-    test: bool = True  # test the best checkpoint on the test split at the end
-    min_steps: int | None = None  # at least this many optimizer steps (more epochs where needed)
+    # test the best checkpoint on the test split at the end
+    test: bool = True
+    # at least this many optimizer steps (more epochs where needed)
+    min_steps: int | None = None
     # at least this many epochs; auto: MANY_CLASS_EPOCHS for data of more than 2 classes and fewer than
     # SMALL_DATA_ROWS training rows, else trainer.max_epochs as it is
     min_epochs: int | str | None = "auto"
-    optimized_metric: str = "val/acc"  # what train(cfg) returns, for sweeps
+    # what train(cfg) returns, for sweeps
+    optimized_metric: str = "val/acc"
     # model.init_from=pretrain: pretrain.py's settings (key=value, as on its command line) for the pretraining
     # made of this run's data (attnclf/training/init_from.py: cached_pretraining)
     pretraining: list[str] = field(default_factory=list)
@@ -90,7 +96,8 @@ class TrainerConfig:
 
     def check(self) -> None:
         at_least("trainer.max_epochs", self.max_epochs, -1, " (-1: no limit)")
-        if self.max_epochs == 0:  # (an untrained model's metrics.json would read as a result)
+        # an untrained model's metrics.json would read as a result
+        if self.max_epochs == 0:
             raise AttnclfError("trainer.max_epochs=0 would train nothing; allowed: 1 or more, or -1 (no limit)")
         at_least("trainer.min_epochs", self.min_epochs, 0)
         at_least("trainer.max_steps", self.max_steps, -1, " (-1: no limit)")
@@ -98,10 +105,14 @@ class TrainerConfig:
         positive_int("trainer.log_every_n_steps", self.log_every_n_steps, "Lightning's default")
         positive_int("trainer.accumulate_grad_batches", self.accumulate_grad_batches, "1")
         for key in ("limit_train_batches", "limit_val_batches", "limit_test_batches"):
-            share_or_count(f"trainer.{key}", getattr(self, key), "a fraction in [0.0, 1.0] or a batch count >= 0",
-                           zero=True)  # fmt: skip
-        share_or_count("trainer.val_check_interval", self.val_check_interval,
-                       "a fraction of an epoch in (0.0, 1.0] or a batch count >= 1")  # fmt: skip
+            share_or_count(
+                f"trainer.{key}", getattr(self, key), "a fraction in [0.0, 1.0] or a batch count >= 0", zero=True
+            )
+        share_or_count(
+            "trainer.val_check_interval",
+            self.val_check_interval,
+            "a fraction of an epoch in (0.0, 1.0] or a batch count >= 1",
+        )
         clip = self.gradient_clip_val
         if clip is not None and (not number(clip) or not 0 <= clip < math.inf):
             raise AttnclfError(f"trainer.gradient_clip_val={clip!r} must be a number >= 0 or null (no clipping)")
@@ -125,7 +136,8 @@ class TrainerConfig:
 
         strategy = str(self.strategy or "auto")
         if not strategy.startswith("ddp") or "spawn" in strategy or "fork" in strategy:
-            return False  # (no DDP, or ranks forked or spawned from this process)
+            # no DDP, or ranks forked or spawned from this process
+            return False
         devices = self.devices
         if isinstance(devices, (list, tuple)):
             many = len(devices) > 1
@@ -163,9 +175,12 @@ class PathsConfig:
     """Where a run writes (conf/paths/default.yaml)."""
 
     output_dir: str = "."
-    runs_dir: str = "outputs/runs"  # where ckpt_path=last looks for the newest unfinished run
-    pretrain_dir: str = "outputs/pretrain"  # where pretrain.py writes, and model.init_from=latest looks
-    cache_dir: str | None = None  # tokenised data and word vectors, shared by runs
+    # where ckpt_path=last looks for the newest unfinished run
+    runs_dir: str = "outputs/runs"
+    # where pretrain.py writes, and model.init_from=latest looks
+    pretrain_dir: str = "outputs/pretrain"
+    # tokenised data and word vectors, shared by runs
+    cache_dir: str | None = None
 
     def check(self) -> None:
         """The run folder and the cache folder can take files: a read-only or full disk, or a path under a
@@ -184,10 +199,14 @@ class SearchConfig:
     """Pruning in an Optuna search (`hparams_search.*`, conf/hparams_search/): which pruner, when it may
     start; the sweeper and each of its runs build the same pruner from it (attnclf/training/pruning.py)."""
 
-    pruner: str = "none"  # none (every trial runs to its end), median, hyperband or successive_halving
-    warmup: int = 1  # validations a trial runs before it may be pruned (at least 1 for the last two)
-    startup_trials: int = 5  # median: trials that run to their end before any is compared with them
-    trial: int | None = None  # set by the sweeper for each run: its trial's id in the study
+    # none (every trial runs to its end), median, hyperband or successive_halving
+    pruner: str = "none"
+    # validations a trial runs before it may be pruned (at least 1 for the last two)
+    warmup: int = 1
+    # median: trials that run to their end before any is compared with them
+    startup_trials: int = 5
+    # set by the sweeper for each run: its trial's id in the study
+    trial: int | None = None
 
     def check(self) -> None:
         one_of("hparams_search.pruner", self.pruner, PRUNERS)

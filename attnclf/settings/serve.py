@@ -25,20 +25,32 @@ NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 class ServeConfig:
     """The server's settings: what it serves, where, and the limits every request is held to."""
 
-    ckpt: Any = None  # a checkpoint or run folder, or a list of them (each served side by side)
-    names: Any = None  # each model's name, in ckpt's order (null: its attention, or its run folder's name)
+    # a checkpoint or run folder, or a list of them (each served side by side)
+    ckpt: Any = None
+    # each model's name, in ckpt's order (null: its attention, or its run folder's name)
+    names: Any = None
     host: str = "127.0.0.1"
-    port: int = 8000  # 0: any free port (the address printed says which)
-    api_key: str | None = None  # required by every endpoint but /health; null: $ATTNCLF_API_KEY, else none
+    # 0: any free port (the address printed says which)
+    port: int = 8000
+    # required by every endpoint but /health; null: $ATTNCLF_API_KEY, else none
+    api_key: str | None = None
     device: str = "cpu"
-    num_threads: int | None = None  # torch CPU threads; null: PyTorch's default
-    max_texts: int = 64  # texts a /predict request may hold
-    max_text_chars: int = 100_000  # characters a text may hold (413 past it)
-    max_body_bytes: int = 2_000_000  # bytes a request body may hold (413 past it)
-    batch_tokens: int = 16_384  # padded tokens a dynamic batch holds at most
-    max_queue: int = 4096  # texts waiting for the model; a request past it is refused (503) until it drains
-    browse_rows: int = 500  # test rows /browse samples (seeded) from the first model's run
-    seed: int = 42  # the seed of /browse's sample
+    # torch CPU threads; null: PyTorch's default
+    num_threads: int | None = None
+    # texts a /predict request may hold
+    max_texts: int = 64
+    # characters a text may hold (413 past it)
+    max_text_chars: int = 100_000
+    # bytes a request body may hold (413 past it)
+    max_body_bytes: int = 2_000_000
+    # padded tokens a dynamic batch holds at most
+    batch_tokens: int = 16_384
+    # texts waiting for the model; a request past it is refused (503) until it drains
+    max_queue: int = 4096
+    # test rows /browse samples (seeded) from the first model's run
+    browse_rows: int = 500
+    # the seed of /browse's sample
+    seed: int = 42
 
     def normalize(self) -> None:
         """ckpt and names as lists; the API key given, else $ATTNCLF_API_KEY's."""

@@ -29,7 +29,9 @@ def typed(cls, node, key: str):
             raise AttnclfError(f"{key}.{name} is not a setting of {key}; allowed: {', '.join(names)}") from None
         spec = next(f for f in fields(cls) if f.name == name)
         wanted = spec.metadata.get("wanted") or " or ".join(
-            TYPE_WORDS.get(t.strip(), "null" if t.strip() == "None" else t.strip()) for t in str(spec.type).split("|")
-        )  # (the annotation as written, e.g. "int | None")
+            TYPE_WORDS.get(t.strip(), "null" if t.strip() == "None" else t.strip())
+            for t in str(spec.type).split("|")
+            # the annotation as written, e.g. "int | None"
+        )
         value = e.value if e.key == name else node.get(name)
         raise AttnclfError(f"{key + '.' if key else ''}{name}={value!r} must be {wanted}") from None

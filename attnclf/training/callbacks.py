@@ -38,12 +38,15 @@ class Throughput(L.Callback):
     def __init__(self):
         self.train_seconds = self.train_tokens = self.train_samples = 0.0
         self.eval_seconds = self.eval_samples = 0.0
-        self._base = dict.fromkeys(self.COUNTS + self.TIMES, 0.0)  # all ranks' totals from a checkpoint
-        self._window = [0.0, 0, 0]  # seconds, samples, tokens since the last log
+        # all ranks' totals from a checkpoint
+        self._base = dict.fromkeys(self.COUNTS + self.TIMES, 0.0)
+        # seconds, samples, tokens since the last log
+        self._window = [0.0, 0, 0]
         self._t = None
         self._fit_t0: float | None = None
         self._trainer = None
-        self.final: dict[str, float] | None = None  # totals() at the end of the fit
+        # totals() at the end of the fit
+        self.final: dict[str, float] | None = None
 
     def setup(self, trainer, pl_module, stage):
         self._trainer = trainer
@@ -80,7 +83,8 @@ class Throughput(L.Callback):
 
     def load_state_dict(self, state: dict) -> None:
         if self._trainer is not None and self._trainer.state.fn != "fit":
-            return  # (testing the best checkpoint restores callback states too: not a resumed fit)
+            # testing the best checkpoint restores callback states too: not a resumed fit
+            return
         self._base = {k: float(state.get(k, 0.0)) for k in self.COUNTS + self.TIMES}
         for k in self.COUNTS + self.TIMES:
             if k != "fit_seconds":
@@ -100,7 +104,8 @@ class Throughput(L.Callback):
         return t["eval_samples"] / t["eval_seconds"] if t["eval_seconds"] else float("nan")
 
     def on_train_start(self, trainer, pl_module):
-        self._t = time.perf_counter()  # (a resumed run starts mid-epoch, without on_train_epoch_start)
+        # a resumed run starts mid-epoch, without on_train_epoch_start
+        self._t = time.perf_counter()
 
     def on_train_epoch_start(self, trainer, pl_module):
         self._t = time.perf_counter()
@@ -108,7 +113,8 @@ class Throughput(L.Callback):
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
         now = time.perf_counter()
         dt, self._t = now - self._t, now
-        samples, tokens = len(batch[1]), int(batch[1].sum())  # (batch[1]: the lengths, on the host)
+        # batch[1]: the lengths, on the host
+        samples, tokens = len(batch[1]), int(batch[1].sum())
         self.train_seconds += dt
         self.train_samples += samples
         self.train_tokens += tokens
@@ -121,7 +127,8 @@ class Throughput(L.Callback):
                 {"train/samples_per_sec": w[1] / w[0], "train/tokens_per_sec": w[2] / w[0]},
                 on_step=True,
                 on_epoch=False,
-                sync_dist=trainer.world_size > 1,  # (every rank logs at the same steps)
+                # every rank logs at the same steps
+                sync_dist=trainer.world_size > 1,
                 reduce_fx="sum",
             )
             self._window = [0.0, 0, 0]
@@ -136,7 +143,8 @@ class Throughput(L.Callback):
     def on_validation_end(self, trainer, pl_module):
         if not trainer.sanity_checking:
             self.eval_seconds += time.perf_counter() - self._v
-        self._t = time.perf_counter()  # training time restarts after validation
+        # training time restarts after validation
+        self._t = time.perf_counter()
 
 
 class ProgressBar(RichProgressBar):
@@ -220,8 +228,9 @@ class AttentionMaps(L.Callback):
                 f"predicted: {names[pred]} (p={probs[pred]:.2f})"
             )
             rows = {"attention": attr.weights[i], "gradient x input": attr.gradient[i], "leave-one-out": loo[i]}
-            log_attention_review(tb.experiment, i, dm.vocab.decode(ids), title, rows, trainer.global_step,
-                                 self.top_k, self.columns)  # fmt: skip
+            log_attention_review(
+                tb.experiment, i, dm.vocab.decode(ids), title, rows, trainer.global_step, self.top_k, self.columns
+            )
 
     @staticmethod
     def importance(pl_module, reviews: list[np.ndarray]):
@@ -249,7 +258,8 @@ class CheckpointOnStop(L.Callback):
 
     def __init__(self, dirpath: str | Path):
         self.dirpath = Path(dirpath)
-        self.by: signal.Signals | None = None  # the signal that asked the fit to stop
+        # the signal that asked the fit to stop
+        self.by: signal.Signals | None = None
         self.previous: dict = {}
 
     def on_train_start(self, trainer, pl_module):
@@ -288,8 +298,15 @@ class ModelSummary(RichModelSummary):
     `example_input_array` and otherwise prints a column of zeros and "Total FLOPs: 0"."""
 
     @staticmethod
-    def summarize(summary_data, total_parameters, trainable_parameters, model_size, total_training_modes,
-                  total_flops, **summarize_kwargs) -> None:  # fmt: skip
+    def summarize(
+        summary_data,
+        total_parameters,
+        trainable_parameters,
+        model_size,
+        total_training_modes,
+        total_flops,
+        **summarize_kwargs,
+    ) -> None:
         from rich import get_console
         from rich.table import Table
 

@@ -49,12 +49,14 @@ def load_checkpoint(path: str | Path, map_location="cpu") -> dict:
         ckpt = torch.load(path, map_location=map_location, weights_only=True)
     except (RuntimeError, EOFError, zipfile.BadZipFile, OSError, ValueError) as e:
         raise AttnclfError(f"{path} is not a readable checkpoint (truncated or another format): {e}") from e
-    except Exception as e:  # pickle.UnpicklingError for non-weights content: refuse, don't execute
+    # pickle.UnpicklingError for non-weights content: refuse, don't execute
+    except Exception as e:
         raise AttnclfError(f"{path} is not a plain checkpoint (refused to unpickle it): {type(e).__name__}") from e
     if not isinstance(ckpt, dict) or "state_dict" not in ckpt:
         raise AttnclfError(f"{path} is not a Lightning checkpoint of this project (no state_dict)")
     hp = ckpt.get("hyper_parameters")
-    if isinstance(hp, dict) and checkpoint_kind(hp) == CLASSIFIER:  # (every form written, as today's)
+    # every form written, as today's
+    if isinstance(hp, dict) and checkpoint_kind(hp) == CLASSIFIER:
         ckpt["hyper_parameters"] = classifier_hparams(hp)
     return ckpt
 
@@ -65,8 +67,12 @@ LEGACY_DEFAULTS = {
     "optimizer": asdict(OptimizerConfig()),
     "regularizer": asdict(RegularizerConfig()),
 }
-_FLAT_REGULARIZER = {"regularizer": "name", "regularizer_epsilon": "epsilon", "regularizer_weight": "weight",
-                     "regularizer_xi": "xi"}  # fmt: skip
+_FLAT_REGULARIZER = {
+    "regularizer": "name",
+    "regularizer_epsilon": "epsilon",
+    "regularizer_weight": "weight",
+    "regularizer_xi": "xi",
+}
 
 
 def classifier_hparams(hp: dict) -> dict:
@@ -76,8 +82,12 @@ def classifier_hparams(hp: dict) -> dict:
     regularizer_epsilon, ...; `pack` before the kernel was a choice); model.gru_kernel is model.rnn_kernel
     now; a setting a checkpoint lacks (saved before it existed) gets the default of that time (LEGACY_DEFAULTS)."""
     nested = isinstance(hp.get("model"), dict)
-    out = {"kind": CLASSIFIER, "vocab_size": hp.get("vocab_size"), "num_classes": hp.get("num_classes", 2),
-           "attention": hp.get("attention", "dot")}  # fmt: skip
+    out = {
+        "kind": CLASSIFIER,
+        "vocab_size": hp.get("vocab_size"),
+        "num_classes": hp.get("num_classes", 2),
+        "attention": hp.get("attention", "dot"),
+    }
     for section, defaults in LEGACY_DEFAULTS.items():
         given = dict(hp.get(section) or {}) if nested else hp
         given = {RENAMED.get(k, k): v for k, v in given.items()} if section == "model" else given
@@ -106,7 +116,8 @@ def best_checkpoint(path: str | Path) -> Path:
     metrics = path / "metrics.json"
     if metrics.is_file():
         best = json.loads(metrics.read_text()).get("best_checkpoint")
-        if best and (path / "checkpoints" / Path(best).name).is_file():  # (this folder's, if it was copied)
+        # this folder's, if it was copied
+        if best and (path / "checkpoints" / Path(best).name).is_file():
             return path / "checkpoints" / Path(best).name
     found = sorted(p for p in (path / "checkpoints").glob("*.ckpt") if p.name != "last.ckpt")
     if len(found) == 1:

@@ -23,8 +23,16 @@ from attnclf.training.module import unpack
 
 
 class GuidedModule(L.LightningModule):
-    def __init__(self, base: nn.Module, student: nn.Module, test: str, weights: str = "frozen", lam: float = 0.0,
-                 lr: float = 1e-3, source: nn.Module | None = None):  # fmt: skip
+    def __init__(
+        self,
+        base: nn.Module,
+        student: nn.Module,
+        test: str,
+        weights: str = "frozen",
+        lam: float = 0.0,
+        lr: float = 1e-3,
+        source: nn.Module | None = None,
+    ):
         super().__init__()
         self.base, self.student = base.eval().requires_grad_(False), student
         # the diagnostic's frozen weights: the base's own, or `source`'s (a model of the base's kind)
@@ -65,7 +73,8 @@ class GuidedModule(L.LightningModule):
                 model.eval()
                 w = model(ids, lengths, host)[1]  # (B, T)
             self.held.update((k, w[i, :n]) for i, (k, n) in enumerate(zip(keys, ns, strict=True)))
-        out = ids.new_zeros(ids.shape, dtype=torch.float)  # (B, T): 0 past each review's end
+        # (B, T): 0 past each review's end
+        out = ids.new_zeros(ids.shape, dtype=torch.float)
         for i, (k, n) in enumerate(zip(keys, ns, strict=True)):
             out[i, :n] = self.held[k]
         return out

@@ -29,7 +29,8 @@ from attnclf.training.pretrain import fit_language_models
 log = logging.getLogger(__name__)
 
 
-MIN_SHARED_VOCAB = 0.5  # below this, init_from's vocabulary is another data's
+# below this, init_from's vocabulary is another data's
+MIN_SHARED_VOCAB = 0.5
 
 
 def latest_pretraining(root: Path) -> Path:
@@ -85,7 +86,8 @@ def load_pretrained(
         raise AttnclfError(f"model.init_from={path}: its vocabulary {vocab_file} is missing")
     lm_vocab = Vocab.load(vocab_file)
     pairs = [(i, lm_vocab.stoi[w]) for i, w in enumerate(vocab.itos) if w in lm_vocab.stoi]
-    shared = sum(i >= 2 for i, _ in pairs) / max(1, len(vocab) - 2)  # (past padding and <unk>)
+    # past padding and <unk>
+    shared = sum(i >= 2 for i, _ in pairs) / max(1, len(vocab) - 2)
     if shared < MIN_SHARED_VOCAB:
         raise AttnclfError(
             f"model.init_from={path}: its vocabulary has {shared:.0%} of this run's words (another dataset?); "
@@ -102,7 +104,8 @@ def load_pretrained(
         "model.init_from=%s (%s): encoder and %.1f%% of the vocabulary's embeddings", path, ckpt_path, 100 * shared
     )
     record = {"checkpoint": str(ckpt_path), "vocab_shared": shared}
-    made = run_dir_of(ckpt_path) / "metrics.json"  # (what the pretraining cost, where it says)
+    # what the pretraining cost, where it says
+    made = run_dir_of(ckpt_path) / "metrics.json"
     if made.is_file():
         record["pretraining_seconds"] = json.loads(made.read_text()).get("fit_seconds")
     return record
@@ -113,9 +116,14 @@ def cache_key(s: PretrainConfig, texts) -> str:
     language models learn from, not of where they are written or how they are shown (paths, loggers,
     callbacks, threads, resuming). The data's path is left out: the texts are known by their fingerprints,
     so a moved folder is the same; the Trainer's group is taken as composed (its keys beyond TrainerConfig's)."""
-    settings = {"seed": s.run.seed, "data": {k: v for k, v in asdict(s.data).items() if k != "path"},
-                "model": asdict(s.model), "lm": asdict(s.lm), "word2vec": asdict(s.word2vec),
-                "trainer": OmegaConf.to_container(s.composed.trainer, resolve=True)}  # fmt: skip
+    settings = {
+        "seed": s.run.seed,
+        "data": {k: v for k, v in asdict(s.data).items() if k != "path"},
+        "model": asdict(s.model),
+        "lm": asdict(s.lm),
+        "word2vec": asdict(s.word2vec),
+        "trainer": OmegaConf.to_container(s.composed.trainer, resolve=True),
+    }
     return hashlib.sha1(json.dumps({"texts": texts, "settings": settings}, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -130,8 +138,11 @@ def cached_pretraining(s: PretrainConfig, datamodule: TextDataModule, seed: int,
     carved = datamodule.carved
     if carved.get("test_size") is not None or carved.get("folds") is not None:
         s.run.seed = seed
-        log.info("model.init_from=pretrain: the test rows are carved from the training split by the run's seed: "
-                 "the pretraining takes seed=%d, and leaves them out", seed)  # fmt: skip
+        log.info(
+            "model.init_from=pretrain: the test rows are carved from the training split by the run's seed: "
+            "the pretraining takes seed=%d, and leaves them out",
+            seed,
+        )
     _, texts = datamodule.word_vector_texts(s.lm.unlabeled_split)
     key = cache_key(s, texts)
     folder = Path(s.paths.cache_dir) / "pretrain" / key
@@ -139,15 +150,20 @@ def cached_pretraining(s: PretrainConfig, datamodule: TextDataModule, seed: int,
         log.info("model.init_from=pretrain: the pretraining of these texts and settings is cached: %s", folder)
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(folder.parent / f".{key}.lock")):  # (a second run waits for the first's pretraining)
+    # a second run waits for the first's pretraining
+    with FileLock(str(folder.parent / f".{key}.lock")):
         if (folder / "metrics.json").is_file():
             log.info("model.init_from=pretrain: pretrained meanwhile by another run: %s", folder)
             return folder
         resume = (folder / "checkpoints" / "last.ckpt").is_file()
         s.paths.output_dir, s.run.ckpt_path = str(folder), str(folder) if resume else None
-        log.info("model.init_from=pretrain: %s the pretraining of these texts and settings in %s (pretrain.py's "
-                 "defaults and pretraining=%s)", "resuming" if resume else "none cached: running", folder,
-                 list(overrides))  # fmt: skip
+        log.info(
+            "model.init_from=pretrain: %s the pretraining of these texts and settings in %s (pretrain.py's "
+            "defaults and pretraining=%s)",
+            "resuming" if resume else "none cached: running",
+            folder,
+            list(overrides),
+        )
         pretrain_isolated(s)
     return folder
 
@@ -157,7 +173,8 @@ def pretrain_isolated(s: PretrainConfig) -> None:
     seed_env = {k: os.environ.get(k) for k in ("PL_GLOBAL_SEED", "PL_SEED_WORKERS")}
     with isolate_rng(include_cuda=torch.cuda.is_available()):
         fit_language_models(s)
-    for k, v in seed_env.items():  # (seed_everything's for the run's dataloader workers)
+    # seed_everything's for the run's dataloader workers
+    for k, v in seed_env.items():
         if v is None:
             os.environ.pop(k, None)
         else:

@@ -20,14 +20,24 @@ class LanguageModelModule(TrainingModule):
         """Both language models of these sizes, built and optimised by `lm` (its defaults: LMConfig's)."""
         super().__init__()
         # flat, as every pretraining checkpoint has held them (model.init_from and ckpt_path=last read them)
-        self.save_hyperparameters({"vocab_size": vocab_size, "embed_dim": embed_dim, "hidden_dim": hidden_dim,
-                                   **lm.model_keys(), "schedule": "cosine", "freeze_embeddings": freeze_embeddings,
-                                   "kind": KIND}, logger=False)  # fmt: skip
+        self.save_hyperparameters(
+            {
+                "vocab_size": vocab_size,
+                "embed_dim": embed_dim,
+                "hidden_dim": hidden_dim,
+                **lm.model_keys(),
+                "schedule": "cosine",
+                "freeze_embeddings": freeze_embeddings,
+                "kind": KIND,
+            },
+            logger=False,
+        )
         self.model = BiGRULanguageModel(vocab_size, embed_dim, hidden_dim, lm)
         # (model.freeze_embeddings: the GRUs learn on the vectors the embedding starts from, which a classifier
         # started from these models then starts from too)
         self.model.embed.weight.requires_grad_(not freeze_embeddings)
-        self.val_nll = MeanMetric()  # this validation's mean NLL per predicted token, for val/ppl
+        # this validation's mean NLL per predicted token, for val/ppl
+        self.val_nll = MeanMetric()
 
     def _losses(self, batch) -> tuple[torch.Tensor, torch.Tensor, int]:
         ids, lengths, _, host = unpack(batch)
@@ -45,7 +55,8 @@ class LanguageModelModule(TrainingModule):
     def validation_step(self, batch, batch_idx):
         loss_f, loss_b, n = self._losses(batch)
         loss = (loss_f + loss_b) / 2
-        self.val_nll.update(loss, max(n, 1))  # (weighted by predicted tokens, summed over ranks)
+        # weighted by predicted tokens, summed over ranks
+        self.val_nll.update(loss, max(n, 1))
         kw = dict(batch_size=max(n, 1), sync_dist=True)
         self.log("val/loss", loss, prog_bar=True, **kw)
         self.log("val/loss_forward", loss_f, **kw)

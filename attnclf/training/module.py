@@ -33,7 +33,8 @@ def attention_sharpness(weights: torch.Tensor, k: int = 5) -> tuple[torch.Tensor
     return entropy, top
 
 
-ENCODER = ("embed", "encoder")  # the parameters a pretrained start (model.init_from) gives: names' prefixes
+# the parameters a pretrained start (model.init_from) gives: names' prefixes
+ENCODER = ("embed", "encoder")
 
 
 def adamw(
@@ -47,7 +48,8 @@ def adamw(
     before they are clipped.
     """
     decays = {n: p.ndim >= 2 and not n.startswith("embed") for n, p in model.named_parameters()}
-    scaled = encoder_lr_scale != 1  # (one rate: the two groups of before, as older checkpoints hold them)
+    # one rate: two groups, with and without weight decay (the layout checkpoints hold)
+    scaled = encoder_lr_scale != 1
     groups = []
     for encoder in (False, True) if scaled else (False,):
         named = [(n, p) for n, p in model.named_parameters() if not scaled or n.startswith(ENCODER) == encoder]
@@ -74,7 +76,8 @@ class TrainingModule(L.LightningModule):
     clipping that keeps the fused optimizer, and a stop on a nan/inf loss. The hyperparameters `lr`,
     `weight_decay`, `schedule` and `warmup_ratio` come from the subclass's save_hyperparameters()."""
 
-    _bad_loss: tuple[torch.Tensor, torch.Tensor] | None = None  # on a GPU: (first bad step, its loss)
+    # on a GPU: (first bad step, its loss)
+    _bad_loss: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def _check_finite(self, loss: torch.Tensor) -> None:
         """Stop on a nan/inf loss. On CPU at once; on a GPU the first bad step is kept on the device and
@@ -125,7 +128,8 @@ class TrainingModule(L.LightningModule):
         params = [p for group in optimizer.param_groups for p in group["params"]]
         if gradient_clip_algorithm == "value":
             torch.nn.utils.clip_grad_value_(params, gradient_clip_val)
-        else:  # (no error_if_nonfinite: that reads the norm back from the device every step)
+        # no error_if_nonfinite: that reads the norm back from the device every step
+        else:
             torch.nn.utils.clip_grad_norm_(params, gradient_clip_val)
 
     def optimizer_settings(self):
@@ -134,14 +138,16 @@ class TrainingModule(L.LightningModule):
 
     def configure_optimizers(self):
         hp = self.optimizer_settings()
-        scale = getattr(hp, "encoder_lr_scale", 1.0)  # (the language models': one rate)
+        # the language models': one rate
+        scale = getattr(hp, "encoder_lr_scale", 1.0)
         opt = adamw(self.model, hp.lr, hp.weight_decay, fused=self._loss_scaler() is None, encoder_lr_scale=scale)
         if hp.schedule == "constant":
             return opt
         total = max(int(self.trainer.estimated_stepping_batches), 1)
         warmup = int(hp.warmup_ratio * total)
 
-        def factor(step: int) -> float:  # linear warm-up, then cosine decay to 0
+        # linear warm-up, then cosine decay to 0
+        def factor(step: int) -> float:
             if step < warmup:
                 return (step + 1) / warmup
             return 0.5 * (1 + math.cos(math.pi * min(1.0, (step - warmup) / max(total - warmup, 1))))
@@ -174,10 +180,12 @@ class TrainingModule(L.LightningModule):
         return [{k: v[r].clone() for k, v in gathered.items()} for r in range(self.trainer.world_size)]  # (own storage)
 
     def on_load_checkpoint(self, checkpoint: dict) -> None:
-        if self._trainer is None:  # loaded for evaluation or prediction: leave the process's RNG alone
+        # loaded for evaluation or prediction: leave the process's RNG alone
+        if self._trainer is None:
             return
         states = checkpoint.get("rng_states")
-        if states is None and "torch_rng_state" in checkpoint:  # checkpoints from before rng_states
+        # checkpoints from before rng_states
+        if states is None and "torch_rng_state" in checkpoint:
             states = [{"cpu": checkpoint["torch_rng_state"]}]
         if not states:
             return
@@ -190,7 +198,8 @@ class TrainingModule(L.LightningModule):
                 self.trainer.world_size,
             )
         own = states[min(rank, len(states) - 1)]
-        torch.set_rng_state(own["cpu"].cpu().clone())  # (a view segfaults it)
+        # a view segfaults it
+        torch.set_rng_state(own["cpu"].cpu().clone())
         device = self.trainer.strategy.root_device
         if "cuda" in own and device.type == "cuda":
             torch.cuda.set_rng_state(own["cuda"].cpu().clone(), device)
@@ -218,8 +227,9 @@ class ClassifierModule(TrainingModule):
         checked here."""
         super().__init__()
         if config is None:
-            config = ClassifierConfig(attention, ModelConfig(**model), OptimizerConfig(**optimizer),
-                                      RegularizerConfig(**regularizer))  # fmt: skip
+            config = ClassifierConfig(
+                attention, ModelConfig(**model), OptimizerConfig(**optimizer), RegularizerConfig(**regularizer)
+            )
             config.check()
         self.config = config
         # logger=False: train(cfg) writes the hparams once, at the end, with the final metrics
@@ -242,9 +252,12 @@ class ClassifierModule(TrainingModule):
         self.test_f1 = MulticlassF1Score(num_classes, average=None, validate_args=False)
         self.val_confusion = MulticlassConfusionMatrix(num_classes, validate_args=False)
         self.test_confusion = MulticlassConfusionMatrix(num_classes, validate_args=False)
-        self.confusion: dict[str, torch.Tensor] = {}  # the last computed one per stage (rows: true label)
-        self.val_acc_best = MaxMetric()  # (the sanity check does not update it: on_validation_epoch_end)
-        self.val_acc_best.persistent(True)  # in the checkpoint, so a resumed run keeps its best
+        # the last computed one per stage (rows: true label)
+        self.confusion: dict[str, torch.Tensor] = {}
+        # the sanity check does not update it: on_validation_epoch_end
+        self.val_acc_best = MaxMetric()
+        # in the checkpoint, so a resumed run keeps its best
+        self.val_acc_best.persistent(True)
 
     def optimizer_settings(self) -> OptimizerConfig:
         return self.config.optimizer
@@ -299,7 +312,8 @@ class ClassifierModule(TrainingModule):
         else:
             logits, _ = self(ids, lengths, host)
             loss = clean = F.cross_entropy(logits, y, weight=self.class_weight)
-        if self.model.diversity:  # the Diversity RNN: its states' conicity, penalised (attnclf/models/states.py)
+        # the Diversity RNN: its states' conicity, penalised (attnclf/models/states.py)
+        if self.model.diversity:
             penalty = self.model.last_conicity.mean()
             self.log("train/conicity", penalty, batch_size=len(y))
             loss = clean = clean + self.config.model.diversity_weight * penalty

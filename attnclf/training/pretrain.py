@@ -31,7 +31,8 @@ def matches(hp: dict, model: ModelConfig, lm: LMConfig) -> bool:
         checkpoint_kind(hp) == KIND
         and hp.get("embed_dim") == model.embed_dim
         and hp.get("hidden_dim") == model.hidden_dim
-        and hp.get("softmax", "adaptive") == lm.softmax  # (runs from before lm.softmax: adaptive)
+        # runs from before lm.softmax: adaptive
+        and hp.get("softmax", "adaptive") == lm.softmax
         and hp.get("freeze_embeddings", False) == model.freeze_embeddings
     )
 
@@ -56,30 +57,45 @@ def say_length(trainer: L.Trainer, datamodule: LMDataModule) -> None:
     train = datamodule.train_set
     batches = math.ceil(len(train) / datamodule.train_batch_size())
     steps = trainer.max_steps if trainer.max_steps and trainer.max_steps > 0 else trainer.max_epochs * batches
-    log.info("pretraining: %d steps (%s epochs of %d batches) of both language models on %d texts, %.1f million "
-             "tokens an epoch", steps, trainer.max_epochs, batches, len(train), train.lengths.sum() / 1e6)  # fmt: skip
+    log.info(
+        "pretraining: %d steps (%s epochs of %d batches) of both language models on %d texts, %.1f million "
+        "tokens an epoch",
+        steps,
+        trainer.max_epochs,
+        batches,
+        len(train),
+        train.lengths.sum() / 1e6,
+    )
 
 
 def fit_language_models(s: PretrainConfig, cfg: DictConfig | None = None) -> float:
     """pretrain() with its settings built and checked (`attnclf pretrain`, or a run's model.init_from=pretrain);
     `cfg`: the composed config, kept in a fresh run's folder where Hydra wrote none (keep_config)."""
     prepare_process(s.run)
-    resume = resume_point(s.run.ckpt_path, s.paths, lambda hp: matches(hp, s.model, s.lm),
-                          lambda hp, run: mismatch(hp, run, s.model, s.lm))  # fmt: skip
-    L.seed_everything(s.run.seed, workers=True, verbose=False)  # (the seed is in the run's config and metrics)
+    resume = resume_point(
+        s.run.ckpt_path,
+        s.paths,
+        lambda hp: matches(hp, s.model, s.lm),
+        lambda hp, run: mismatch(hp, run, s.model, s.lm),
+    )
+    # the seed is in the run's config and metrics
+    L.seed_everything(s.run.seed, workers=True, verbose=False)
     out = Path(s.paths.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     if resume is None and cfg is not None:
         keep_config(cfg, out)
-    trainer, throughput = make_trainer(s.composed, s.paths, resumed_step_of(resume))  # (before any data work)
+    # before any data work
+    trainer, throughput = make_trainer(s.composed, s.paths, resumed_step_of(resume))
 
     datamodule = LMDataModule(s.data, s.lm, s.run.seed, vocab_path=str(out / "vocab.json"))
     datamodule.setup("fit")
     module = lm_module(s, len(datamodule.vocab))
     embeddings = {"source": "random"}
-    if s.model.embeddings != "random":  # (a resumed run reads the cached vectors; its checkpoint's weights win)
-        matrix, embeddings = initial_embeddings(s.model.embeddings, datamodule, s.model.embed_dim, s.word2vec,
-                                                s.paths.cache_dir, quiet(trainer))  # fmt: skip
+    # a resumed run reads the cached vectors; its checkpoint's weights win
+    if s.model.embeddings != "random":
+        matrix, embeddings = initial_embeddings(
+            s.model.embeddings, datamodule, s.model.embed_dim, s.word2vec, s.paths.cache_dir, quiet(trainer)
+        )
         with torch.no_grad():
             module.model.embed.weight.copy_(torch.from_numpy(matrix))
     check_resumed_vocab(resume, len(datamodule.vocab))
@@ -88,9 +104,15 @@ def fit_language_models(s: PretrainConfig, cfg: DictConfig | None = None) -> flo
     metrics = lm_metrics(s, trainer, throughput, fit_seconds, datamodule, embeddings, out)
     if trainer.is_global_zero:
         write_json(out / "metrics.json", metrics)
-        log.info("val/loss %.4f  val/ppl %.1f  %.0f s  %.0f tokens/s  -> %s  (attnclf train model.init_from=%s)",
-                 metrics["val/loss"], metrics["val/ppl"], metrics["fit_seconds"], metrics["train_tokens_per_sec"],
-                 out / "metrics.json", out)  # fmt: skip
+        log.info(
+            "val/loss %.4f  val/ppl %.1f  %.0f s  %.0f tokens/s  -> %s  (attnclf train model.init_from=%s)",
+            metrics["val/loss"],
+            metrics["val/ppl"],
+            metrics["fit_seconds"],
+            metrics["train_tokens_per_sec"],
+            out / "metrics.json",
+            out,
+        )
     return metrics["val/loss"]
 
 
@@ -117,7 +139,8 @@ def lm_metrics(s, trainer: L.Trainer, throughput, fit_seconds: float, datamodule
         "train_tokens_per_sec": throughput.tokens_per_sec,
         "peak_rss_mb": peak_rss_mb(),
         "texts": datamodule.splits,
-        "embeddings": {**embeddings, "frozen": s.model.freeze_embeddings},  # the language models' start
+        # the language models' start
+        "embeddings": {**embeddings, "frozen": s.model.freeze_embeddings},
         "best_checkpoint": ckpt_cb.best_model_path if ckpt_cb else "",
         "vocab": str(out / "vocab.json"),
     }

@@ -17,7 +17,8 @@ from attnclf.utils.jsonfile import write_json
 
 log = logging.getLogger(__name__)
 
-PRUNED = "pruned.json"  # in a pruned run's folder: when and at what val/acc its pruner stopped it
+# in a pruned run's folder: when and at what val/acc its pruner stopped it
+PRUNED = "pruned.json"
 
 
 def make_pruner(search: SearchConfig):
@@ -55,8 +56,15 @@ class TrialPruning(L.Callback):
         self.step += 1
         if self.trial.should_prune():
             said = f"pruned after validation {self.step} (epoch {trainer.current_epoch}): {self.monitor} {value:.4f}"
-            write_json(self.run_dir / PRUNED, {"trial": self.trial.number, "validations": self.step,
-                                               "epoch": trainer.current_epoch, self.monitor: value})  # fmt: skip
+            write_json(
+                self.run_dir / PRUNED,
+                {
+                    "trial": self.trial.number,
+                    "validations": self.step,
+                    "epoch": trainer.current_epoch,
+                    self.monitor: value,
+                },
+            )
             log.info("trial %d %s", self.trial.number, said)
             raise optuna.TrialPruned(said)
 

@@ -65,11 +65,14 @@ def adversarial_losses(
     loss = F.cross_entropy(logits, y, weight=weight)
     params = [p for p in model.parameters() if p.requires_grad]
     grad, *grads = torch.autograd.grad(loss if scale is None else loss * scale, [x, *params], allow_unused=True)
-    if scale is not None:  # (x's gradient only gives a direction: its scale does not matter)
+    # x's gradient only gives a direction: its scale does not matter
+    if scale is not None:
         grads = [None if g is None else g / scale for g in grads]
     mask = real_tokens(x, lengths)
-    r = scaled_direction(grad, mask, epsilon * embedding_norm(x, mask))  # (B, T, E), a constant
-    moved, _ = model.from_embeddings(model.embed(ids) + r, lengths, host)  # (embedded again: that graph is spent)
+    # (B, T, E), a constant
+    r = scaled_direction(grad, mask, epsilon * embedding_norm(x, mask))
+    # embedded again: that graph is spent
+    moved, _ = model.from_embeddings(model.embed(ids) + r, lengths, host)
     stand_in = sum((p * g).sum() for p, g in zip(params, grads, strict=True) if g is not None)
     return logits.detach(), loss.detach(), F.cross_entropy(moved, y, weight=weight), stand_in
 
@@ -88,7 +91,8 @@ def virtual_adversarial_loss(
     x = model.embed(ids)  # (B, T, E)
     mask = real_tokens(x, lengths)
     size = embedding_norm(x, mask)
-    with torch.no_grad():  # the target: not pushed towards the perturbed prediction
+    # the target: not pushed towards the perturbed prediction
+    with torch.no_grad():
         p_log = F.log_softmax(model.from_embeddings(x, lengths, host)[0].float(), -1)  # (B, C)
     d = scaled_direction(torch.randn_like(x), mask, xi * size).requires_grad_()
     q_log = F.log_softmax(model.from_embeddings(x.detach() + d, lengths, host)[0].float(), -1)

@@ -26,7 +26,8 @@ from attnclf.utils.jsonfile import read_json
 log = logging.getLogger(__name__)
 
 
-START = "start.json"  # in the run folder: where the weights started (the embedding's source, init_from)
+# in the run folder: where the weights started (the embedding's source, init_from)
+START = "start.json"
 
 
 def start_of(run: Path, unknown: dict) -> tuple[dict, dict | None]:
@@ -54,8 +55,10 @@ def resume_point(ckpt_path: str | None, paths: PathsConfig, matches, mismatch=No
         why = mismatch(load_checkpoint(resume).get("hyper_parameters", {}), run_dir_of(resume))
         if why:
             raise AttnclfError(f"ckpt_path={ckpt_path!r}: {why}")
-    if run_dir_of(resume).resolve() != here.resolve():  # continue in the interrupted run's folder
-        paths.output_dir = str(run_dir_of(resume).resolve())  # (absolute, as Hydra's own: metrics.json's paths)
+    # continue in the interrupted run's folder
+    if run_dir_of(resume).resolve() != here.resolve():
+        # absolute, as Hydra's own: metrics.json's paths
+        paths.output_dir = str(run_dir_of(resume).resolve())
         move_log_to(run_dir_of(resume), here)
     log.info("resuming %s", resume)
     # the run's own checkpoints are in its checkpoints/: Lightning's warning that the folder is not empty is no news
@@ -177,12 +180,25 @@ RUN_CONFIG = Path(".hydra") / "config.yaml"
 # Keys that cannot change a run's results: on a resume they stay this command's (docs/usage.md,
 # "A run given by name", lists them). Every other key is the run's own.
 RUNTIME_KEYS = (
-    "ckpt_path", "num_threads", "keep_freed_memory", "test", "optimized_metric", "paths", "logger",
-    "hparams_search", "data.num_workers", "data.cache_dir", "trainer.default_root_dir",
-    "trainer.enable_model_summary", "trainer.log_every_n_steps",
-    "callbacks.rich_progress_bar", "callbacks.lr_monitor", "callbacks.throughput", "callbacks.attention_maps",
+    "ckpt_path",
+    "num_threads",
+    "keep_freed_memory",
+    "test",
+    "optimized_metric",
+    "paths",
+    "logger",
+    "hparams_search",
+    "data.num_workers",
+    "data.cache_dir",
+    "trainer.default_root_dir",
+    "trainer.enable_model_summary",
+    "trainer.log_every_n_steps",
+    "callbacks.rich_progress_bar",
+    "callbacks.lr_monitor",
+    "callbacks.throughput",
+    "callbacks.attention_maps",
     "callbacks.confusion_matrix",
-)  # fmt: skip
+)
 
 
 def keep_config(cfg: DictConfig, out: Path) -> None:
@@ -224,11 +240,13 @@ def with_run_settings(cfg: DictConfig, overrides: list[str] | None, command: str
         node = OmegaConf.select(own, parent) if parent else own
         if isinstance(node, DictConfig) and last in node:
             del node[last]
-    merged = OmegaConf.merge(OmegaConf.to_container(cfg), own)  # (unstructured: a key the run lacks stays)
+    # unstructured: a key the run lacks stays
+    merged = OmegaConf.merge(OmegaConf.to_container(cfg), own)
     has_record = (run / RECORD).is_file()
     for key in sorted(keys_given(cfg, overrides, command)):
         recorded = has_record and key.startswith("data.") and key.split(".")[1] in RECORDED
-        if recorded:  # (as given: resumed_data holds them against the run's data record, paths made whole)
+        # as given: resumed_data holds them against the run's data record, paths made whole
+        if recorded:
             OmegaConf.update(merged, key, OmegaConf.select(cfg, key), merge=False)
         if recorded or is_runtime(key):
             continue

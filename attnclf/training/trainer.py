@@ -30,11 +30,15 @@ log = logging.getLogger(__name__)
 # Lightning's warnings that a user of this tool cannot act on (its own internals, or settings that
 # train() makes on purpose); the ones that matter stay.
 QUIET = (
-    r".*isinstance\(treespec, LeafSpec\)",  # Lightning's pytree use under torch >= 2.9
+    # Lightning's pytree use under torch >= 2.9
+    r".*isinstance\(treespec, LeafSpec\)",
     r".*torch.distributed.nn.functional.all_gather is deprecated",  # Lightning's all_gather
-    r"Precision bf16-mixed is not supported by the model summary",  # (it counts parameters in fp32)
-    r".*does not have many workers",  # the loaders bucket in-process on purpose (data.num_workers)
-    r".*is called with Trainer configured with multiple `ModelCheckpoint`",  # the first one is the best's
+    # it counts parameters in fp32
+    r"Precision bf16-mixed is not supported by the model summary",
+    # the loaders bucket in-process on purpose (data.num_workers)
+    r".*does not have many workers",
+    # the first one is the best's
+    r".*is called with Trainer configured with multiple `ModelCheckpoint`",
     # a mid-epoch resume: the DataModule's own state_dict skips the batches done (tests/test_resume.py)
     r".*your dataloader is not resumable",
 )
@@ -54,8 +58,12 @@ def hparams_of(settings, batch_size: int) -> dict:
     for section in ("model", "optimizer", "regularizer"):
         for key, value in asdict(getattr(config, section)).items():
             flat[f"{section}.{key}"] = value
-    run = {"seed": settings.run.seed, "data.max_length": settings.data.max_length,
-           "data.vocab_size": settings.data.vocab_size, "trainer.max_epochs": settings.trainer.max_epochs}  # fmt: skip
+    run = {
+        "seed": settings.run.seed,
+        "data.max_length": settings.data.max_length,
+        "data.vocab_size": settings.data.vocab_size,
+        "trainer.max_epochs": settings.trainer.max_epochs,
+    }
     return {**flat, **run, "data.batch_size": batch_size}
 
 
@@ -144,8 +152,13 @@ def log_often_enough(trainer: L.Trainer, datamodule) -> None:
     per_epoch = optimizer_steps_an_epoch(trainer, datamodule)
     every = max(1, per_epoch // LOSS_POINTS_AN_EPOCH)
     if every < trainer.log_every_n_steps:
-        log.info("trainer.log_every_n_steps=%d: %d, for %d steps an epoch (train/loss at least %d times an epoch)",
-                 trainer.log_every_n_steps, every, per_epoch, min(LOSS_POINTS_AN_EPOCH, per_epoch))  # fmt: skip
+        log.info(
+            "trainer.log_every_n_steps=%d: %d, for %d steps an epoch (train/loss at least %d times an epoch)",
+            trainer.log_every_n_steps,
+            every,
+            per_epoch,
+            min(LOSS_POINTS_AN_EPOCH, per_epoch),
+        )
         trainer.log_every_n_steps = every
 
 
@@ -169,13 +182,15 @@ def timed_fit(trainer: L.Trainer, module, datamodule, resume: Path | None, what:
         trainer.fit(module, datamodule=datamodule, ckpt_path=str(resume) if resume else None, weights_only=True)
     except SIGTERMException:
         raise Interrupted(stopped(what, "SIGTERM", trainer, checkpoints), signal.SIGTERM) from None
-    except SystemExit:  # (Lightning's own exit after Ctrl-C: said below)
+    # Lightning's own exit after Ctrl-C: said below
+    except SystemExit:
         if not trainer.interrupted:
             raise
     if trainer.interrupted:
         raise Interrupted(stopped(what, "Ctrl-C", trainer, checkpoints), signal.SIGINT)
     late = next((c.by for c in trainer.callbacks if isinstance(c, CheckpointOnStop) and c.by), None)
-    if late is not None:  # (asked in the last validation: the fit ended, its checkpoints written)
+    # asked in the last validation: the fit ended, its checkpoints written
+    if late is not None:
         by = "SIGTERM" if late == signal.SIGTERM else "Ctrl-C"
         raise Interrupted(stopped(what, by, trainer, checkpoints), late)
     said_early_stop(trainer)
@@ -190,8 +205,12 @@ def said_early_stop(trainer: L.Trainer) -> None:
     log.info(
         "early stopping: %s has not bettered its best %.4f in %d validations: stopped after %d of %d epochs "
         "(callbacks.early_stopping.patience; null: off)",
-        stopper.monitor, float(stopper.best_score), stopper.patience, trainer.current_epoch, trainer.max_epochs,
-    )  # fmt: skip
+        stopper.monitor,
+        float(stopper.best_score),
+        stopper.patience,
+        trainer.current_epoch,
+        trainer.max_epochs,
+    )
 
 
 def stopped(what: str, by: str, trainer: L.Trainer, checkpoints: Path) -> str:
@@ -245,8 +264,10 @@ def prepare_process(run: RunConfig) -> None:
 def groups_in(cfg: DictConfig, paths: PathsConfig) -> DictConfig:
     """The trainer, callbacks and logger groups, their ${paths.*} read from the typed `paths` (a resumed run's
     own folder), not from the composed config, which stays as it was."""
-    groups = {k: OmegaConf.to_container(cfg[k], resolve=False) if isinstance(cfg.get(k), DictConfig) else cfg.get(k)
-              for k in ("trainer", "callbacks", "logger")}  # fmt: skip
+    groups = {
+        k: OmegaConf.to_container(cfg[k], resolve=False) if isinstance(cfg.get(k), DictConfig) else cfg.get(k)
+        for k in ("trainer", "callbacks", "logger")
+    }
     return OmegaConf.create({**groups, "paths": asdict(paths)})
 
 
@@ -262,9 +283,11 @@ def make_trainer(
     if throughput not in callbacks:
         callbacks.append(throughput)
     loggers = instantiate_loggers(cfg.get("logger"), resumed_step)
-    if not loggers:  # logger=none: the learning-rate monitor has nowhere to write (Lightning refuses it)
+    # logger=none: the learning-rate monitor has nowhere to write (Lightning refuses it)
+    if not loggers:
         callbacks = [c for c in callbacks if not isinstance(c, L.callbacks.LearningRateMonitor)]
-    if cfg.trainer.get("enable_model_summary", True):  # (Lightning's own would print FLOPs it never counted)
+    # Lightning's own would print FLOPs it never counted
+    if cfg.trainer.get("enable_model_summary", True):
         callbacks.append(ModelSummary())
     # last: its checkpoint holds what every other callback did at the step
     callbacks.append(CheckpointOnStop(Path(paths.output_dir) / "checkpoints"))
@@ -273,7 +296,8 @@ def make_trainer(
         # a tip) would stand before a data error's one line; its warnings still show
         with logs_at_least(logging.WARNING, "pytorch_lightning", "lightning_fabric", "lightning"):
             trainer = instantiate(cfg.trainer, callbacks=callbacks, logger=loggers, plugins=[AtomicCheckpointIO()])
-    except InstantiationException as e:  # a value the Trainer refuses (precision, accelerator, devices, ...)
+    # a value the Trainer refuses (precision, accelerator, devices, ...)
+    except InstantiationException as e:
         why = str(e.__cause__ or e).strip().splitlines()[-1]
         raise AttnclfError(f"trainer: {why}") from e
     return trainer, throughput

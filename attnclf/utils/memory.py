@@ -16,9 +16,12 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 
-M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # mallopt() parameters (malloc.h)
-MMAP_THRESHOLD = 32 * 1024 * 1024  # the largest glibc accepts on 64-bit (HEAP_MAX_SIZE / 2)
-TRIM_THRESHOLD = 2**31 - 1  # mallopt takes an int: never trim, in effect
+# mallopt() parameters (malloc.h)
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+# the largest glibc accepts on 64-bit (HEAP_MAX_SIZE / 2)
+MMAP_THRESHOLD = 32 * 1024 * 1024
+# mallopt takes an int: never trim, in effect
+TRIM_THRESHOLD = 2**31 - 1
 
 
 def keep_freed_memory() -> bool:

@@ -28,8 +28,15 @@ def stage(what: str, total: int, unit: str, quiet: bool = False) -> Iterator[Cal
     """A bar for `total` `unit`s of `what`; yields the function that counts `n` more done. Nothing is shown
     where standard error is not a terminal, or where `quiet` (the command asked for no displays)."""
     out = console()
-    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn(unit),
-               TimeElapsedColumn(), TextColumn("left"), TimeRemainingColumn())  # fmt: skip
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn(unit),
+        TimeElapsedColumn(),
+        TextColumn("left"),
+        TimeRemainingColumn(),
+    )
     with Progress(*columns, console=out, disable=quiet or not out.is_terminal) as bar:
         task = bar.add_task(what, total=total)
         yield lambda n=1: bar.advance(task, n)
