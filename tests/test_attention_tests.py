@@ -5,8 +5,7 @@ import json
 
 import pytest
 import torch
-from conftest import CONF
-from hydra import compose, initialize_config_dir
+from helpers.config import compose_cfg
 
 from attnclf.commands.attention_tests import attention_tests
 from attnclf.commands.eval import evaluate
@@ -81,8 +80,7 @@ def test_the_guided_losses_are_the_tests_definitions():
 
 
 def compose_tests(overrides):
-    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        return compose(config_name="attention_tests", overrides=overrides)
+    return compose_cfg(overrides, "attention_tests")
 
 
 @pytest.mark.slow  # (seven short trainings)
@@ -96,9 +94,8 @@ def test_attention_tests_command_on_a_tiny_run(tiny_run, tmp_path, capsys, caplo
     saved = json.loads((tmp_path / "d" / "diagnostic.json").read_text())
     assert set(saved["weights"]) == {"uniform", "learned", "frozen"} and saved == json.loads(json.dumps(diag))
     assert saved["weights"]["frozen"]["jsd_from_base"] < 1e-6 < saved["weights"]["uniform"]["jsd_from_base"]
-    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        ev = evaluate(compose(config_name="eval", overrides=[f"ckpt={tiny_run}", f"output={tmp_path / 'ev.json'}",
-                                                             f"paths.cache_dir={tmp_path / 'cache'}"]))  # fmt: skip
+    eval_overrides = [f"ckpt={tiny_run}", f"output={tmp_path / 'ev.json'}", f"paths.cache_dir={tmp_path / 'cache'}"]
+    ev = evaluate(compose_cfg(eval_overrides, "eval"))
     for v in saved["weights"].values():  # the classifier's own test rows, and its own accuracy on them
         assert v["base_accuracy"] == pytest.approx(ev["accuracy"]) and v["test_rows"] == ev["reviews"]
     assert "| frozen |" in (tmp_path / "d" / "diagnostic.md").read_text() and "| uniform |" in capsys.readouterr().out

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import CONF, compose_cfg, tiny_overrides
+from helpers.config import CONF, compose_cfg, tiny_overrides
 from omegaconf import OmegaConf
 
 from attnclf.commands.train import train
@@ -106,7 +106,7 @@ def test_the_module_saves_its_settings_nested_and_reads_the_flat_ones_of_older_c
 
 
 def test_a_run_records_every_setting_by_its_config_key(tiny_imdb, tmp_path, caplog):
-    from conftest import strict_json
+    from helpers.files import strict_json
 
     caplog.set_level(logging.INFO)
     train(compose_cfg(["experiment=smoke", "logger=none", "model.embeddings=random",
@@ -140,8 +140,6 @@ def test_a_settings_check_only_checks(tiny_run, tmp_path, monkeypatch):
     import inspect
     from dataclasses import fields, is_dataclass
 
-    from hydra import compose, initialize_config_dir
-
     from attnclf.commands.attention_tests import attention_tests_settings
     from attnclf.commands.eval import eval_settings
     from attnclf.commands.faithfulness import faithfulness_settings
@@ -152,10 +150,9 @@ def test_a_settings_check_only_checks(tiny_run, tmp_path, monkeypatch):
 
     def build() -> list:
         built = [train_settings(compose_cfg([f"paths.output_dir={tmp_path}"]))]
-        with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-            built += [eval_settings(compose("eval", run)), faithfulness_settings(compose("faithfulness", run)),
-                      attention_tests_settings(compose("attention_tests", run)),
-                      serve_settings(compose("serve", [*run, "names=[a]"]))]  # fmt: skip
+        built += [eval_settings(compose_cfg(run, "eval")), faithfulness_settings(compose_cfg(run, "faithfulness")),
+                  attention_tests_settings(compose_cfg(run, "attention_tests")),
+                  serve_settings(compose_cfg([*run, "names=[a]"], "serve"))]  # fmt: skip
         return built
 
     def classes(obj):  # the object's class and every nested settings class
@@ -248,10 +245,7 @@ def test_every_dotted_key_the_readme_and_docs_name_exists():
         )
     }
     assert len(named) >= 25
-    from hydra import compose, initialize_config_dir
-
-    with initialize_config_dir(config_dir=CONF, version_base="1.3"):  # (data.split is eval.py's)
-        eval_cfg = compose(config_name="eval", overrides=["paths.output_dir=/tmp/x"])
+    eval_cfg = compose_cfg(["paths.output_dir=/tmp/x"], "eval")  # (data.split is eval's)
     in_a_config = (cfg, compose_cfg(["regularizer=virtual_adversarial", "paths.output_dir=/tmp/x"]), eval_cfg)
     for key, _ in named:
         if key.endswith((".py", ".json")):  # (a file: data.py, data.json)
@@ -264,15 +258,12 @@ def test_every_dotted_key_the_readme_and_docs_name_exists():
 
 
 def test_eval_config_composes():
-    from hydra import compose, initialize_config_dir
-
-    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        cfg = compose(config_name="eval", overrides=["ckpt=x.ckpt", "paths.output_dir=/tmp/x"])
+    cfg = compose_cfg(["ckpt=x.ckpt", "paths.output_dir=/tmp/x"], "eval")
     assert cfg.data.split == "test" and cfg.data.path is None  # (null: the run's own data, its data.json)
 
 
 def test_experiment_pretrained_is_the_measured_best_setting():
-    """word2vec start + adversarial training (docs/results.md, section 7); each part can be overridden."""
+    """word2vec start + adversarial training (docs/results.md, "IMDb, other starts"); each part can be overridden."""
     cfg = compose_cfg(["experiment=pretrained", "paths.output_dir=/tmp/x"])
     assert cfg.model.embeddings == "word2vec" and cfg.regularizer.name == "adversarial"
     assert (

@@ -10,8 +10,8 @@ import sys
 
 import pytest
 import torch
-from conftest import ROOT, compose_cfg, tiny_overrides
 from helpers.classifier import classifier_settings
+from helpers.config import ROOT, compose_cfg, tiny_overrides
 
 from attnclf.models.classifier import ClassifierNet
 from attnclf.models.encoder import BiRNN
@@ -119,7 +119,7 @@ def test_a_checkpoint_trained_on_cuda_evaluates_and_predicts_on_cpu(tiny_imdb, t
     train(compose_cfg([*gpu_overrides(tiny_imdb, tmp_path), "experiment=smoke"]))
     best = json.loads((tmp_path / "metrics.json").read_text())["best_checkpoint"]
     ev = subprocess.run(
-        [sys.executable, "eval.py", f"ckpt={best}", f"data.path={tiny_imdb}", "device=cpu"],
+        [sys.executable, "-m", "attnclf", "eval", f"ckpt={best}", f"data.path={tiny_imdb}", "device=cpu"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -129,7 +129,7 @@ def test_a_checkpoint_trained_on_cuda_evaluates_and_predicts_on_cpu(tiny_imdb, t
     result = json.loads((tmp_path / "eval_test.json").read_text())
     assert result["reviews"] == 80
     pr = subprocess.run(
-        [sys.executable, "predict.py", f"ckpt={best}", "text=a wonderful superb film"],
+        [sys.executable, "-m", "attnclf", "predict", f"ckpt={best}", "text=a wonderful superb film"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -3,7 +3,7 @@ import logging
 import datasets
 import numpy as np
 import pytest
-from conftest import make_datamodule
+from helpers.data import make_datamodule
 
 import attnclf.data.encoding as encoding
 from attnclf.data.dataset import TextDataset, collate
@@ -304,7 +304,7 @@ def test_train_size_keeps_a_fixed_subset_of_training_rows(tiny_imdb, tmp_path):
 
 
 def test_attnclf_cache_sets_the_cache_folder(tmp_path, monkeypatch):
-    from conftest import compose_cfg
+    from helpers.config import compose_cfg
 
     monkeypatch.setenv("ATTNCLF_CACHE", str(tmp_path / "here"))
     assert compose_cfg([f"paths.output_dir={tmp_path}"]).data.cache_dir == str(tmp_path / "here")
@@ -342,7 +342,7 @@ def test_the_token_cache_key_holds_what_changes_the_tokens(tmp_path, monkeypatch
 def test_an_unlabeled_split_is_no_class(with_unlabeled, tmp_path):
     """IMDb's unsupervised reviews carry label -1 (`datasets`' "no label"): integer labels 0/1 with such a
     split are 2 classes, not 3."""
-    from conftest import make_datamodule
+    from helpers.data import make_datamodule
 
     dm = make_datamodule(str(with_unlabeled), cache_dir=str(tmp_path))
     dm.setup("fit")

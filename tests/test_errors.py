@@ -9,7 +9,7 @@ import datasets
 import pytest
 import pytorch_lightning as L
 import torch
-from conftest import ROOT, compose_cfg, tiny_overrides
+from helpers.config import ROOT, compose_cfg, tiny_overrides
 
 from attnclf.commands.train import train
 from attnclf.errors import AttnclfError
@@ -79,9 +79,20 @@ def test_bad_values_are_refused_before_any_data_work(override, message, tmp_path
 @pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_a_bad_seed_leaves_no_run_folder(tmp_path):
     r = subprocess.run(
-        [sys.executable, "train.py", "seed=abc", "data.path=/no/such/data", f"hydra.run.dir={tmp_path / 'run_sabc'}"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "attnclf",
+            "train",
+            "seed=abc",
+            "data.path=/no/such/data",
+            f"hydra.run.dir={tmp_path / 'run_sabc'}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2 and r.stderr.strip().splitlines()[-1].startswith("error: seed='abc'"), r.stderr[-2000:]
     assert not (tmp_path / "run_sabc").exists()
 
@@ -304,7 +315,7 @@ def test_a_run_folder_hydra_cannot_make_is_one_line(tmp_path):
     blocker = tmp_path / "a_file"
     blocker.write_text("x")
     r = subprocess.run(
-        [sys.executable, "train.py", "data.path=/no/such/data", f"hydra.run.dir={blocker}/run"],
+        [sys.executable, "-m", "attnclf", "train", "data.path=/no/such/data", f"hydra.run.dir={blocker}/run"],
         cwd=ROOT, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     err = r.stderr.strip().splitlines()
@@ -338,7 +349,7 @@ def test_ctrl_c_before_training_is_one_line_and_leaves_no_run_folder(tiny_imdb, 
 def test_a_data_error_is_the_only_line_a_run_prints(tmp_path):
     """The Trainer is built before the data is read, quietly: no hardware notes, no "100% of the batches"."""
     r = subprocess.run(
-        [sys.executable, "train.py", "data.path=/no/such/data", f"hydra.run.dir={tmp_path / 'run'}"],
+        [sys.executable, "-m", "attnclf", "train", "data.path=/no/such/data", f"hydra.run.dir={tmp_path / 'run'}"],
         cwd=ROOT, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert r.returncode == 2 and r.stdout == "", r.stdout

@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import CONF, strict_json
-from hydra import compose, initialize_config_dir
+from helpers.config import CONF, compose_cfg
+from helpers.files import strict_json
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from torch import nn
 
@@ -283,8 +283,7 @@ def test_erasure_sizes_and_helpers():
 
 
 def compose_faith(overrides):
-    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        return compose(config_name="faithfulness", overrides=overrides)
+    return compose_cfg(config_name="faithfulness", overrides=overrides)
 
 
 @pytest.mark.slow  # (a process of its own, or more training than a tiny run)
@@ -444,12 +443,25 @@ def test_faithfulness_command_line(tiny_run, tmp_path):
     import subprocess
 
     root = Path(CONF).parent
-    help_ = subprocess.run([sys.executable, "faithfulness.py", "--help"], cwd=root, capture_output=True, text=True)
+    help_ = subprocess.run(
+        [sys.executable, "-m", "attnclf", "faithfulness", "--help"], cwd=root, capture_output=True, text=True
+    )
     assert help_.returncode == 0 and "max_tokens" in help_.stdout and "attnclf agreement" in help_.stdout
     bad = subprocess.run(
-        [sys.executable, "faithfulness.py", f"ckpt={tiny_run}", "ks=[1,2.5]", f"hydra.run.dir={tmp_path / 'h'}"],
-        cwd=root, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "attnclf",
+            "faithfulness",
+            f"ckpt={tiny_run}",
+            "ks=[1,2.5]",
+            f"hydra.run.dir={tmp_path / 'h'}",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
         "error: ks: 2.5 is out of range; allowed: whole numbers >= 1 or fractions in (0, 1)"
     ]

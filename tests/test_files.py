@@ -5,7 +5,7 @@ import errno
 
 import numpy as np
 import pytest
-from conftest import make_datamodule
+from helpers.data import make_datamodule
 
 from attnclf.errors import AttnclfError
 from attnclf.utils.files import write_atomic

@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import CONF, ROOT
+from helpers.config import ROOT, compose_cfg
 from test_own_data import examples, fit, write
 
 from attnclf.data.splits import carve_splits, fold_rows
@@ -76,12 +76,12 @@ def test_a_fold_trains_tests_on_its_rows_and_eval_rebuilds_them(tmp_path):
     m = fit(data, tmp_path / "run", "logger=none", "seed=5", "data.folds=3", "data.fold=2")
     assert m["splits"]["test"] == "fold 2 of 3 of train (stratified by label, seed 5)"
     assert np.asarray(m["test/confusion_matrix"]).sum() == 50
-    from hydra import compose, initialize_config_dir
 
     from attnclf.commands.eval import evaluate
 
-    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        cfg = compose("eval", [f"ckpt={tmp_path / 'run'}", f"data.path={data}", f"output={tmp_path / 'e.json'}"])
+    cfg = compose_cfg(
+        config_name="eval", overrides=[f"ckpt={tmp_path / 'run'}", f"data.path={data}", f"output={tmp_path / 'e.json'}"]
+    )
     result = evaluate(cfg)
     assert result["reviews"] == 50 and result["confusion_matrix"] == m["test/confusion_matrix"]
     assert result["accuracy"] == pytest.approx(m["test/acc"], abs=1e-6)
@@ -92,7 +92,7 @@ def test_a_cross_validation_sweep_and_its_report_pair_dot_and_additive_by_fold(t
     data = write(tmp_path / "reviews.csv", examples(90, 2, 0, names=["neg", "pos"]), "csv")
     sweep = tmp_path / "sweep"
     r = subprocess.run(
-        [sys.executable, "train.py", "-m", f"data.path={data}", "data.folds=3", "data.fold=range(3)",
+        [sys.executable, "-m", "attnclf", "train", "-m", f"data.path={data}", "data.folds=3", "data.fold=range(3)",
          "attention=dot,additive", "experiment=smoke", "logger=none", "callbacks.rich_progress_bar=null",
          "model.embed_dim=16", "model.hidden_dim=16", "data.batch_size=16", f"paths.cache_dir={tmp_path / 'c'}",
          f"hydra.sweep.dir={sweep}"],

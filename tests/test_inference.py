@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import CONF, ROOT, strict_json
+from helpers.config import ROOT, compose_cfg
+from helpers.files import strict_json
 
 from attnclf.commands.predict import predict, read_rows
 from attnclf.errors import AttnclfError
@@ -64,7 +65,7 @@ def test_eval_command_on_a_run_folder_against_an_independent_computation(tiny_ru
     The split is imbalanced (60 positive, 20 negative), so macro-F1 differs from accuracy (micro-F1)."""
     import datasets
     import numpy as np
-    from conftest import make_reviews
+    from helpers.data import make_reviews
 
     data = tmp_path / "data"
     reviews = make_reviews(120, seed=5)
@@ -75,14 +76,12 @@ def test_eval_command_on_a_run_folder_against_an_independent_computation(tiny_ru
     test.to_parquet(str(data / "test.parquet"))
     run = tmp_path / "run"
     shutil.copytree(tiny_run, run)
-    from hydra import compose, initialize_config_dir
 
     from attnclf.commands.eval import evaluate
 
-    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        overrides = [f"ckpt={run}", f"data.path={data}", f"paths.cache_dir={tmp_path}", f"paths.output_dir={tmp_path}",
-                     "num_threads=1"]  # fmt: skip
-        evaluate(compose("eval", overrides))
+    overrides = [f"ckpt={run}", f"data.path={data}", f"paths.cache_dir={tmp_path}", f"paths.output_dir={tmp_path}",
+                 "num_threads=1"]  # fmt: skip
+    evaluate(compose_cfg(config_name="eval", overrides=overrides))
     stdout = capsys.readouterr().out
     result = strict_json(run / "eval_test.json")  # the default output: beside the checkpoint's run
     assert result["checkpoint"] == str(run / "checkpoints" / Path(best(tiny_run)).name)
@@ -107,7 +106,6 @@ def test_eval_of_an_ensemble_averages_the_members_probabilities(tiny_run, tiny_r
     """eval.py ckpt=[a,b]: the class probabilities of both models averaged (each reading the reviews with its
     own vocabulary), against the Python API's predictions; each member's own accuracy beside it."""
     import numpy as np
-    from hydra import compose, initialize_config_dir
 
     from attnclf.commands.eval import evaluate
     from attnclf.data.loading import load_splits
@@ -122,10 +120,9 @@ def test_eval_of_an_ensemble_averages_the_members_probabilities(tiny_run, tiny_r
     (other / "vocab.json").write_text(json.dumps(vocab))
 
     def run(ckpts, out, data=tiny_imdb):
-        with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-            overrides = [f"ckpt=[{','.join(map(str, ckpts))}]", f"data.path={data}",
-                         f"paths.cache_dir={tmp_path}", f"output={out}"]  # fmt: skip
-            return evaluate(compose("eval", overrides))
+        overrides = [f"ckpt=[{','.join(map(str, ckpts))}]", f"data.path={data}", f"paths.cache_dir={tmp_path}",
+                     f"output={out}"]  # fmt: skip
+        return evaluate(compose_cfg(overrides, "eval"))
 
     result = run([tiny_run, other], tmp_path / "ensemble.json")
     test = load_splits(str(tiny_imdb), None)["test"]
@@ -315,7 +312,6 @@ def test_bad_predict_inputs(tiny_run, tmp_path, capsys):
 def test_eval_refuses_bad_values_before_reading_anything(tmp_path):
     """eval.py batch_size=0, and a GPU asked for where there is none: one line each, before any checkpoint or
     data is read (the paths given here do not exist)."""
-    from hydra import compose, initialize_config_dir
 
     from attnclf.commands.eval import evaluate
 
@@ -323,8 +319,9 @@ def test_eval_refuses_bad_values_before_reading_anything(tmp_path):
     if not torch.cuda.is_available():
         cases.append(("device=cuda", "device='cuda': no GPU found"))
     for override, message in cases:
-        with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-            cfg = compose("eval", [f"ckpt={tmp_path / 'none'}", "data.path=/no/such/data", override])
+        cfg = compose_cfg(
+            config_name="eval", overrides=[f"ckpt={tmp_path / 'none'}", "data.path=/no/such/data", override]
+        )
         with pytest.raises(AttnclfError) as e:
             evaluate(cfg)
         assert message in str(e.value) and "\n" not in str(e.value), str(e.value)

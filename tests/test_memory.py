@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from helpers.config import ROOT
 
 PROBE = """
 import ctypes, sys

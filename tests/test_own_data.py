@@ -9,8 +9,7 @@ import random
 import datasets
 import numpy as np
 import pytest
-from conftest import CONF, compose_cfg, tiny_overrides
-from hydra import compose, initialize_config_dir
+from helpers.config import compose_cfg, tiny_overrides
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from attnclf.commands.train import train
@@ -124,15 +123,14 @@ def test_five_classes_end_to_end_eval_and_predict_with_names(tmp_path, capsys):
         write(tmp_path / "d" / f"{split}.parquet", {"sentence": rows["text"], "label": rows["label"]}, "parquet")
     m = fit(tmp_path / "d", tmp_path / "run", "logger=none", "trainer.max_epochs=6")
     assert m["labels"] == sorted(names) and m["test/acc"] > 0.6  # chance: 0.2
-    from hydra import compose, initialize_config_dir
 
     from attnclf.commands.eval import evaluate
     from attnclf.commands.predict import predict
 
-    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        cfg = compose(
-            "eval", [f"ckpt={tmp_path / 'run'}", f"data.path={tmp_path / 'd'}", f"paths.output_dir={tmp_path}"]
-        )
+    cfg = compose_cfg(
+        config_name="eval",
+        overrides=[f"ckpt={tmp_path / 'run'}", f"data.path={tmp_path / 'd'}", f"paths.output_dir={tmp_path}"],
+    )
     result = evaluate(cfg)
     assert result == json.loads((tmp_path / "run" / "eval_test.json").read_text())
     assert result["accuracy"] == pytest.approx(m["test/acc"], abs=1e-6) and len(result["f1"]) == 5
@@ -148,15 +146,13 @@ def test_eval_rebuilds_a_carved_test_split(tmp_path):
     of another size is refused in one line."""
     data = write(tmp_path / "reviews.csv", examples(200, 2, 0, names=["neg", "pos"]), "csv")
     m = fit(data, tmp_path / "run", "logger=none", "seed=7", "trainer.max_epochs=1")
-    from hydra import compose, initialize_config_dir
 
     from attnclf.commands.eval import evaluate
 
     def evaluated(split, path=data):
-        with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-            over = [f"ckpt={tmp_path / 'run'}", f"data.path={path}", f"data.split={split}",
-                    f"output={tmp_path / split}.json"]  # fmt: skip
-            return evaluate(compose("eval", over))
+        over = [f"ckpt={tmp_path / 'run'}", f"data.path={path}", f"data.split={split}",
+                f"output={tmp_path / split}.json"]  # fmt: skip
+        return evaluate(compose_cfg(over, "eval"))
 
     test = evaluated("test")
     assert test["reviews"] == 20 and np.asarray(test["confusion_matrix"]).sum() == 20  # data.test_size=0.1
@@ -237,9 +233,8 @@ def test_label_map_merges_classes_and_drops_the_rest_as_binary_sst_is_made(tmp_p
     assert sum(map(sum, m["test/confusion_matrix"])) == 40  # 4 of every 5 rows kept
     recorded = json.loads((tmp_path / "run" / "data.json").read_text())
     assert recorded["data"]["label_map"] == {"0": "negative", "1": "negative", "3": "positive", "4": "positive"}
-    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        cfg = compose(config_name="eval", overrides=[f"ckpt={tmp_path / 'run'}", f"output={tmp_path / 'ev.json'}",
-                                                     f"paths.cache_dir={tmp_path / 'run' / 'cache'}"])  # fmt: skip
+    cfg = compose_cfg(config_name="eval", overrides=[f"ckpt={tmp_path / 'run'}", f"output={tmp_path / 'ev.json'}",
+                                                 f"paths.cache_dir={tmp_path / 'run' / 'cache'}"])  # fmt: skip
     ev = evaluate(cfg)
     assert ev["reviews"] == 40 and ev["accuracy"] == pytest.approx(m["test/acc"])
     assert data_config({"path": "x", "label_map": {0: "a", 1: "b"}}).label_map == {"0": "a", "1": "b"}
@@ -280,7 +275,7 @@ def test_min_epochs_auto_counts_the_rows_trained_on(tmp_path):
     """min_epochs=auto: 10 epochs for data of more than 2 classes and fewer than 20,000 training rows, counted
     after the carving: 21,000 rows of 3 classes leave 17,010 to train on (10% test, then 10% validation)."""
     import pytorch_lightning as L
-    from conftest import make_datamodule
+    from helpers.data import make_datamodule
 
     from attnclf.training.trainer import at_least_epochs
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import tomllib
-from conftest import ROOT
+from helpers.config import ROOT
 
 from attnclf.commands import COMMANDS, main
 

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 import torch
-from conftest import compose_cfg, tiny_overrides
 from helpers.classifier import classifier_settings
+from helpers.config import compose_cfg, tiny_overrides
 
 from attnclf.commands.train import train
 from attnclf.data.sampling import BucketBatchSampler

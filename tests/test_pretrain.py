@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 import pytorch_lightning as L
 import torch
-from conftest import CONF, ROOT, compose_cfg, make_reviews, strict_json, tiny_overrides
-from hydra import compose, initialize_config_dir
+from helpers.config import ROOT, compose_cfg, tiny_overrides
+from helpers.data import make_reviews
+from helpers.files import strict_json
 
 from attnclf.commands.pretrain import pretrain
 from attnclf.commands.train import train
@@ -45,8 +46,7 @@ LM = [
 
 
 def compose_lm(overrides):
-    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        return compose(config_name="pretrain", overrides=overrides)
+    return compose_cfg(config_name="pretrain", overrides=overrides)
 
 
 @pytest.fixture(scope="module")
@@ -127,8 +127,14 @@ def test_a_killed_pretraining_resumes_where_it_stopped(tiny_imdb, tmp_path):
     run = tmp_path / "run"
 
     def cli(*args, armed=False):  # (armed: the run's killer callback fires; the resume, its config's, does not)
-        return subprocess.run([sys.executable, "pretrain.py", *common, *args], cwd=ROOT, capture_output=True,
-                              text=True, timeout=300, env=signaller_env(tmp_path, armed))  # fmt: skip
+        return subprocess.run(
+            [sys.executable, "-m", "attnclf", "pretrain", *common, *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=signaller_env(tmp_path, armed),
+        )
 
     killed = cli(f"hydra.run.dir={run}", "+callbacks.killer._target_=signaller.SignalAt", "+callbacks.killer.step=17",
                  armed=True)  # fmt: skip

@@ -7,8 +7,7 @@ import re
 import numpy as np
 import pytest
 import pytorch_lightning as L
-from conftest import CONF
-from hydra import compose, initialize_config_dir
+from helpers.config import compose_cfg
 from rich.console import Console
 
 from attnclf.commands.eval import evaluate
@@ -58,8 +57,7 @@ def test_word2vec_counts_its_epochs_on_the_display(terminal):
 
 
 def test_eval_shows_the_reviews_it_has_read(tiny_run, tmp_path, terminal):
-    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        result = evaluate(compose("eval", [f"ckpt={tiny_run}", f"output={tmp_path / 'e.json'}"]))
+    result = evaluate(compose_cfg(config_name="eval", overrides=[f"ckpt={tiny_run}", f"output={tmp_path / 'e.json'}"]))
     assert f"{result['reviews']}/{result['reviews']} reviews" in plain(terminal) and "eval test" in plain(terminal)
 
 

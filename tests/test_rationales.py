@@ -11,8 +11,9 @@ import random
 import datasets
 import numpy as np
 import pytest
-from conftest import CONF, FILLER, NEG, POS, strict_json
-from hydra import compose, initialize_config_dir
+from helpers.config import compose_cfg
+from helpers.data import FILLER, NEG, POS
+from helpers.files import strict_json
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from attnclf.analysis.plausibility import auprc, plausibility, runs
@@ -280,8 +281,7 @@ def movies_like(tmp_path):
 
 
 def compose_faith(overrides):
-    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        return compose(config_name="faithfulness", overrides=overrides)
+    return compose_cfg(config_name="faithfulness", overrides=overrides)
 
 
 @pytest.mark.slow  # (three faithfulness runs)

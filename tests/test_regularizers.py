@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import UNLABELED_ONLY, compose_cfg, make_datamodule, tiny_overrides
 from helpers.classifier import classifier_settings
+from helpers.config import compose_cfg, tiny_overrides
+from helpers.data import UNLABELED_ONLY, make_datamodule
 
 from attnclf.commands.train import train
 from attnclf.errors import AttnclfError

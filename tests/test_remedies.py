@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import CONF, compose_cfg, tiny_overrides
-from hydra import compose, initialize_config_dir
+from helpers.config import compose_cfg, tiny_overrides
 from torch import nn
 
 from attnclf.commands.train import train
@@ -164,10 +163,15 @@ def test_each_remedy_trains_and_faithfulness_and_the_attention_tests_measure_it(
     small = ["model.embed_dim=16", "model.hidden_dim=16", "trainer.max_epochs=1", "trainer.limit_train_batches=4"]
     m = remedy_run(tiny_imdb, run, *remedy, *small)
     assert 0 <= m["test/acc"] <= 1 and m["hparams"]["model.hidden_states"] in ("plain", "orthogonal", "diversity")
-    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        common = [f"ckpt={run}", f"paths.cache_dir={tmp_path}"]
-        f = faithfulness(compose("faithfulness", [*common, "reviews=10", "permutations=3", f"output={tmp_path / 'f'}"]))
-        t = attention_tests(compose("attention_tests", [*common, "epochs=1", f"output={tmp_path / 't'}"]))
+    common = [f"ckpt={run}", f"paths.cache_dir={tmp_path}"]
+    f = faithfulness(
+        compose_cfg(
+            config_name="faithfulness", overrides=[*common, "reviews=10", "permutations=3", f"output={tmp_path / 'f'}"]
+        )
+    )
+    t = attention_tests(
+        compose_cfg(config_name="attention_tests", overrides=[*common, "epochs=1", f"output={tmp_path / 't'}"])
+    )
     states = f["states"]
     assert 0 <= states["conicity"]["mean"] <= 1 and 0 <= states["zero_weight_share"]["mean"] < 1
     assert "## The states attention reads" in (tmp_path / "f" / "summary.md").read_text()

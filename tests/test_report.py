@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from helpers.config import ROOT
 
 
 def write_run(root, name, attention, seed, lr, hidden, acc, loss, overrides=None, config=None):

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 import torch
-from conftest import ROOT, compose_cfg, tiny_overrides
+from helpers.config import ROOT, compose_cfg, tiny_overrides
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from attnclf.commands.train import train
@@ -52,7 +52,12 @@ RUN = [
 
 def cli(args, tmp_path, env=None):
     return subprocess.run(
-        [sys.executable, "train.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=300, env=env
+        [sys.executable, "-m", "attnclf", "train", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
     )
 
 

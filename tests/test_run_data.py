@@ -6,8 +6,7 @@ import json
 import logging
 
 import pytest
-from conftest import CONF, tiny_overrides
-from hydra import compose, initialize_config_dir
+from helpers.config import compose_cfg, tiny_overrides
 from test_own_data import examples, fit, write
 
 from attnclf.commands.eval import evaluate
@@ -20,8 +19,7 @@ def columns(rows: dict) -> dict:
 
 
 def evaluated(run, *over, out):
-    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        return evaluate(compose("eval", [f"ckpt={run}", f"output={out}", *over]))
+    return evaluate(compose_cfg(config_name="eval", overrides=[f"ckpt={run}", f"output={out}", *over]))
 
 
 def test_eval_with_no_data_reads_the_runs_own_carved_test_rows(tmp_path, caplog):
@@ -54,9 +52,8 @@ def test_eval_and_faithfulness_with_no_data_read_the_runs_fold(tmp_path):
     assert result["accuracy"] == pytest.approx(m["test/acc"], abs=1e-6)
     from attnclf.commands.faithfulness import faithfulness
 
-    with initialize_config_dir(config_dir=CONF, version_base="1.3"):
-        over = [f"ckpt={run}", "reviews=50", "max_tokens=64", "permutations=2", f"output={tmp_path / 'f'}"]
-        faith = faithfulness(compose("faithfulness", over))
+    over = [f"ckpt={run}", "reviews=50", "max_tokens=64", "permutations=2", f"output={tmp_path / 'f'}"]
+    faith = faithfulness(compose_cfg(config_name="faithfulness", overrides=over))
     assert faith["data"] == str(data) and faith["reviews"] == 50  # every row of the fold: the same accuracy
     assert faith["accuracy"] == pytest.approx(m["test/acc"], abs=1e-6)
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 import torch
-from conftest import ROOT
+from helpers.config import ROOT
 
 
 @pytest.mark.bench  # (a benchmark script on tiny inputs, in a process of its own)

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 import torch
-from conftest import ROOT, compose_cfg, tiny_overrides
+from helpers.config import ROOT, compose_cfg, tiny_overrides
 from omegaconf import OmegaConf
 
 pytest.importorskip("optuna", reason='needs pip install -e ".[sweep]"')
@@ -38,7 +38,11 @@ def sweep(tiny_imdb, tmp_path, *args, timeout=600):
     if any(a.startswith(("hparams_search=", "model.hidden_dim=")) for a in args):
         common.remove("model.hidden_dim=16")
     return subprocess.run(
-        [sys.executable, "train.py", "-m", *common, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout
+        [sys.executable, "-m", "attnclf", "train", "-m", *common, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
@@ -199,7 +203,7 @@ def test_ddp_two_processes_on_cpu(tiny_imdb, tmp_path):
     assert len(list(run.glob("metrics.json"))) == 1 and (run / "vocab.json").exists()
 
     import pytorch_lightning as L
-    from conftest import make_datamodule
+    from helpers.data import make_datamodule
 
     from attnclf.training.module import ClassifierModule
 

@@ -8,8 +8,10 @@ import time
 import pytest
 import pytorch_lightning as L
 import torch
-from conftest import ROOT, compose_cfg, make_datamodule, strict_json, tiny_overrides
 from helpers.classifier import classifier_settings
+from helpers.config import ROOT, compose_cfg, tiny_overrides
+from helpers.data import make_datamodule
+from helpers.files import strict_json
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from attnclf.commands.train import train
@@ -309,7 +311,7 @@ def test_min_epochs_auto_trains_small_data_of_many_classes_longer_and_says_so(tm
     import json
     import logging
 
-    from conftest import make_datamodule
+    from helpers.data import make_datamodule
 
     from attnclf.training.trainer import SMALL_DATA_ROWS, at_least_epochs
 

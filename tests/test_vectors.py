@@ -8,7 +8,8 @@ import datasets
 import numpy as np
 import pytest
 import torch
-from conftest import TEST_ONLY, UNLABELED_ONLY, compose_cfg, make_datamodule, make_reviews, tiny_overrides
+from helpers.config import compose_cfg, tiny_overrides
+from helpers.data import TEST_ONLY, UNLABELED_ONLY, make_datamodule, make_reviews
 
 from attnclf.commands.train import train
 from attnclf.data.vectors import cached_word2vec, embedding_matrix, read_vectors
