@@ -9,8 +9,10 @@ set -u
 kind=$1 data=$2 out=$3 seeds=${4:-"1 2 3"}
 attnclf=${ATTNCLF:-attnclf}
 case $kind in
-  sst) data_args="data=sst_binary data.path=$data"; faith="reviews=1500 max_tokens=400 min_tokens=6" ;;
-  imdb) data_args="data.path=$data data.train_size=6000 trainer.max_epochs=2"; faith="reviews=300 max_tokens=400 min_tokens=6" ;;
+  sst) data_args="data=sst_binary data.path=$data"; faith="reviews=1500 max_tokens=400 min_tokens=6"
+       tests="reviews=null train_reviews=null" ;;  # (all 1,821 test sentences, all 6,920 training ones)
+  imdb) data_args="data.path=$data data.train_size=6000 trainer.max_epochs=2"; faith="reviews=300 max_tokens=400 min_tokens=6"
+        tests="" ;;  # (the command's own sample: 1,000 test reviews, 2,000 training ones)
   *) echo "error: kind=$kind; allowed: sst, imdb" >&2; exit 2 ;;
 esac
 remedies="softmax:plain:softmax orthogonal:orthogonal:softmax diversity:diversity:softmax sparsemax:plain:sparsemax entmax15:plain:entmax15"
@@ -23,7 +25,7 @@ one() {  # seed attention name states normalizer
   [ -f "$run/faithfulness_test/faithfulness.json" ] || \
     $attnclf faithfulness ckpt="$run" $faith adversarial=0.01 num_threads=1 > /dev/null 2>&1
   [ -f "$run/attention_tests/diagnostic.json" ] || \
-    $attnclf attention-tests ckpt="$run" test=diagnostic reviews=null train_reviews=null num_threads=1 > /dev/null 2>&1
+    $attnclf attention-tests ckpt="$run" test=diagnostic $tests num_threads=1 > /dev/null 2>&1
   echo "$(date +%H:%M) $run done"
 }
 mkdir -p "$out"

@@ -1,0 +1,85 @@
+"""The remedies table of docs/results.md ("Attention that explains"), from the runs scripts/run_remedies.sh made:
+for each attention and remedy, the mean ± sd over the seeds found of every yardstick.
+
+    python scripts/remedies_table.py outputs/remedies/sst
+
+Reads <folder>/<remedy>_<attention>_s<seed>/: metrics.json (test accuracy, seconds an epoch),
+faithfulness_test/faithfulness.json and attention_tests/diagnostic.json. Prints a Markdown table.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+import sys
+from pathlib import Path
+
+REMEDIES = ("softmax", "orthogonal", "diversity", "sparsemax", "entmax15")
+ATTENTIONS = ("dot", "additive")
+RUN = re.compile(r"(?P<remedy>\w+?)_(?P<attention>dot|additive)_s(?P<seed>\d+)$")
+
+# column: (heading, how it is read from a run's figures, its format)
+COLUMNS = {
+    "acc": ("test acc %", lambda r: 100 * r["metrics"]["test/acc"], "{:.1f}"),
+    "tau_grad": ("τ grad", lambda r: r["agree"]["gradient"]["mean"], "{:.2f}"),
+    "sig_grad": ("sig. %", lambda r: 100 * r["agree"]["gradient"]["significant"], "{:.0f}"),
+    "tau_loo": ("τ LOO", lambda r: r["agree"]["loo"]["mean"], "{:.2f}"),
+    "sig_loo": ("sig. %", lambda r: 100 * r["agree"]["loo"]["significant"], "{:.0f}"),
+    "perm": ("perm. median ΔTV", lambda r: r["faith"]["permutation"]["median_tv"], "{:.4f}"),
+    "comp": ("comp. AOPC", lambda r: r["eraser"]["aopc_comprehensiveness"], "{:.3f}"),
+    "suff": ("suff. AOPC", lambda r: r["eraser"]["aopc_sufficiency"], "{:.3f}"),
+    "adv": ("adv. median JSD", lambda r: r["faith"]["adversarial"]["median_jsd"], "{:.3f}"),
+    "frozen": ("diag. frozen %", lambda r: 100 * r["diag"]["frozen"]["accuracy"], "{:.1f}"),
+    "uniform": ("diag. uniform %", lambda r: 100 * r["diag"]["uniform"]["accuracy"], "{:.1f}"),
+    "conicity": ("conicity", lambda r: r["faith"]["states"]["conicity"]["mean"], "{:.2f}"),
+    "zeros": ("zero weights %", lambda r: 100 * r["faith"]["states"]["zero_weight_share"]["mean"], "{:.1f}"),
+    "epoch_s": ("s / epoch", lambda r: r["metrics"]["epoch_seconds"], "{:.1f}"),
+}
+
+
+def read_run(folder: Path) -> dict | None:
+    """A run's figures, or None where one of its three files is not there yet."""
+    files = [folder / "metrics.json", folder / "faithfulness_test" / "faithfulness.json",
+             folder / "attention_tests" / "diagnostic.json"]  # fmt: skip
+    if not all(f.is_file() for f in files):
+        return None
+    metrics, faith, diag = (json.loads(f.read_text()) for f in files)
+    return {"metrics": metrics, "faith": faith, "agree": faith["agreement"]["magnitude"],
+            "eraser": faith["eraser"]["sources"]["attention"], "diag": diag["weights"]}  # fmt: skip
+
+
+def cell(values: list[float], fmt: str) -> str:
+    if not values:
+        return "–"
+    mean = fmt.format(statistics.fmean(values))
+    return f"{mean} ± {fmt.format(statistics.stdev(values))}" if len(values) > 1 else mean
+
+
+def table(root: Path) -> str:
+    runs: dict[tuple[str, str], list[dict]] = {}
+    for folder in sorted(root.iterdir()):
+        m = RUN.match(folder.name)
+        run = read_run(folder) if m else None
+        if run is not None:
+            runs.setdefault((m["attention"], m["remedy"]), []).append(run)
+    heads = [h for h, _, _ in COLUMNS.values()]
+    lines = ["| attention | remedy | seeds | " + " | ".join(heads) + " | × plain's time |",
+             "|---|---|---|" + "---|" * (len(heads) + 1)]  # fmt: skip
+    for attention in ATTENTIONS:
+        plain = runs.get((attention, "softmax"), [])
+        plain_s = statistics.fmean(COLUMNS["epoch_s"][1](r) for r in plain) if plain else None
+        for remedy in REMEDIES:
+            group = runs.get((attention, remedy), [])
+            cells = [cell([read(r) for r in group], fmt) for _, read, fmt in COLUMNS.values()]
+            ratio = "–"
+            if group and plain_s:
+                ratio = f"{statistics.fmean(COLUMNS['epoch_s'][1](r) for r in group) / plain_s:.2f}"
+            lines.append(f"| {attention} | {remedy} | {len(group)} | " + " | ".join(cells) + f" | {ratio} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or not Path(sys.argv[1]).is_dir():
+        sys.exit("usage: python scripts/remedies_table.py <the folder scripts/run_remedies.sh wrote>")
+    print(table(Path(sys.argv[1])))
