@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from harness import medians_ms  # (scripts/harness.py: what the benchmarks share)
 
 from attnclf.models.classifier import ClassifierNet, real_tokens
+from attnclf.settings.model import ModelConfig
 from attnclf.training.module import adamw
 
 
@@ -42,10 +43,8 @@ def random_reviews(n: int, length: int, vocab: int) -> tuple[torch.Tensor, torch
 def parts(args, attention: str) -> dict:
     torch.manual_seed(0)
     B, T = args.batch, args.length
-    model = ClassifierNet(
-        args.vocab, embed_dim=args.embed_dim, hidden_dim=args.hidden_dim, attention=attention,
-        attention_dim=args.attention_dim,
-    )  # fmt: skip
+    shape = ModelConfig(embed_dim=args.embed_dim, hidden_dim=args.hidden_dim, attention_dim=args.attention_dim)
+    model = ClassifierNet(args.vocab, 2, attention, shape)
     opt = adamw(model, 2e-3, 0.01)
     ids, lengths = random_reviews(B, T, args.vocab)
     y = torch.randint(0, 2, (B,))

@@ -121,7 +121,7 @@ def doc_model(vocab_size: int, embed_dim: int, hidden_dim: int, attention: str):
             context = torch.bmm(attn_weights.unsqueeze(1), values).squeeze(1)
             return context, attn_weights
 
-    class ClassifierNet(nn.Module):
+    class AttentionClassifier(nn.Module):
         def __init__(self, vocab_size, embed_dim, hidden_dim, num_classes, attention_type="dot"):
             super().__init__()
             self.embedding = nn.Embedding(vocab_size, embed_dim)
@@ -141,7 +141,7 @@ def doc_model(vocab_size: int, embed_dim: int, hidden_dim: int, attention: str):
             # the tutorial's context.squeeze(1); its additive form already returns (B, 2H)
             return self.fc(context.reshape(context.size(0), -1))
 
-    return ClassifierNet(vocab_size, embed_dim, hidden_dim, 2, attention)
+    return AttentionClassifier(vocab_size, embed_dim, hidden_dim, 2, attention)
 
 
 # --- the workers: one contender, one epoch, in this process ---
@@ -149,6 +149,8 @@ def doc_model(vocab_size: int, embed_dim: int, hidden_dim: int, attention: str):
 
 def bare_model(cfg, vocab_size: int, **model_overrides):
     """This project's model and its training step as the product takes it (AdamW, gradient clipping), no Lightning."""
+    from dataclasses import replace
+
     import torch
     import torch.nn.functional as F
 
@@ -156,8 +158,9 @@ def bare_model(cfg, vocab_size: int, **model_overrides):
     from attnclf.settings.model import classifier_config
     from attnclf.training.module import adamw
 
-    shape = classifier_config(cfg).model.network()  # (the network alone: a random start, as the tutorial's)
-    model = ClassifierNet(vocab_size, attention=cfg.attention, **{**shape, **model_overrides})
+    # the network alone: a random start, as the tutorial's
+    settings = replace(classifier_config(cfg).model, **model_overrides)
+    model = ClassifierNet(vocab_size, 2, cfg.attention, settings)
     opt = adamw(model, cfg.optimizer.lr, cfg.optimizer.weight_decay)
 
     def train_step(ids, lengths, y):

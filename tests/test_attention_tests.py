@@ -5,12 +5,12 @@ import json
 
 import pytest
 import torch
+from helpers.classifier import net
 from helpers.config import compose_cfg
 
 from attnclf.commands.attention_tests import attention_tests
 from attnclf.commands.eval import evaluate
 from attnclf.errors import AttnclfError
-from attnclf.models.classifier import ClassifierNet
 from attnclf.models.context_free import ContextFreeClassifier
 from attnclf.training.guided import GuidedModule
 
@@ -43,8 +43,8 @@ def test_the_guided_losses_are_the_tests_definitions():
     """Adversarial: mean over the batch of TVD(student, base) - lambda KL(student's weights || base's); diagnostic
     with frozen weights pools with the base's own weights (JSD 0 from them)."""
     torch.manual_seed(1)
-    base = ClassifierNet(V, 2, embed_dim=6, hidden_dim=4).eval()
-    student = ClassifierNet(V, 2, embed_dim=6, hidden_dim=4)
+    base = net(V, 2, embed_dim=6, hidden_dim=4).eval()
+    student = net(V, 2, embed_dim=6, hidden_dim=4)
     ids, lengths, y = torch.randint(1, V, (3, 7)), torch.tensor([7, 5, 2]), torch.tensor([0, 1, 1])
     for i, n in enumerate(lengths):
         ids[i, n:] = 0

@@ -10,10 +10,9 @@ import sys
 
 import pytest
 import torch
-from helpers.classifier import classifier_settings
+from helpers.classifier import classifier_settings, net
 from helpers.config import ROOT, compose_cfg, tiny_overrides
 
-from attnclf.models.classifier import ClassifierNet
 from attnclf.models.encoder import BiRNN
 from attnclf.training.module import adamw, unpack
 
@@ -66,7 +65,7 @@ def test_cuda_encoder_matches_the_cpu_exact_encoder(math):
 
 
 def test_output_dtypes_under_bf16_autocast():
-    model = ClassifierNet(100, embed_dim=16, hidden_dim=16).cuda()
+    model = net(100, embed_dim=16, hidden_dim=16).cuda()
     ids, lengths = torch.randint(2, 100, (4, 9)).cuda(), torch.tensor([9, 5, 3, 1])
     with torch.autocast("cuda", torch.bfloat16):
         out, final = model.encoder(model.embed(ids), lengths.cuda(), lengths)

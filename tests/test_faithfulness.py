@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from helpers.classifier import classifier_settings, net
 from helpers.config import CONF, compose_cfg
 from helpers.files import strict_json
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -51,7 +52,8 @@ class KnownTruth(ClassifierNet):
     """Identity encoder; logit(positive) - logit(negative) = the pooled vector's first feature."""
 
     def __init__(self, embeddings: torch.Tensor, attention: nn.Module, ignore_weights: bool = False):
-        super().__init__(V, 2, embed_dim=E, hidden_dim=E // 2, dropout=0.0, embed_dropout=0.0)
+        shape = classifier_settings(embed_dim=E, hidden_dim=E // 2, dropout=0.0, embed_dropout=0.0).model
+        super().__init__(V, 2, "dot", shape)
         self.embed.weight.data.copy_(embeddings)
         self.attention = attention
         self.ignore_weights = ignore_weights
@@ -162,7 +164,7 @@ def test_measures_on_a_real_model_match_one_review_at_a_time(attention):
     """The batched passes (padding, length groups) give each review what it gets alone, and the pooled
     path the measures use is the model's own forward."""
     torch.manual_seed(0)
-    model = ClassifierNet(V, 3, embed_dim=8, hidden_dim=6, attention=attention).eval()
+    model = net(V, 3, embed_dim=8, hidden_dim=6, attention=attention).eval()
     rng = np.random.default_rng(2)
     seqs = [rng.integers(1, V, size=n).astype(np.int64) for n in (7, 3, 12, 1, 9)]
     attr = F.attributions(model, seqs, batch_tokens=20)  # several groups
@@ -203,7 +205,7 @@ def test_comprehensiveness_and_sufficiency_equal_eraser_s_definitions_computed_a
     p(c | x) - p(c | its top k% alone), c the predicted class, the mean over reviews of 2 tokens or more;
     AOPC the mean over the bins. A one-token review is left out; a two-token review's every bin is 1 token."""
     torch.manual_seed(1)
-    model = ClassifierNet(V, 3, embed_dim=8, hidden_dim=6, attention=attention).eval()
+    model = net(V, 3, embed_dim=8, hidden_dim=6, attention=attention).eval()
     rng = np.random.default_rng(5)
     seqs = [rng.integers(1, V, size=n).astype(np.int64) for n in (7, 1, 2, 30, 11, 120)]
     scores = [rng.normal(size=len(x)) for x in seqs]
@@ -479,7 +481,7 @@ def test_magnitude_agreement_is_jain_and_wallace_s_definition_computed_apart(att
     from attnclf.analysis.faithfulness import agreement
 
     torch.manual_seed(3)
-    model = ClassifierNet(V, 2, embed_dim=8, hidden_dim=6, attention=attention).eval()
+    model = net(V, 2, embed_dim=8, hidden_dim=6, attention=attention).eval()
     rng = np.random.default_rng(4)
     seqs = [rng.integers(1, V, size=n).astype(np.int64) for n in (9, 1, 14, 30, 6, 22, 40)]
     attr = F.attributions(model, seqs, batch_tokens=40)
@@ -530,7 +532,7 @@ def test_a_learned_query_pools_as_jain_and_wallace():
     torch.manual_seed(0)
     ids, lengths = torch.randint(1, V, (3, 7)), torch.tensor([7, 5, 2])
     for attention in ("additive", "dot"):
-        model = ClassifierNet(V, 2, embed_dim=8, hidden_dim=6, attention=attention, query="learned").eval()
+        model = net(V, 2, embed_dim=8, hidden_dim=6, attention=attention, query="learned").eval()
         out, query, mask = model.encode(model.embed(ids), lengths)
         assert torch.equal(query, model.query.expand(3, -1)) and model.query.requires_grad
         _, w = model(ids, lengths)
@@ -545,9 +547,9 @@ def test_a_learned_query_pools_as_jain_and_wallace():
         torch.testing.assert_close(w, want)
         model(ids, lengths)[0].sum().backward()
         assert model.query.grad is not None and model.query.grad.abs().sum() > 0
-    projected = ClassifierNet(V, 2, embed_dim=8, hidden_dim=6, query="learned", attention_dim=12)
+    projected = net(V, 2, embed_dim=8, hidden_dim=6, query="learned", attention_dim=12)
     assert projected.attention.k_proj.out_features == 12
-    final = ClassifierNet(V, 2, embed_dim=8, hidden_dim=6, attention="additive").eval()
+    final = net(V, 2, embed_dim=8, hidden_dim=6, attention="additive").eval()
     out, query, _ = final.encode(final.embed(ids), lengths)
     assert final.query is None and final.attention.k_proj.out_features == 12
     assert not torch.equal(query[0], query[1])  # each review's own summary
@@ -564,7 +566,7 @@ def test_the_adversarial_attention_stays_within_epsilon_and_beats_a_permutation(
     from attnclf.analysis.adversarial import adversarial_attention
 
     torch.manual_seed(0)
-    model = ClassifierNet(V, 2, embed_dim=8, hidden_dim=6, attention="additive", attention_init="default")
+    model = net(V, 2, embed_dim=8, hidden_dim=6, attention="additive", attention_init="default")
     model.eval()
     rng = np.random.default_rng(1)
     seqs = [rng.integers(1, V, size=n).astype(np.int64) for n in (12, 5, 30, 2, 17)]
@@ -600,7 +602,7 @@ def test_captum_sources_equal_their_definitions_computed_apart(attention):
     from attnclf.analysis.attribution import IG_STEPS, importance
 
     torch.manual_seed(2)
-    model = ClassifierNet(V, 3, embed_dim=8, hidden_dim=6, attention=attention).eval()
+    model = net(V, 3, embed_dim=8, hidden_dim=6, attention=attention).eval()
     rng = np.random.default_rng(6)
     seqs = [rng.integers(1, V, size=n).astype(np.int64) for n in (9, 1, 14, 3)]
     pred = F.probabilities(model, seqs).argmax(-1)

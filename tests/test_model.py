@@ -5,9 +5,8 @@ import threading
 import numpy as np
 import pytest
 import torch
-from helpers.classifier import classifier_settings
+from helpers.classifier import classifier_settings, net
 
-from attnclf.models.classifier import ClassifierNet
 from attnclf.models.dropout import Dropout
 from attnclf.models.encoder import BiRNN, reverse_within_length
 
@@ -141,7 +140,7 @@ def test_unknown_kernel_is_refused():
 @pytest.mark.parametrize("layers", [1, 2])
 def test_logits_same_alone_and_in_a_padded_batch(attention, layers):
     torch.manual_seed(0)
-    model = ClassifierNet(50, embed_dim=8, hidden_dim=8, num_layers=layers, attention=attention).eval()
+    model = net(50, embed_dim=8, hidden_dim=8, num_layers=layers, attention=attention).eval()
     short = torch.randint(2, 50, (6,))
     batch = torch.zeros(3, 300, dtype=torch.long)
     batch[0, :6] = short
@@ -162,7 +161,7 @@ def test_model_learns_and_its_attention_finds_the_signal_word(attention):
     """Label = whether token 2 occurs (once, anywhere) among random tokens: a few hundred AdamW steps take the
     loss far below chance, and the attention puts most of its weight on that one token."""
     torch.manual_seed(0)
-    model = ClassifierNet(30, embed_dim=16, hidden_dim=16, attention=attention, dropout=0.0, embed_dropout=0.0)
+    model = net(30, embed_dim=16, hidden_dim=16, attention=attention, dropout=0.0, embed_dropout=0.0)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
 
     def batch(n=32, T=12):
@@ -214,7 +213,7 @@ def test_learning_rate_warms_up_linearly_then_decays_by_cosine_to_zero():
 def test_weight_decay_only_on_weight_matrices_not_the_embedding_or_biases():
     from attnclf.training.module import adamw
 
-    model = ClassifierNet(50, embed_dim=8, hidden_dim=8, attention="dot")
+    model = net(50, embed_dim=8, hidden_dim=8, attention="dot")
     opt = adamw(model, 1e-3, 0.05)
     names = {id(p): n for n, p in model.named_parameters()}
     decayed = {names[id(p)] for g in opt.param_groups if g["weight_decay"] == 0.05 for p in g["params"]}

@@ -7,12 +7,11 @@ import json
 import numpy as np
 import pytest
 import torch
-from helpers.classifier import classifier_settings
+from helpers.classifier import classifier_settings, net
 from helpers.config import compose_cfg, tiny_overrides
 
 from attnclf.commands.train import train
 from attnclf.data.sampling import BucketBatchSampler
-from attnclf.models.classifier import ClassifierNet
 from attnclf.models.encoder import BiRNN
 from attnclf.training.module import ClassifierModule, adamw
 
@@ -50,7 +49,7 @@ def test_bf16_mixed_trains_in_one_process(tiny_imdb, tmp_path, attention, kernel
 def test_the_gru_runs_in_float32_under_autocast():
     """Under bf16 autocast the encoder's numbers are exactly its float32 numbers; the classifier's are bf16."""
     torch.manual_seed(0)
-    model = ClassifierNet(100, embed_dim=16, hidden_dim=16, rnn_kernel="padded").eval()
+    model = net(100, embed_dim=16, hidden_dim=16, rnn_kernel="padded").eval()
     ids, lengths = torch.randint(2, 100, (4, 9)), torch.tensor([9, 5, 3, 1])
     x = model.embed(ids)
     with torch.no_grad():

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import pytorch_lightning as L
 import torch
+from helpers.classifier import net
 from helpers.config import ROOT, compose_cfg, tiny_overrides
 from helpers.data import make_reviews
 from helpers.files import strict_json
@@ -24,7 +25,6 @@ from attnclf.data.splits import split_rows
 from attnclf.data.text import Vocab
 from attnclf.errors import AttnclfError
 from attnclf.inference.trained import TrainedClassifier
-from attnclf.models.classifier import ClassifierNet
 from attnclf.models.language_model import BiGRULanguageModel, SampledSoftmax, adaptive_cutoffs
 from attnclf.settings.lm import LMConfig
 from attnclf.training.checkpoint import load_checkpoint
@@ -103,7 +103,7 @@ def test_each_language_model_becomes_its_own_direction_of_the_encoder(lm_run):
     lm.load_state_dict({k.removeprefix("model."): v for k, v in ckpt["state_dict"].items()})
     lm_vocab = Vocab.load(lm_run / "vocab.json")
     shuffled = Vocab(lm_vocab.itos[:2] + lm_vocab.itos[2:][::-1])  # same words, other ids
-    clf = ClassifierNet(len(shuffled), embed_dim=16, hidden_dim=16, embed_dropout=0.0).eval()
+    clf = net(len(shuffled), embed_dim=16, hidden_dim=16, embed_dropout=0.0).eval()
     summary = load_pretrained(clf, str(lm_run), shuffled)
     assert summary["vocab_shared"] == 1.0
     words = ["great", "film", "boring", "the"]
@@ -170,7 +170,7 @@ def test_bad_init_from_and_pretraining_values(lm_run, tiny_run, tiny_imdb, tmp_p
     found, _ = check_init_from("latest", 16, 16, str(lm_run.parent))  # (tiny_run's metrics.json is skipped)
     assert found.parent.parent == lm_run
     # another vocabulary: words mostly not the LM's
-    clf = ClassifierNet(300, embed_dim=16, hidden_dim=16)
+    clf = net(300, embed_dim=16, hidden_dim=16)
     other = Vocab(["<pad>", "<unk>", *[f"zz{i}" for i in range(298)]])
     with pytest.raises(AttnclfError, match=r"its vocabulary has 0% of this run's words"):
         load_pretrained(clf, str(lm_run), other)
@@ -226,7 +226,7 @@ def test_adaptive_softmax_cutoffs_fit_the_vocabulary():
 def test_discriminative_rates_put_the_embedding_and_encoder_in_groups_of_their_own():
     from attnclf.training.module import adamw
 
-    model = ClassifierNet(50, embed_dim=8, hidden_dim=8)
+    model = net(50, embed_dim=8, hidden_dim=8)
     names = {id(p): n for n, p in model.named_parameters()}
     same = adamw(model, 1e-3, 0.01)  # the default (scale 1): the two groups of before, weight decay or none
     assert [(g["lr"], g["weight_decay"]) for g in same.param_groups] == [(1e-3, 0.01), (1e-3, 0.0)]
@@ -331,7 +331,7 @@ def test_pretraining_with_the_adaptive_softmax_is_what_training_starts_from(tiny
     assert 1 < metrics["val/ppl"] < 200  # (over the 200 words)
     ckpt = load_checkpoint(metrics["best_checkpoint"])
     assert ckpt["hyper_parameters"]["softmax"] == "adaptive" and "model.head_fwd.head.weight" in ckpt["state_dict"]
-    clf = ClassifierNet(200, embed_dim=16, hidden_dim=16)
+    clf = net(200, embed_dim=16, hidden_dim=16)
     assert load_pretrained(clf, str(out), Vocab.load(out / "vocab.json"))["vocab_shared"] == 1.0
     torch.testing.assert_close(clf.encoder.fwd[0].weight_hh_l0, ckpt["state_dict"]["model.fwd.weight_hh_l0"])
 

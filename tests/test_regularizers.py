@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from helpers.classifier import classifier_settings
+from helpers.classifier import classifier_settings, net
 from helpers.config import compose_cfg, tiny_overrides
 from helpers.data import UNLABELED_ONLY, make_datamodule
 
@@ -32,7 +32,7 @@ def batch(seed=0, b=12, t=20, vocab=50):
 
 def small_model(attention="dot"):
     torch.manual_seed(0)
-    return ClassifierNet(50, 2, 16, 16, attention=attention, rnn_kernel="padded").eval()  # (no dropout)
+    return net(50, 2, embed_dim=16, hidden_dim=16, attention=attention, rnn_kernel="padded").eval()  # (no dropout)
 
 
 @pytest.mark.parametrize("attention", ["dot", "additive"])

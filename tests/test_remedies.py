@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from helpers.classifier import net
 from helpers.config import compose_cfg, tiny_overrides
 from torch import nn
 
 from attnclf.commands.train import train
 from attnclf.errors import AttnclfError
 from attnclf.models.attention import masked_weights
-from attnclf.models.classifier import ClassifierNet
 from attnclf.models.encoder import BiRNN
 from attnclf.models.states import conicity, orthogonal_steps
 
@@ -113,7 +113,7 @@ def test_sparse_weights_are_their_definition_masked_and_exactly_zero_on_some_tok
 @pytest.mark.parametrize("normalizer", ["sparsemax", "entmax15"])
 def test_both_attentions_pool_with_sparse_weights_and_learn_through_them(attention, normalizer):
     torch.manual_seed(3)
-    clf = ClassifierNet(50, 2, embed_dim=8, hidden_dim=4, attention=attention, attention_normalizer=normalizer)
+    clf = net(50, 2, embed_dim=8, hidden_dim=4, attention=attention, attention_normalizer=normalizer)
     ids, lengths = torch.randint(2, 50, (5, 9)), torch.tensor([9, 7, 4, 2, 1])
     logits, w = clf(ids, lengths)
     assert torch.allclose(w.sum(-1), torch.ones(5)) and (w[1, 7:] == 0).all()

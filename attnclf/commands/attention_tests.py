@@ -38,7 +38,7 @@ from attnclf.models.classifier import ClassifierNet
 from attnclf.models.context_free import ContextFreeClassifier
 from attnclf.presentation.figures import adversarial_training_figure
 from attnclf.presentation.markdown import attention_tests_markdown
-from attnclf.settings.run import checkpoints_given
+from attnclf.settings.run import DEFAULT_SEED, checkpoints_given
 from attnclf.settings.typed import typed
 from attnclf.training.checkpoint import best_checkpoint
 from attnclf.training.guided import GuidedModule
@@ -60,7 +60,7 @@ def data_as_trained(clf: TrainedClassifier, s: AttentionTestsConfig) -> TextData
     given = {"batch_size": s.batch_size, **({"cache_dir": s.cache_dir} if s.cache_dir else {})}
     data, carved, line = run_data(clf.run, clf.vocab.meta, given)
     log.info(line)
-    dm = TextDataModule(data, int(carved["seed"]) if carved else 42)
+    dm = TextDataModule(data, int(carved["seed"]) if carved else DEFAULT_SEED)
     dm.setup("fit")
     if dm.vocab.itos != clf.vocab.itos:
         raise AttnclfError(
@@ -194,9 +194,7 @@ def adversarial(clf: TrainedClassifier, dm: TextDataModule, s: AttentionTestsCon
     runs = []
     for lam in s.lambdas:
         torch.manual_seed(s.seed)
-        student = ClassifierNet(
-            hp.vocab_size, hp.num_classes, attention=hp.attention, **clf.module.config.model.network()
-        )
+        student = ClassifierNet(hp.vocab_size, hp.num_classes, hp.attention, clf.module.config.model)
         student.embed.weight.data.copy_(base.embed.weight.data)
         log.info("adversarial: lambda %g", lam)
         run = fit_and_test(GuidedModule(base, student, "adversarial", lam=lam, lr=s.lr), dm, s)

@@ -27,6 +27,7 @@ from attnclf.data.text import Vocab
 from attnclf.data.unlabeled import UnlabeledBatches
 from attnclf.errors import AttnclfError
 from attnclf.settings.data import DataConfig
+from attnclf.settings.run import DEFAULT_SEED
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +50,7 @@ class TextDataModule(L.LightningDataModule):
     """Any text-classification dataset as its DataConfig says (checked where it was built), seeded by `seed`;
     `vocab_path`: where the vocabulary is saved, with how the run read and carved its data."""
 
-    def __init__(self, config: DataConfig | None = None, seed: int = 42, vocab_path: str | None = None):
+    def __init__(self, config: DataConfig | None = None, seed: int = DEFAULT_SEED, vocab_path: str | None = None):
         super().__init__()
         self.config = config = config if config is not None else DataConfig()
         self.seed, self.vocab_path = seed, vocab_path

@@ -9,6 +9,7 @@ from attnclf.data.dataset import TextDataset
 from attnclf.errors import AttnclfError
 from attnclf.settings.data import DataConfig
 from attnclf.settings.lm import LMConfig
+from attnclf.settings.run import DEFAULT_SEED
 
 
 class LMDataModule(TextDataModule):
@@ -17,7 +18,7 @@ class LMDataModule(TextDataModule):
     `lm.val_texts` of them held out (seeded) for validation. Batches, bucketing and mid-epoch resume as for
     the classifier."""
 
-    def __init__(self, config: DataConfig, lm: LMConfig, seed: int = 42, vocab_path: str | None = None):
+    def __init__(self, config: DataConfig, lm: LMConfig, seed: int = DEFAULT_SEED, vocab_path: str | None = None):
         super().__init__(config, seed, vocab_path)
         self.lm = lm
 

@@ -27,26 +27,17 @@ def real_tokens(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
 
 
 class ClassifierNet(nn.Module):
-    def __init__(
-        self,
-        vocab_size: int,
-        num_classes: int = 2,
-        embed_dim: int = 128,
-        hidden_dim: int = 128,
-        num_layers: int = 1,
-        attention: str = "dot",
-        attention_dim: int | None = None,
-        attention_scale: bool = True,
-        attention_init: str = "xavier",
-        query: str = "final",
-        dropout: float = 0.3,
-        embed_dropout: float = 0.2,
-        rnn_kernel: str = "auto",
-        rnn: str = "gru",
-        hidden_states: str = "plain",
-        attention_normalizer: str = "softmax",
-    ):
+    def __init__(self, vocab_size: int, num_classes: int, attention: str, model):
+        """`model`: the network's settings, read by name (ModelConfig, attnclf/settings/model.py: its sizes,
+        the recurrent cell and kernel, the attention's form and normaliser, dropout, what is done to the states);
+        each default is written there once."""
         super().__init__()
+        embed_dim, hidden_dim, num_layers = model.embed_dim, model.hidden_dim, model.num_layers
+        dropout, embed_dropout, query = model.dropout, model.embed_dropout, model.query
+        attention_dim, attention_scale = model.attention_dim, model.attention_scale
+        attention_init = model.attention_init
+        hidden_states, rnn_kernel, rnn = model.hidden_states, model.rnn_kernel, model.rnn
+        attention_normalizer = model.attention_normalizer
         self.embed = nn.Embedding(vocab_size, embed_dim, padding_idx=PAD_ID)
         self.embed_dropout = Dropout(embed_dropout)
         self.encoder = BiRNN(

@@ -140,12 +140,6 @@ class ModelConfig:
             )
         return header
 
-    def network(self) -> dict:
-        """The network's own arguments (ClassifierNet), without where its weights start from."""
-        # the loss's, not the net's
-        left_out = ("embeddings", "freeze_embeddings", "init_from", "diversity_weight")
-        return {k: v for k, v in asdict(self).items() if k not in left_out}
-
 
 def _is_number(field: bytes) -> bool:
     try:

@@ -23,12 +23,15 @@ from attnclf.utils.files import check_writable_folder
 # what train(cfg) can return for a sweep to optimise (keys of metrics.json)
 OBJECTIVES = ("val/acc", "test/acc", "test/loss", "train_tokens_per_sec")
 
+# a run's seed where none is given: the Python side's one place (conf/ states it for the commands)
+DEFAULT_SEED = 42
+
 
 @dataclass
 class RunConfig:
     """The top-level values of pretrain.yaml; train.yaml's are TrainRunConfig's."""
 
-    seed: int = field(default=42, metadata={"wanted": f"a whole number in 0..{2**32 - 1}"})
+    seed: int = field(default=DEFAULT_SEED, metadata={"wanted": f"a whole number in 0..{2**32 - 1}"})
     # torch CPU threads; null = PyTorch's default
     num_threads: int | None = None
     # glibc: reuse freed memory instead of returning it to the OS

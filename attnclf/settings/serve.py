@@ -12,7 +12,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from attnclf.errors import AttnclfError
-from attnclf.settings.run import check_device, checkpoints_given
+from attnclf.settings.run import DEFAULT_SEED, check_device, checkpoints_given
 from attnclf.settings.typed import typed
 from attnclf.utils.checks import positive_int, repeated
 
@@ -50,7 +50,7 @@ class ServeConfig:
     # test rows /browse samples (seeded) from the first model's run
     browse_rows: int = 500
     # the seed of /browse's sample
-    seed: int = 42
+    seed: int = DEFAULT_SEED
 
     def normalize(self) -> None:
         """ckpt and names as lists; the API key given, else $ATTNCLF_API_KEY's."""

@@ -236,7 +236,7 @@ class ClassifierModule(TrainingModule):
         saved = {"kind": CLASSIFIER, "vocab_size": vocab_size, "num_classes": num_classes, **self.config.as_dict()}
         self.save_hyperparameters(saved, logger=False)
         m = self.config.model
-        self.model = ClassifierNet(vocab_size, num_classes, attention=config.attention, **m.network())
+        self.model = ClassifierNet(vocab_size, num_classes, config.attention, m)
         # `embeddings` (random, word2vec or a vectors file) and `init_from` (a pretrain.py checkpoint) are where
         # train() took the initial weights from: a record only, as the weights themselves are in the state dict
         self.model.embed.weight.requires_grad_(not m.freeze_embeddings)

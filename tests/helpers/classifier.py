@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import fields
 
+from attnclf.models.classifier import ClassifierNet
 from attnclf.settings.model import ClassifierConfig, ModelConfig, OptimizerConfig, RegularizerConfig
 
 SECTIONS = {"model": ModelConfig, "optimizer": OptimizerConfig, "regularizer": RegularizerConfig}
@@ -23,3 +24,8 @@ def classifier_settings(attention: str = "dot", **values) -> ClassifierConfig:
     config = ClassifierConfig(attention, **{s: SECTIONS[s](**v) for s, v in given.items()})
     config.check()
     return config
+
+
+def net(vocab_size: int, num_classes: int = 2, attention: str = "dot", **model_values) -> ClassifierNet:
+    """A ClassifierNet of ModelConfig's defaults but for the values given (embed_dim=8, dropout=0.0, ...)."""
+    return ClassifierNet(vocab_size, num_classes, attention, classifier_settings(attention, **model_values).model)

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import datasets
 
+from attnclf.settings.run import DEFAULT_SEED
+
 POS = ["great", "wonderful", "superb", "loved", "brilliant", "moving"]
 NEG = ["awful", "boring", "terrible", "hated", "dull", "waste"]
 FILLER = ["the", "film", "movie", "plot", "actor", "scene", "was", "and", "a", "story", "it", "this"]
@@ -57,7 +59,9 @@ def write_with_unlabeled(root: Path) -> Path:
     return root
 
 
-def make_datamodule(path: str | None = "stanfordnlp/imdb", seed: int = 42, vocab_path: str | None = None, **data):
+def make_datamodule(
+    path: str | None = "stanfordnlp/imdb", seed: int = DEFAULT_SEED, vocab_path: str | None = None, **data
+):
     """A TextDataModule of data.* settings given as keywords, checked as train.py checks them."""
     from attnclf.data.datamodule import TextDataModule
     from attnclf.settings.data import data_config
