@@ -136,3 +136,22 @@ def test_train_and_pretrain_help_say_what_the_command_does_each_group_with_its_o
         value = conf[key]
         names = [f"{key}.{k}" for k in value] if OmegaConf.is_dict(value) else [key]
         assert all(name in said for name in names), (key, names)
+
+
+def test_every_planted_defect_targets_code_that_is_there_and_names_tests_that_are():
+    """dev/mutants.py's list: each defect's pattern is found in its file (none stale after code moves) and each
+    test it names exists, so that its fast tier runs what it says."""
+    import re
+
+    tree = ast.parse((ROOT / "dev" / "mutants.py").read_text())
+    node = next(n for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "MUTANTS")
+    stale, missing = [], []
+    for name, path, pattern, _, tests in ast.literal_eval(node.value):
+        if not (ROOT / path).is_file() or not re.search(pattern, (ROOT / path).read_text()):
+            stale.append(name)
+        for test in tests:
+            file, _, function = test.partition("::")
+            source = (ROOT / file).read_text() if (ROOT / file).is_file() else ""
+            if not source or (function and f"def {function.split('[')[0]}(" not in source):
+                missing.append(f"{name}: {test}")
+    assert stale == [] and missing == []
