@@ -1169,6 +1169,13 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "        pass",
         ["tests/test_config.py::test_a_checkpoint_of_every_form_written_loads_as_todays_and_predicts_the_same"],
     ),
+    (
+        "a-default-written-twice",
+        "conf/optimizer/adamw.yaml",
+        r"  - _self_\n",
+        "  - _self_\nlr: 0.002\n",
+        ["tests/test_config.py::test_the_classifier_groups_write_no_default_twice_and_compose_to_the_dataclasses"],
+    ),
 ]
 
 args = sys.argv[1:]

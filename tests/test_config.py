@@ -61,8 +61,22 @@ def test_every_flat_regularizer_key_of_an_old_checkpoint_is_read():
     assert ClassifierModule(**classifier_hparams(flat)).config.regularizer.xi == 0.004
 
 
-def test_the_config_groups_are_the_dataclasses_defaults():
-    """conf/model/bigru.yaml, optimizer/adamw.yaml and regularizer/*.yaml say what the dataclasses do."""
+def test_the_classifier_groups_write_no_default_twice_and_compose_to_the_dataclasses():
+    """conf/model/bigru.yaml, optimizer/adamw.yaml and regularizer/*.yaml start from their dataclass's defaults
+    (attnclf/settings/defaults.py) and write only what differs: a key set to its default in a group file is a
+    default written twice."""
+    from dataclasses import fields
+
+    from attnclf.settings.defaults import GROUP_DEFAULTS
+
+    twice = []
+    for group, cls in GROUP_DEFAULTS.items():
+        defaults = {f.name: getattr(cls(), f.name) for f in fields(cls)}
+        for path in sorted((Path(CONF) / group).glob("*.yaml")):
+            written = OmegaConf.to_container(OmegaConf.load(path))
+            assert f"/attnclf_defaults/{group}@_here_" in written.get("defaults", []), path
+            twice += [f"{path.name}: {key}" for key, value in written.items() if defaults.get(key, object()) == value]
+    assert twice == []
     config = classifier_config(compose_cfg(["paths.output_dir=/tmp/x"]))
     assert config == ClassifierConfig()
     vat = classifier_config(compose_cfg(["regularizer=virtual_adversarial", "paths.output_dir=/tmp/x"]))

@@ -12,3 +12,8 @@ checked once where it is built, at the entry point, and handed down whole:
 
 Each other command's settings sit in its own module (attnclf/commands/).
 """
+
+from attnclf.settings.defaults import register_defaults
+
+# the config groups compose from the dataclasses' defaults (attnclf/settings/defaults.py)
+register_defaults()

@@ -46,36 +46,48 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class ModelConfig:
-    """embedding -> exact BiGRU -> attention pooling -> dropout -> linear (conf/model/bigru.yaml)."""
+    """embedding -> BiRNN (GRU or LSTM) -> attention pooling -> dropout -> linear (conf/model/bigru.yaml, which
+    takes these defaults and writes only what differs)."""
 
     embed_dim: int = 128
     # per direction: the encoder outputs 2 * hidden_dim
     hidden_dim: int = 128
     num_layers: int = 1
-    # before the classifier (and between GRU layers)
+    # before the classifier (and between the encoder's layers)
     dropout: float = 0.4
     embed_dropout: float = 0.2
-    # dot: q/k projections (None: 2 * hidden_dim); additive: its tanh layer (None: 2 * hidden_dim). With
-    # query=learned, None is Jain & Wallace's forms: dot without projections, additive's tanh layer hidden_dim
+    # dot: the size of the q/k projections (None: 2 * hidden_dim); additive: its tanh layer (None: the mean of
+    # the query's and keys' sizes). With query=learned, None is Jain & Wallace's forms: dot without
+    # projections, additive's tanh layer hidden_dim
     attention_dim: int | None = None
     # dot: scores divided by sqrt(attention_dim)
     attention_scale: bool = True
+    # additive: xavier (and a near-zero v) or default (PyTorch's)
     attention_init: str = "xavier"
-    # final (the encoder's final states) or learned (one vector for every review)
+    # the attention's query: final (the encoder's final states, per review) or learned (one vector for every
+    # review, as Jain & Wallace pool)
     query: str = "final"
-    # gru, or lstm (Jain & Wallace's encoder); the kernels below compute either
+    # the recurrent cell: gru, or lstm (Jain & Wallace's encoder); every rnn_kernel computes either
     rnn: str = "gru"
-    # how the GRU is computed, not what it is: a resumed run may change it
+    # how the encoder is computed, not what it computes (a resumed run may change it): auto (CPU: concurrent
+    # with 2+ threads and batches of 100+ tokens, else padded; CUDA: packed), concurrent (both directions at
+    # once on two threads), padded (PyTorch's GRU or LSTM, one direction after the other), packed (PyTorch's
+    # on packed input)
     rnn_kernel: str = "auto"
-    # plain, orthogonal or diversity (Mohankumar et al.'s remedies)
+    # plain; orthogonal (each state made orthogonal to the mean of the earlier ones, stepped by hand: slower)
+    # or diversity (the states' conicity penalised in the loss): Mohankumar et al. (2020)'s remedies
     hidden_states: str = "plain"
-    # hidden_states=diversity: the conicity penalty's weight in the loss
+    # hidden_states=diversity: the conicity penalty's weight in the loss (theirs)
     diversity_weight: float = 0.5
-    # softmax, sparsemax or entmax15
+    # softmax, sparsemax or entmax15 (sparse: some tokens weigh exactly 0; the entmax package)
     attention_normalizer: str = "softmax"
-    # where the weights start from (train() acts on them; a record in the checkpoint)
+    # the initial embedding: word2vec (trained here, once, on the training texts, never test; settings:
+    # word2vec.*), random, or a vectors file (word2vec .bin or text .txt/.vec, GloVe .txt) of embed_dim dims
     embeddings: str = "word2vec"
+    # keep the embedding as initialised
     freeze_embeddings: bool = False
+    # a pretrain run's checkpoint or folder, latest, or pretrain (made of this run's data with the settings
+    # `pretraining`, once, cached): the encoder (num_layers 1) and the embedding start from its language models
     init_from: str | None = None
 
     def check(self) -> None:
@@ -154,11 +166,12 @@ CLASS_WEIGHTS = ("none", "balanced")
 
 @dataclass
 class OptimizerConfig:
-    """AdamW with linear warm-up, then cosine decay (conf/optimizer/adamw.yaml)."""
+    """AdamW with linear warm-up, then cosine decay (conf/optimizer/adamw.yaml, which takes these defaults)."""
 
     lr: float = 2e-3
     weight_decay: float = 0.01
-    schedule: str = "cosine"  # or constant
+    # cosine (after linear warm-up) or constant
+    schedule: str = "cosine"
     warmup_ratio: float = 0.05
     # a pretrained start (model.init_from): the embedding's and encoder's rate as a share of lr
     # (discriminative rates), and the epochs they stay frozen while the attention and the output layer learn
