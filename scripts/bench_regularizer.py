@@ -18,7 +18,7 @@ import torch
 from bench_step import random_reviews  # (scripts/, this script's own folder)
 from harness import medians_ms
 
-from attnclf.settings.model import REGULARIZERS
+from attnclf.settings.model import REGULARIZERS, ClassifierConfig, RegularizerConfig
 from attnclf.training.module import ClassifierModule, adamw
 
 
@@ -36,7 +36,7 @@ class Module(ClassifierModule):
 
 def step_of(name: str, args, labelled, unlabeled):
     torch.manual_seed(0)
-    module = Module(args.vocab, attention=args.attention, regularizer=name)
+    module = Module(args.vocab, 2, ClassifierConfig(args.attention, regularizer=RegularizerConfig(name=name)))
     module.unlabeled = unlabeled
     opt = adamw(module.model, 2e-3, 0.01)
 

@@ -76,6 +76,17 @@ def test_bench_step_tiny():
     assert re.search(r"^  its key-projection matmuls +- +[\d.]+ \( *\d+%\)$", r.stdout, re.M), r.stdout
 
 
+def test_bench_regularizer_tiny():
+    """Each regulariser's training step is timed, each as a multiple of regularizer=none's."""
+    args = ["--batch", "4", "--unlabeled-batch", "4", "--length", "12", "--vocab", "50", "--repeats", "1"]
+    r = subprocess.run([sys.executable, "scripts/bench_regularizer.py", *args, "--threads", "1"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    for name in ("none", "adversarial", "virtual_adversarial"):
+        assert re.search(rf"^  regularizer={name} +[\d.]+ ms a step +[\d.]+x$", r.stdout, re.M), r.stdout
+    assert re.search(r"^  regularizer=none +[\d.]+ ms a step +1\.00x$", r.stdout, re.M), r.stdout
+
+
 def test_bench_remedies_tiny():
     """Every remedy's training step is timed for both attentions, each as a multiple of the plain model's."""
     args = ["--batch", "4", "--length", "12", "--vocab", "50", "--repeats", "1"]
