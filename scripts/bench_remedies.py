@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 
 import torch
+from bench_step import random_reviews  # (scripts/, this script's own folder)
 from harness import medians_ms  # (scripts/harness.py: what the benchmarks share)
 
 from attnclf.settings.compose import compose_config
@@ -59,10 +60,7 @@ def main() -> None:
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    lengths = torch.randint(int(0.9 * args.length), args.length + 1, (args.batch,))
-    lengths[0] = args.length
-    ids = torch.randint(2, args.vocab, (args.batch, args.length))
-    ids[torch.arange(args.length)[None, :] >= lengths[:, None]] = 0  # (padding past each length)
+    ids, lengths = random_reviews(args.batch, args.length, args.vocab)
     batch = (ids, lengths, torch.randint(0, 2, (args.batch,)))
     print(f"a training step, {args.batch} reviews of about {args.length} tokens, {args.threads} thread(s), "
           f"median of {args.repeats}")  # fmt: skip
