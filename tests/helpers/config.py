@@ -6,6 +6,9 @@ from pathlib import Path
 
 from hydra import compose, initialize_config_dir
 
+# the config groups compose from the dataclasses' defaults, which importing the settings registers
+import attnclf.settings  # noqa: F401
+
 ROOT = Path(__file__).resolve().parents[2]
 CONF = str(ROOT / "conf")
 
