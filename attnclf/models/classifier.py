@@ -32,38 +32,32 @@ class ClassifierNet(nn.Module):
         the recurrent cell and kernel, the attention's form and normaliser, dropout, what is done to the states);
         each default is written there once."""
         super().__init__()
-        embed_dim, hidden_dim, num_layers = model.embed_dim, model.hidden_dim, model.num_layers
-        dropout, embed_dropout, query = model.dropout, model.embed_dropout, model.query
-        attention_dim, attention_scale = model.attention_dim, model.attention_scale
-        attention_init = model.attention_init
-        hidden_states, rnn_kernel, rnn = model.hidden_states, model.rnn_kernel, model.rnn
-        attention_normalizer = model.attention_normalizer
-        self.embed = nn.Embedding(vocab_size, embed_dim, padding_idx=PAD_ID)
-        self.embed_dropout = Dropout(embed_dropout)
-        self.encoder = BiRNN(
-            embed_dim, hidden_dim, num_layers, dropout=dropout, kernel=rnn_kernel, cell=rnn, states=hidden_states
-        )
+        m = model
+        self.embed = nn.Embedding(vocab_size, m.embed_dim, padding_idx=PAD_ID)
+        self.embed_dropout = Dropout(m.embed_dropout)
+        self.encoder = BiRNN(m.embed_dim, m.hidden_dim, m.num_layers, dropout=m.dropout, kernel=m.rnn_kernel,
+                             cell=m.rnn, states=m.hidden_states)  # fmt: skip
         # hidden_states=diversity: the conicity (B,) of the last forward's states, for the loss's penalty
-        self.diversity = hidden_states == "diversity"
+        self.diversity = m.hidden_states == "diversity"
         self.last_conicity: torch.Tensor | None = None
-        norm = attention_normalizer
-        d = 2 * hidden_dim
+        norm, d = m.attention_normalizer, 2 * m.hidden_dim
         # a learned query: one vector (1, 2H) for every review (started as a Linear(2H, 1)'s weight is); None: the
         # encoder's final states
-        self.query = nn.Parameter(torch.empty(1, d).uniform_(-(d**-0.5), d**-0.5)) if query == "learned" else None
+        learned = m.query == "learned"
+        self.query = nn.Parameter(torch.empty(1, d).uniform_(-(d**-0.5), d**-0.5)) if learned else None
         # Jain & Wallace's forms, exactly
-        if query == "learned" and attention_dim is None:
+        if learned and m.attention_dim is None:
             # w . h / sqrt(2H): the learned query against the states themselves
             if attention == "dot":
-                self.attention = VectorDotAttention(d, scale=attention_scale, normalizer=norm)
+                self.attention = VectorDotAttention(d, scale=m.attention_scale, normalizer=norm)
             # v^T tanh(W h + b), a tanh layer half the encoder's width (b: the query's projection)
             else:
-                self.attention = build_attention(attention, d, d, hidden_dim, init=attention_init, normalizer=norm)
+                self.attention = build_attention(attention, d, d, m.hidden_dim, init=m.attention_init, normalizer=norm)
         else:
             self.attention = build_attention(
-                attention, d, d, attention_dim, scale=attention_scale, init=attention_init, normalizer=norm
+                attention, d, d, m.attention_dim, scale=m.attention_scale, init=m.attention_init, normalizer=norm
             )
-        self.dropout = nn.Dropout(dropout)
+        self.dropout = nn.Dropout(m.dropout)
         self.fc = nn.Linear(d, num_classes)
 
     def forward(
