@@ -1174,7 +1174,21 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "conf/optimizer/adamw.yaml",
         r"  - _self_\n",
         "  - _self_\nlr: 0.002\n",
-        ["tests/test_config.py::test_the_classifier_groups_write_no_default_twice_and_compose_to_the_dataclasses"],
+        ["tests/test_config.py::test_each_default_is_written_once_and_the_configs_compose_to_the_dataclasses"],
+    ),
+    (
+        "a-default-written-twice-in-a-command",
+        "conf/train.yaml",
+        r"\nhydra:\n  help:",
+        "\nseed: 42\nhydra:\n  help:",
+        ["tests/test_config.py::test_each_default_is_written_once_and_the_configs_compose_to_the_dataclasses"],
+    ),
+    (
+        "a-help-default-drifted",
+        "conf/serve.yaml",
+        r"may hold \(default 64\)",
+        "may hold (default 32)",
+        ["tests/test_config.py::test_each_help_states_the_defaults_the_config_composes"],
     ),
 ]
 

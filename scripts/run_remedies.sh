@@ -2,7 +2,8 @@
 # The remedies table's runs (docs/results.md, "Attention that explains"): for each seed, attention and remedy,
 # a classifier in Jain & Wallace's form (the form Mohankumar et al. and Meister et al. build on), then
 # `attnclf faithfulness` (with the adversarial search) and `attnclf attention-tests test=diagnostic` on it.
-# Two runs at a time, one thread each; a run already measured is skipped, so the script goes on where it stopped.
+# Two runs at a time, one thread each; a run already measured is skipped and one stopped mid-training
+# resumes, so the script goes on where it stopped.
 #   bash scripts/run_remedies.sh sst /path/to/sst5 outputs/remedies/sst "1 2 3"
 #   bash scripts/run_remedies.sh imdb /path/to/imdb outputs/remedies/imdb "1 2 3"    # the reduced protocol
 set -u
@@ -18,7 +19,10 @@ esac
 remedies="softmax:plain:softmax orthogonal:orthogonal:softmax diversity:diversity:softmax sparsemax:plain:sparsemax entmax15:plain:entmax15"
 one() {  # seed attention name states normalizer
   local run="$out/$3_$2_s$1"
-  if [ ! -f "$run/metrics.json" ]; then
+  if [ -f "$run/checkpoints/last.ckpt" ] && [ ! -f "$run/metrics.json" ]; then
+    # (stopped mid-training: the run goes on from its last checkpoint, with its own settings)
+    $attnclf train ckpt_path="$run" num_threads=1 logger=none > /dev/null 2>&1 || return
+  elif [ ! -f "$run/metrics.json" ]; then
     $attnclf train experiment=jain_wallace $data_args attention=$2 model.hidden_states=$4 \
       model.attention_normalizer=$5 seed=$1 num_threads=1 logger=none hydra.run.dir="$run" > /dev/null 2>&1 || return
   fi
@@ -34,8 +38,11 @@ for seed in $seeds; do for attention in dot additive; do for r in $remedies; do
   IFS=: read -r name states normalizer <<< "$r"
   jobs+=("$seed $attention $name $states $normalizer")
 done; done; done
-for ((i = 0; i < ${#jobs[@]}; i += 2)); do
-  one ${jobs[i]} &
-  [ $((i + 1)) -lt ${#jobs[@]} ] && one ${jobs[i+1]} &
-  wait
+# (a new run starts as soon as either of the two ends: an orthogonal run takes about four times as long)
+running=0
+for job in "${jobs[@]}"; do
+  one $job &
+  running=$((running + 1))
+  if [ $running -ge 2 ]; then wait -n; running=$((running - 1)); fi
 done
+wait

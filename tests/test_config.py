@@ -10,12 +10,17 @@ from pathlib import Path
 
 import pytest
 import torch
+import yaml
 from helpers.config import CONF, compose_cfg, tiny_overrides
 from omegaconf import OmegaConf
 
 from attnclf.commands.train import train
 from attnclf.errors import AttnclfError
+from attnclf.settings.data import DataConfig
+from attnclf.settings.lm import LMConfig
 from attnclf.settings.model import ClassifierConfig, ModelConfig, classifier_config, setting_differences
+from attnclf.settings.run import TrainRunConfig
+from attnclf.settings.typed import typed
 from attnclf.training.checkpoint import classifier_hparams, load_checkpoint
 from attnclf.training.module import ClassifierModule
 
@@ -61,26 +66,45 @@ def test_every_flat_regularizer_key_of_an_old_checkpoint_is_read():
     assert ClassifierModule(**classifier_hparams(flat)).config.regularizer.xi == 0.004
 
 
-def test_the_classifier_groups_write_no_default_twice_and_compose_to_the_dataclasses():
-    """conf/model/bigru.yaml, optimizer/adamw.yaml and regularizer/*.yaml start from their dataclass's defaults
-    (attnclf/settings/defaults.py) and write only what differs: a key set to its default in a group file is a
-    default written twice."""
-    from dataclasses import fields
+def written_again(written: dict, defaults: dict, prefix: str = "") -> list[str]:
+    """The keys of a config file's `written` node set to the default they start from."""
+    again = []
+    for key, value in written.items():
+        default = defaults.get(key, object())
+        if isinstance(value, dict) and isinstance(default, dict):
+            again += written_again(value, default, f"{prefix}{key}.")
+        elif value == default:
+            again.append(f"{prefix}{key}")
+    return again
 
-    from attnclf.settings.defaults import GROUP_DEFAULTS
 
-    twice = []
-    for group, cls in GROUP_DEFAULTS.items():
-        defaults = {f.name: getattr(cls(), f.name) for f in fields(cls)}
-        for path in sorted((Path(CONF) / group).glob("*.yaml")):
-            written = OmegaConf.to_container(OmegaConf.load(path))
-            assert f"/attnclf_defaults/{group}@_here_" in written.get("defaults", []), path
-            twice += [f"{path.name}: {key}" for key, value in written.items() if defaults.get(key, object()) == value]
+def test_each_default_is_written_once_and_the_configs_compose_to_the_dataclasses():
+    """Every file of conf/ that starts from a dataclass's defaults (`/attnclf_defaults/<name>@<package>` in its
+    defaults list, attnclf/settings/defaults.py) writes only what differs: a key set to its default there is a
+    default written twice. And every group and command starts so."""
+    from attnclf.commands import attention_tests, eval, faithfulness  # noqa: F401  (they store their nodes)
+    from attnclf.settings.defaults import DEFAULTS, stored_defaults
+
+    twice, starts = [], set()
+    for path in sorted(Path(CONF).rglob("*.yaml")):
+        written = OmegaConf.to_container(OmegaConf.load(path))
+        for entry in written.get("defaults", []):
+            if isinstance(entry, str) and entry.startswith("/attnclf_defaults/"):
+                name, package = entry.removeprefix("/attnclf_defaults/").split("@")
+                starts.add(name)
+                node = written if package == "_here_" else written.get(package, {})
+                twice += [f"{path.name}: {key}" for key in written_again(node, stored_defaults(name))]
     assert twice == []
-    config = classifier_config(compose_cfg(["paths.output_dir=/tmp/x"]))
-    assert config == ClassifierConfig()
+    assert starts == {*DEFAULTS, "eval", "faithfulness", "attention_tests"}
+    cfg = compose_cfg(["paths.output_dir=/tmp/x"])
+    assert classifier_config(cfg) == ClassifierConfig()
+    assert typed(DataConfig, cfg.data, "data") == DataConfig(cache_dir=cfg.paths.cache_dir)
+    assert typed(TrainRunConfig, {k: cfg[k] for k in stored_defaults("train")}, "") == TrainRunConfig()
     vat = classifier_config(compose_cfg(["regularizer=virtual_adversarial", "paths.output_dir=/tmp/x"]))
     assert vat.regularizer.name == "virtual_adversarial" and vat.regularizer.unlabeled_split == "unsupervised"
+    assert typed(LMConfig, compose_cfg([], "pretrain").lm, "lm") == LMConfig()
+    faith = compose_cfg(["ckpt=x"], "faithfulness")
+    assert faith.data.split == "test" and faith.data.path is None and faith.rationales.spans_column == "rationale"
 
 
 def test_the_module_saves_its_settings_nested_and_reads_the_flat_ones_of_older_checkpoints():
@@ -245,6 +269,28 @@ def test_configuration_table_keys_and_defaults():
         value = OmegaConf.select(cfg, key, default="MISSING")
         assert value != "MISSING", key
         assert same(value, documented), (key, value, documented)
+
+
+# a key's line in a command's --help (hydra.help.template), and the default it states: "(default 64)",
+# "(default 2000; null: all)", "(default 127.0.0.1: this machine only)", "cpu (default) or cuda"
+HELP_DEFAULT = re.compile(r"^(\S+) +.*?\(default ([^;:)<]+?)[;:)]", re.MULTILINE)
+HELP_DEFAULT_BEFORE = re.compile(r"^(\S+) +(\S+) \(default\)", re.MULTILINE)
+
+
+@pytest.mark.parametrize("command", ["train", "pretrain", "eval", "faithfulness", "attention_tests", "serve"])
+def test_each_help_states_the_defaults_the_config_composes(command):
+    """`attnclf <command> --help` states a key's default as a copy of its dataclass's: checked here, so that
+    neither drifts."""
+    cfg = compose_cfg(["paths.output_dir=/tmp/x"], command)
+    template = OmegaConf.load(Path(CONF) / f"{command}.yaml").hydra.help.template
+    stated = HELP_DEFAULT.findall(template) + HELP_DEFAULT_BEFORE.findall(template)
+    assert len(stated) >= 3
+    for key, text in stated:
+        value = OmegaConf.select(cfg, key, default="MISSING")
+        if key in GROUPS or OmegaConf.is_config(value):
+            continue
+        assert value != "MISSING", key
+        assert value == yaml.safe_load(text), (command, key, value, text)
 
 
 def test_every_dotted_key_the_readme_and_docs_name_exists():

@@ -291,7 +291,7 @@ def test_divergence_stops_and_keeps_the_last_good_checkpoint(lr, tiny_imdb, tmp_
         ("train.py", "regularizer=foo", "error: regularizer='foo'; allowed: adversarial, none, virtual_adversarial"),
         ("train.py", "logger=foo", "error: logger='foo'; allowed: none, tensorboard"),
         ("train.py", "model.foo=1", "error: model.foo is not a setting of model; allowed: embed_dim, hidden_dim,"),
-        ("train.py", "foo=1", "error: foo is not a setting; allowed: seed, test, min_steps,"),
+        ("train.py", "foo=1", "error: foo is not a setting; allowed: seed, num_threads, keep_freed_memory,"),
         ("eval.py", "data.foo=1", "error: data.foo is not a setting of data; allowed: split, path, name,"),
         ("train.py", "seed=[1", "error: no viable alternative at input '[1'"),
         ("train.py", "hparams_search.pruner=median",

@@ -38,6 +38,7 @@ from attnclf.models.classifier import ClassifierNet
 from attnclf.models.context_free import ContextFreeClassifier
 from attnclf.presentation.figures import adversarial_training_figure
 from attnclf.presentation.markdown import attention_tests_markdown
+from attnclf.settings.defaults import defaults_of, store_defaults
 from attnclf.settings.run import DEFAULT_SEED, checkpoints_given
 from attnclf.settings.typed import typed
 from attnclf.training.checkpoint import best_checkpoint
@@ -248,20 +249,35 @@ ATTENTION_TESTS = ("diagnostic", "adversarial")
 
 @dataclass
 class AttentionTestsConfig:
-    """attention_tests.py's settings (conf/attention_tests.yaml says each): Wiegreffe & Pinter's tests of a run."""
+    """`attnclf attention-tests`' settings (conf/attention_tests.yaml): Wiegreffe & Pinter's tests of a run."""
 
+    # the base: a classifier checkpoint or run folder (its data, vocabulary and test rows)
     ckpt: Any = None
+    # diagnostic: a context-free model pooling with the base's weights (held fixed), uniform weights, or an
+    # attention of its own; adversarial: a model of the base's kind trained to give its predictions with
+    # attention far from its weights, once per lambda
     test: str = "diagnostic"
+    # each model's training (the best epoch by val/acc is tested)
     epochs: int = 8
     batch_size: int = 32
+    # Adam (AMSGrad), weight decay 1e-5, as theirs
     lr: float = 1e-3
+    # adversarial: the weight of KL(its weights || the base's) against TVD
     lambdas: Any = field(default_factory=lambda: [0.001, 0.01, 0.1, 1.0])
+    # diagnostic: the context-free model's width
     hidden_dim: int = 128
+    # test rows each model is tested on, and at most as many validation rows: seeded samples of the run's
+    # (None: all of them)
     reviews: int | None = 1000
+    # training rows each model learns from: a seeded sample of the run's (None: all of them)
     train_reviews: int | None = 2000
+    # the models' start and the rows sampled
     seed: int = 0
+    # torch CPU threads; None: PyTorch's default
     num_threads: int | None = None
+    # None: <run folder>/attention_tests/
     output: str | None = None
+    # the tokenised-data cache (conf/attention_tests.yaml: paths.cache_dir)
     cache_dir: str | None = None
 
     def normalize(self) -> None:
@@ -285,6 +301,10 @@ class AttentionTestsConfig:
                     f"lambdas: {shown(lam)}; allowed: numbers >= 0 (the weight of the attention's "
                     "divergence from the base's), e.g. lambdas=[0.001,0.01,0.1]"
                 )
+
+
+# conf/attention_tests.yaml starts from these defaults
+store_defaults("attention_tests", defaults_of(AttentionTestsConfig))
 
 
 def attention_tests_settings(cfg: DictConfig) -> AttentionTestsConfig:

@@ -21,6 +21,7 @@ from attnclf.errors import AttnclfError
 from attnclf.inference.as_trained import split_as_trained
 from attnclf.inference.trained import TrainedClassifier
 from attnclf.settings.data import DataConfig
+from attnclf.settings.defaults import store_run_reader_defaults
 from attnclf.settings.run import check_device, checkpoints_given, on_a_run
 from attnclf.training.checkpoint import best_checkpoint, run_dir_of
 from attnclf.utils.checks import positive_int
@@ -155,16 +156,20 @@ def print_result(r: dict) -> None:
 
 @dataclass
 class EvalConfig:
-    """eval.py's settings (conf/eval.yaml). `data`: the data.* keys given, each over the run's own (data.json)."""
+    """`attnclf eval`'s settings (conf/eval.yaml). `data`: the data.* keys given, each over the run's own
+    (data.json)."""
 
-    # a checkpoint or run folder, or a list of them (an ensemble)
+    # a checkpoint or run folder, or a list of them (an ensemble: the models' class probabilities averaged)
     ckpt: Any = None
+    # the JSON written; None: <run folder>/eval_<split>.json (an ensemble's: <hydra run dir>/ensemble_<split>.json)
     output: str | None = None
     batch_size: int = 256
+    # cpu or cuda
     device: str = "cpu"
-    # torch CPU threads, as train.py's; None: PyTorch's default
+    # torch CPU threads, as train's; None: PyTorch's default
     num_threads: int | None = None
-    # data.split on the command line
+    # data.split on the command line: any split of the data, or the test/validation rows the run carved from
+    # its training split
     split: str = "test"
     data: dict = field(default_factory=dict)
 
@@ -175,6 +180,10 @@ class EvalConfig:
         positive_int("batch_size", self.batch_size)
         positive_int("num_threads", self.num_threads, "PyTorch's default")
         check_device(self.device)
+
+
+# conf/eval.yaml starts from these defaults
+store_run_reader_defaults("eval", EvalConfig)
 
 
 def eval_settings(cfg: DictConfig) -> EvalConfig:

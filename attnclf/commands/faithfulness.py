@@ -29,6 +29,7 @@ from attnclf.presentation.figures import adversarial_figure, aopc_figure, faithf
 from attnclf.presentation.markdown import faithfulness_markdown
 from attnclf.presentation.tensorboard import write_faithfulness
 from attnclf.settings.data import RationalesConfig
+from attnclf.settings.defaults import store_run_reader_defaults
 from attnclf.settings.run import check_device, checkpoints_given, on_a_run
 from attnclf.settings.typed import typed
 from attnclf.training.checkpoint import best_checkpoint, run_dir_of
@@ -195,26 +196,41 @@ def load_all(
 
 @dataclass
 class FaithfulnessConfig:
-    """faithfulness.py's settings (conf/faithfulness.yaml says each)."""
+    """`attnclf faithfulness`'s settings (conf/faithfulness.yaml)."""
 
+    # a classifier checkpoint or run folder
     ckpt: Any = None
+    # a fixed sample of the split (seeded), among reviews of at most max_tokens tokens
     reviews: int = 1000
+    # leave-one-out costs one forward pass per token: the cap keeps 1,000 reviews under 10 min
     max_tokens: int = 256
+    # and of at least this many (Jain & Wallace: SST sentences and IMDb reviews of 6 or more)
     min_tokens: int = 1
+    # the sample, the random erasure order and the permutations
     seed: int = 0
+    # erasure sizes: tokens, or a fraction (< 1) of the review's length
     ks: Any = field(default_factory=lambda: [1, 3, 5, 0.1])
+    # shuffles of the weights per review
     permutations: int = 100
-    # Jain & Wallace's adversarial attention search, with this epsilon
+    # epsilon: Jain & Wallace's adversarial attention search, outputs kept within it (theirs: 0.01); None: none
     adversarial: float | None = None
-    # Captum's importance sources beside the built-in ones
+    # more importance sources, from Captum: integrated_gradients, feature_ablation (about 50x and 1x
+    # leave-one-out's cost)
     sources: list[str] = field(default_factory=list)
+    # padded tokens per forward pass (larger batches were slower on CPU)
     batch_tokens: int = 8192
+    # cpu or cuda
     device: str = "cpu"
-    # torch CPU threads, as train.py's; None: PyTorch's default
+    # torch CPU threads, as train's; None: PyTorch's default
     num_threads: int | None = None
+    # None: <run folder>/faithfulness_<split>
     output: str | None = None
+    # data.split on the command line: any split of the data, or the test/validation rows the run carved
     split: str = "test"
     data: dict = field(default_factory=dict)
+    # human rationales: each importance source scored against the words people marked (token F1, AUPRC,
+    # IOU-F1); the reviews are then the rationale set's (all of them, up to `reviews`), read as the classifier
+    # reads
     rationales: RationalesConfig = field(default_factory=RationalesConfig)
 
     def normalize(self) -> None:
@@ -259,6 +275,10 @@ def erasure_sizes(ks) -> list[float]:
         if not number(k) or not (0 < k < 1 or (k >= 1 and k == int(k))):
             raise AttnclfError(f"ks: {k!r} is out of range; allowed: whole numbers >= 1 or fractions in (0, 1)")
     return [float(k) for k in ks]
+
+
+# conf/faithfulness.yaml starts from these defaults
+store_run_reader_defaults("faithfulness", FaithfulnessConfig)
 
 
 def faithfulness_settings(cfg: DictConfig) -> FaithfulnessConfig:

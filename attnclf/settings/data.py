@@ -21,10 +21,11 @@ TRUNCATIONS = ("head", "tail", "head_tail")
 
 @dataclass
 class DataConfig:
-    """Any text-classification dataset: a Hub id, a local folder or one file (conf/data/imdb.yaml says each)."""
+    """Any text-classification dataset: a Hub id, a local folder or one file (conf/data/ holds ready choices)."""
 
+    # a Hub id, a local folder in any layout `datasets` reads, or one .csv/.tsv/.json/.jsonl/.parquet/.txt file
     path: str | None = "stanfordnlp/imdb"
-    # a Hub dataset's configuration
+    # the dataset's configuration on the Hub (e.g. data.path=glue data.name=sst2)
     name: str | None = None
     # or the splits as files (then path is not read)
     train_file: str | None = None
@@ -32,25 +33,40 @@ class DataConfig:
     test_file: str | None = None
     train_split: str = "train"
     test_split: str = "test"
+    # absent: the one of text, sentence, review, content, question there is
     text_column: str = "text"
+    # labels: a ClassLabel, whole numbers (remapped to 0..C-1) or strings (sorted)
     label_column: str = "label"
     # {a label as the data has it: the class it becomes}: classes merged, rows of a label not named dropped
     # (SST-5 as binary SST: {0: negative, 1: negative, 3: positive, 4: positive}); null: the labels as they are
     label_map: dict[str, str] | None = None
+    # tokens kept per review in training
     max_length: int = 400
+    # and in validation, test, eval and predict (at least max_length; null: whole reviews)
     eval_max_length: int | None = 1000
+    # head, tail, or head_tail (the first and last max_length/2 tokens)
     truncation: str = "head_tail"
+    # or a whole number; auto: halved from the largest of AUTO_BATCH_SIZES while an epoch would be fewer than
+    # AUTO_STEPS batches (small data; attnclf/data/datamodule.py)
     batch_size: int | str = "auto"
     eval_batch_size: int = 256
+    # including <pad> and <unk>; counted on the training rows only
     vocab_size: int = 30000
     min_freq: int = 2
+    # without a validation split: the fraction of train (or a row count) held out; test is never used
     val_size: int | float = 0.1
+    # without a test split: the fraction of train (or a row count) carved off, seeded, and said so
     test_size: int | float = 0.1
+    # k-fold cross-validation of data without a test split: test on fold `fold` of `folds` (stratified,
+    # seeded): attnclf train -m data.folds=10 'data.fold=range(10)'
     folds: int | None = None
     fold: int | None = None
+    # None: all training rows; a fraction or a row count trains on a fixed subset
     train_size: int | float | None = None
+    # batches sorted by length together before the batch order is shuffled
     bucket_pool: int = 50
     num_workers: int = 0
+    # the tokenised-data cache (conf/data/imdb.yaml: paths.cache_dir)
     cache_dir: str | None = None
 
     def check(self) -> None:
@@ -129,18 +145,21 @@ ALGORITHMS = ("skipgram", "cbow")
 class Word2VecConfig:
     """gensim word2vec vectors for model.embeddings=word2vec, trained once per data and settings and cached."""
 
+    # or skipgram (cbow: 175 s on IMDb's 75,000 texts here, docs/archive/experiment-log.md, "Using IMDb's
+    # 50,000 unlabeled reviews")
     algorithm: str = "cbow"
     window: int = 5
     min_count: int = 2
     negative: int = 5
-    # or a whole number; auto: passes enough to read 25 million words, 5 to 30
+    # or a whole number; auto: passes enough to read 25 million words, 5 to 30 (IMDb: 5; 10,000 short texts: 30)
     epochs: int | str = field(default="auto", metadata={"wanted": "a positive integer or auto"})
     seed: int = 0
-    # gensim threads: 1 gives the same vectors every time; null: up to 4
+    # gensim threads: 1 gives the same vectors every time; null: up to 4, faster, not repeatable
     workers: int | None = field(default=1, metadata={"wanted": "a positive integer or null (up to 4 threads)"})
-    # also read this split where the data has it (never test)
+    # also read this split where the data has it (experiment=pretrained: IMDb's 50,000 unlabeled reviews); test
+    # never is
     unlabeled_split: str | None = None
-    # at most this many texts (a seeded subset, training rows first); null: all
+    # learn from at most this many texts (a seeded subset, training rows first); null: all (experiment=smoke: 2000)
     max_texts: int | None = None
 
     def check(self) -> None:
@@ -185,12 +204,16 @@ class RationalesConfig:
     """Human rationales to score the importance sources against (faithfulness.py's `rationales.*`): an
     ERASER folder (docs/ and <split>.jsonl) or one file with a text, a label and a marked-spans column."""
 
+    # an ERASER folder (docs/ + train/val/test.jsonl), or a .jsonl/.csv file of marked spans
     path: str | None = None
+    # an ERASER folder's annotation file: train, val or test
     split: str = "test"
+    # a file's columns: the text, its label, and its marked spans (a list of [start, end] character offsets,
+    # end exclusive)
     text_column: str = "text"
     label_column: str = "label"
     spans_column: str = "rationale"
-    # the set's label -> the classifier's class name (None: by name)
+    # the set's labels as the classifier's classes, e.g. {NEG: neg, POS: pos} (None: by name)
     labels: dict | None = None
 
     def normalize(self) -> None:

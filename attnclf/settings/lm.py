@@ -23,17 +23,25 @@ SOFTMAXES = ("adaptive", "sampled")
 
 @dataclass
 class LMConfig:
-    """The language models pretrain.py trains (conf/pretrain.yaml says each value)."""
+    """The language models `attnclf pretrain` trains (pretrain.yaml's `lm`)."""
 
+    # on the embeddings and on the states before the output layer
     dropout: float = 0.2
+    # the output layer: sampled (a full softmax trained on `samples` words a batch: 2.4x the tokens/s of
+    # adaptive, and a better start; docs/archive/experiment-log.md), or adaptive (cutoffs)
     softmax: str = "sampled"
+    # sampled: words drawn a batch, log-uniformly by frequency rank
     samples: int = 512
+    # softmax=adaptive: the 2,000 most frequent words in the head, then two tail clusters
     cutoffs: list[int] = field(default_factory=lambda: [2000, 10000])
+    # each tail cluster's projection is this many times smaller than the one before
     div_value: float = 4.0
     lr: float = 2e-3
     weight_decay: float = 0.0
     warmup_ratio: float = 0.02
+    # texts held out (seeded) for val/loss and val/ppl
     val_texts: int = 1000
+    # read too where the data has it; test never is
     unlabeled_split: str | None = "unsupervised"
 
     def check(self, vocab_size: int) -> None:

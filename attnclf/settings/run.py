@@ -31,12 +31,13 @@ DEFAULT_SEED = 42
 class RunConfig:
     """The top-level values of pretrain.yaml; train.yaml's are TrainRunConfig's."""
 
+    # the run's seed: weights, dropout, batches, carved splits
     seed: int = field(default=DEFAULT_SEED, metadata={"wanted": f"a whole number in 0..{2**32 - 1}"})
     # torch CPU threads; null = PyTorch's default
     num_threads: int | None = None
-    # glibc: reuse freed memory instead of returning it to the OS
+    # glibc: reuse freed memory instead of returning it to the OS (faster steps; the process keeps its peak memory)
     keep_freed_memory: bool = True
-    # resume: last, a run folder, or a .ckpt file
+    # resume: last (the newest unfinished run under paths.runs_dir), a run folder, or a .ckpt file
     ckpt_path: str | None = None
 
     def check(self) -> None:
@@ -52,19 +53,24 @@ class RunConfig:
 
 @dataclass
 class TrainRunConfig(RunConfig):
-    """The top-level values of train.yaml (conf/train.yaml says each)."""
+    """The top-level values of train.yaml."""
 
     # test the best checkpoint on the test split at the end
     test: bool = True
-    # at least this many optimizer steps (more epochs where needed)
+    # train at least this many optimizer steps: more epochs than trainer.max_epochs where those would be fewer
+    # (small data); None: trainer.max_epochs as it is
     min_steps: int | None = None
-    # at least this many epochs; auto: MANY_CLASS_EPOCHS for data of more than 2 classes and fewer than
-    # SMALL_DATA_ROWS training rows, else trainer.max_epochs as it is
+    # train at least this many epochs; auto: MANY_CLASS_EPOCHS for data of more than 2 classes and fewer than
+    # SMALL_DATA_ROWS training rows (few rows a class learn for longer; the best epoch by val/acc is tested),
+    # else trainer.max_epochs as it is; None: off. Early stopping (callbacks.early_stopping) ends a run 3 epochs
+    # after its best val/acc: those epochs are a budget
     min_epochs: int | str | None = "auto"
-    # what train(cfg) returns, for sweeps
+    # what train(cfg) returns, for sweeps: val/acc (never tune on test/acc)
     optimized_metric: str = "val/acc"
-    # model.init_from=pretrain: pretrain.py's settings (key=value, as on its command line) for the pretraining
-    # made of this run's data (attnclf/training/init_from.py: cached_pretraining)
+    # model.init_from=pretrain: pretrain's settings (key=value, as on its command line) for the language models
+    # made of this run's data (its data, model sizes, threads and cache folder are the run's), trained once into
+    # paths.cache_dir/pretrain/ and reused by every run of the same texts and settings
+    # (attnclf/training/init_from.py: cached_pretraining)
     pretraining: list[str] = field(default_factory=list)
 
     def check(self) -> None:
@@ -267,7 +273,7 @@ def on_a_run(cls, cfg: DictConfig, key: str, **typed_apart):
     merged with the run's data.json); `typed_apart`: groups already read into their own dataclass."""
     node = OmegaConf.to_container(cfg.get("data") or {}, resolve=True)
     data = {k: v for k, v in node.items() if v is not None}
-    split = data.pop("split", "test")
+    split = data.pop("split", cls().split)
     if not isinstance(split, str):
         raise AttnclfError(f"data.split={split!r} must be a split's name, e.g. data.split=test")
     typed(DataConfig, data, "data")

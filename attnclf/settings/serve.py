@@ -27,15 +27,17 @@ class ServeConfig:
 
     # a checkpoint or run folder, or a list of them (each served side by side)
     ckpt: Any = None
-    # each model's name, in ckpt's order (null: its attention, or its run folder's name)
+    # each model's name, in ckpt's order (None: its attention, or its run folder's name where two share one)
     names: Any = None
+    # this machine only; any other host requires an API key
     host: str = "127.0.0.1"
     # 0: any free port (the address printed says which)
     port: int = 8000
-    # required by every endpoint but /health; null: $ATTNCLF_API_KEY, else none
+    # required by every endpoint but /health; None: $ATTNCLF_API_KEY, else none (127.0.0.1 only)
     api_key: str | None = None
+    # cpu or cuda
     device: str = "cpu"
-    # torch CPU threads; null: PyTorch's default
+    # torch CPU threads; None: PyTorch's default
     num_threads: int | None = None
     # texts a /predict request may hold
     max_texts: int = 64

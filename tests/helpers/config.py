@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
@@ -15,6 +16,8 @@ CONF = str(ROOT / "conf")
 
 def compose_cfg(overrides: list[str], config_name: str = "train"):
     """A command's config (conf/<config_name>.yaml) with these overrides."""
+    # its command's module stores the defaults its config starts from, where the command keeps its dataclass
+    importlib.import_module(f"attnclf.commands.{config_name}")
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
         return compose(config_name=config_name, overrides=overrides)
 
