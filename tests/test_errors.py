@@ -9,6 +9,7 @@ import datasets
 import pytest
 import pytorch_lightning as L
 import torch
+from helpers.commands import attnclf_in_process
 from helpers.config import ROOT, compose_cfg, tiny_overrides
 
 from attnclf.commands.train import train
@@ -283,31 +284,40 @@ def test_divergence_stops_and_keeps_the_last_good_checkpoint(lr, tiny_imdb, tmp_
         assert last["global_step"] == 4
 
 
-@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 @pytest.mark.parametrize(
-    "script,override,line",
+    "command,override,line",
     [
-        ("train.py", "attention=foo", "error: attention='foo'; allowed: additive, dot"),
-        ("train.py", "regularizer=foo", "error: regularizer='foo'; allowed: adversarial, none, virtual_adversarial"),
-        ("train.py", "logger=foo", "error: logger='foo'; allowed: none, tensorboard"),
-        ("train.py", "model.foo=1", "error: model.foo is not a setting of model; allowed: embed_dim, hidden_dim,"),
-        ("train.py", "foo=1", "error: foo is not a setting; allowed: seed, num_threads, keep_freed_memory,"),
-        ("eval.py", "data.foo=1", "error: data.foo is not a setting of data; allowed: split, path, name,"),
-        ("train.py", "seed=[1", "error: no viable alternative at input '[1'"),
-        ("train.py", "hparams_search.pruner=median",
+        ("train", "attention=foo", "error: attention='foo'; allowed: additive, dot"),
+        ("train", "regularizer=foo", "error: regularizer='foo'; allowed: adversarial, none, virtual_adversarial"),
+        ("train", "logger=foo", "error: logger='foo'; allowed: none, tensorboard"),
+        ("train", "model.foo=1", "error: model.foo is not a setting of model; allowed: embed_dim, hidden_dim,"),
+        ("train", "foo=1", "error: foo is not a setting; allowed: seed, num_threads, keep_freed_memory,"),
+        ("eval", "data.foo=1", "error: data.foo is not a setting of data; allowed: split, path, name,"),
+        ("train", "seed=[1", "error: no viable alternative at input '[1'"),
+        ("train", "hparams_search.pruner=median",
          "error: hparams_search.pruner belongs to an Optuna search: give hparams_search=imdb_optuna with it"),
-        ("attention_tests.py", "attention=additive",
+        ("attention-tests", "attention=additive",
          "error: attention=additive: attention is not a setting here; allowed: paths, ckpt, test, epochs,"),
     ],
 )  # fmt: skip
-def test_a_command_line_hydra_cannot_compose_is_one_line_naming_what_is_allowed(script, override, line, tmp_path):
+def test_a_command_line_hydra_cannot_compose_is_one_line_naming_what_is_allowed(
+    command, override, line, tmp_path, monkeypatch, capsys, in_process
+):
+    status = attnclf_in_process([command, override, f"hydra.run.dir={tmp_path / 'run'}"], monkeypatch)
+    err = capsys.readouterr().err.strip().splitlines()
+    assert status == 2 and len(err) == 1 and err[0].startswith(line), err
+    assert "HYDRA_FULL_ERROR" not in err[0] and not (tmp_path / "run").exists()
+
+
+@pytest.mark.slow  # (a process of its own)
+def test_a_command_line_error_through_the_root_entry_point_is_the_one_line_it_prints(tmp_path):
+    """`python train.py <override>` as a process of its own: stderr holds the error's line and nothing else."""
     r = subprocess.run(
-        [sys.executable, script, override, f"hydra.run.dir={tmp_path / 'run'}"],
+        [sys.executable, "train.py", "attention=foo", f"hydra.run.dir={tmp_path / 'run'}"],
         cwd=ROOT, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
-    err = r.stderr.strip().splitlines()
-    assert r.returncode == 2 and len(err) == 1 and err[0].startswith(line), r.stderr[-2000:]
-    assert "HYDRA_FULL_ERROR" not in r.stderr and not (tmp_path / "run").exists()
+    assert r.returncode == 2 and r.stderr == "error: attention='foo'; allowed: additive, dot\n", r.stderr[-2000:]
+    assert not (tmp_path / "run").exists()
 
 
 @pytest.mark.slow  # (a process of its own)

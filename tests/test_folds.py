@@ -6,8 +6,8 @@ import sys
 
 import numpy as np
 import pytest
-from helpers.config import ROOT, compose_cfg
-from test_own_data import examples, fit, write
+from helpers.config import ROOT, compose_cfg, fit
+from helpers.own_data import examples, write
 
 from attnclf.data.splits import carve_splits, fold_rows
 from attnclf.errors import AttnclfError

@@ -1,69 +1,19 @@
 """A user's own data: single files of every type, folders, string and remapped labels, 3 and 5 classes,
 its own validation split, a carved test split, column names found, and the token cache repaired."""
 
-import csv
 import json
 import multiprocessing
-import random
 
 import datasets
 import numpy as np
 import pytest
-from helpers.config import compose_cfg, tiny_overrides
+from helpers.config import compose_cfg, fit
+from helpers.own_data import examples, write
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from attnclf.commands.train import train
 from attnclf.data.encoding import encode_split
 from attnclf.errors import AttnclfError
-
-WORDS = [
-    ["awful", "dreadful", "terrible"],
-    ["dull", "boring", "flat"],
-    ["fine", "okay", "average"],
-    ["good", "nice", "pleasant"],
-    ["superb", "brilliant", "wonderful"],
-]
-FILLER = ["the", "film", "plot", "was", "and", "a", "story", "it"]
-
-
-def examples(n: int, classes: int, seed: int, names=None) -> dict:
-    """Short texts whose class shows in a few class words among filler; labels i % classes (or names)."""
-    rng = random.Random(seed)
-    texts, labels = [], []
-    for i in range(n):
-        c = i % classes
-        words = [rng.choice(FILLER) for _ in range(rng.randint(3, 12))]
-        for _ in range(2):
-            words.insert(rng.randrange(len(words) + 1), rng.choice(WORDS[c]))
-        texts.append(" ".join(words))
-        labels.append(names[c] if names else c)
-    return {"text": texts, "label": labels}
-
-
-def write(path, rows: dict, kind: str):
-    path.parent.mkdir(parents=True, exist_ok=True)
-    keys = list(rows)
-    records = [dict(zip(keys, vals, strict=True)) for vals in zip(*rows.values(), strict=True)]
-    if kind in ("csv", "tsv"):
-        with open(path, "w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=keys, delimiter="," if kind == "csv" else "\t")
-            w.writeheader()
-            w.writerows(records)
-    elif kind == "jsonl":
-        path.write_text("".join(json.dumps(r) + "\n" for r in records))
-    elif kind == "parquet":
-        datasets.Dataset.from_dict(rows).to_parquet(str(path))
-    elif kind == "txt":  # fastText's format
-        path.write_text("".join(f"__label__{r['label']} {r['text']}\n" for r in records))
-    return path
-
-
-def fit(data, out, *extra):
-    """A short run on `data`; its metrics.json."""
-    overrides = [o for o in tiny_overrides(data, out) if not o.startswith("data.val_size")]
-    train(compose_cfg([*overrides, "trainer.max_epochs=4", "optimizer.lr=1e-2", "callbacks.rich_progress_bar=null",
-                       "callbacks.attention_maps=null", *extra]))  # fmt: skip
-    return json.loads((out / "metrics.json").read_text())
 
 
 @pytest.mark.parametrize("kind", ["csv", "tsv", "jsonl", "parquet", "txt"])

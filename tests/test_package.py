@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import tomllib
+from helpers.commands import attnclf_in_process
 from helpers.config import ROOT
 
 from attnclf.commands import COMMANDS, main
@@ -52,6 +53,18 @@ def test_no_import_runs_up_and_no_private_name_crosses_modules():
     assert up == [] and private == []
 
 
+def test_tests_share_their_helpers_through_tests_helpers_only():
+    """A test module imports what tests share from tests/helpers/, never from conftest.py or another test
+    module (whose import would run its module-level code and tie the two together)."""
+    crossing = []
+    for path in (ROOT / "tests").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+            names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            crossing += [f"{path.name}: {n}" for n in names if n.split(".")[0] == "conftest" or n.startswith("test_")]
+    assert crossing == []
+
+
 def test_attnclf_lists_its_commands_and_refuses_others(capsys):
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
@@ -60,12 +73,13 @@ def test_attnclf_lists_its_commands_and_refuses_others(capsys):
     assert main(["trian"]) == 2 and "error: unknown command 'trian'; allowed: train" in capsys.readouterr().err
 
 
-@pytest.mark.slow  # (a process a command)
 @pytest.mark.parametrize("command", list(COMMANDS))
-def test_every_command_answers_help(command, tmp_path):
-    r = subprocess.run([sys.executable, "-m", "attnclf", command, "--help"], cwd=tmp_path, capture_output=True,
-                       text=True, timeout=120)  # fmt: skip
-    assert r.returncode == 0 and len(r.stdout.splitlines()) >= 3, r.stderr[-2000:]
+def test_every_command_answers_help(command, tmp_path, monkeypatch, capsys, in_process):
+    """`attnclf <command> --help` through the command table, in this process (`python -m attnclf` as a process
+    of its own: the installed copy's test below, and the command-line tests of each command)."""
+    monkeypatch.chdir(tmp_path)
+    assert attnclf_in_process([command, "--help"], monkeypatch) == 0
+    assert len(capsys.readouterr().out.splitlines()) >= 3
     assert not list(tmp_path.iterdir())  # (asking for help leaves nothing behind)
 
 

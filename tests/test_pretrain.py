@@ -119,7 +119,7 @@ def test_each_language_model_becomes_its_own_direction_of_the_encoder(lm_run):
 
 @pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_a_killed_pretraining_resumes_where_it_stopped(tiny_imdb, tmp_path):
-    from test_resume import signaller_env
+    from helpers.signals import signaller_env
 
     common = [f"data.path={tiny_imdb}", f"paths.cache_dir={tmp_path / 'cache'}", f"paths.runs_dir={tmp_path / 'none'}",
               "trainer.max_epochs=2", "callbacks.step_checkpoint.every_n_train_steps=5", "trainer.deterministic=true",

@@ -6,8 +6,8 @@ import json
 import logging
 
 import pytest
-from helpers.config import compose_cfg, tiny_overrides
-from test_own_data import examples, fit, write
+from helpers.config import compose_cfg, fit, tiny_overrides
+from helpers.own_data import examples, write
 
 from attnclf.commands.eval import evaluate
 from attnclf.errors import AttnclfError

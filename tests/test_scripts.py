@@ -9,6 +9,7 @@ import sys
 
 import pytest
 import torch
+from helpers.commands import attnclf_in_process
 from helpers.config import ROOT
 
 
@@ -237,18 +238,21 @@ def test_bench_lm_runs():
 
 
 @pytest.mark.slow  # (a process of its own, or more training than a tiny run)
-def test_compare_datasets_runs_each_protocol_and_reports_each_dataset_apart(tiny_imdb, tmp_path):
+def test_compare_datasets_runs_each_protocol_and_reports_each_dataset_apart(tiny_imdb, tmp_path, monkeypatch, capsys):
     """Cross-validation for a file without a test split, seeds for data with one; one report, a section each;
     a second call skips what is done."""
-    from test_own_data import examples, write
+    from helpers.own_data import examples, write
 
     short = write(tmp_path / "short.csv", examples(60, 2, 0, names=["neg", "pos"]), "csv")
     out = tmp_path / "out"
     tiny = ["experiment=smoke", "logger=none", "model.embed_dim=16", "model.hidden_dim=16", "data.batch_size=16",
+            "model.embeddings=random",
             f"paths.cache_dir={tmp_path / 'cache'}"]  # fmt: skip
-    cmd = [sys.executable, "-m", "attnclf", "compare-datasets", "--cr", str(short), "--data", f"reviews={tiny_imdb}",
-           "--folds", "2", "--seeds", "1", "--out", str(out), "--", *tiny]  # fmt: skip
+    args = ["compare-datasets", "--cr", str(short), "--data", f"reviews={tiny_imdb}", "--folds", "2", "--seeds", "1",
+            "--out", str(out), "--", *tiny]  # fmt: skip
+    cmd = [sys.executable, "-m", "attnclf", *args]
     # a value every run would refuse, or data none can train on: one line before any run, no sweep folder
+    # (checked in this process: the runs are processes of their own)
     for extra, message in (
         (["model.hidden_dim=0"], "error: cr ({short}): model.hidden_dim=0 must be a positive"),
         (["data.label_column=text"], "error: cr ({short}): data.label_column='text' is data."),
@@ -257,9 +261,10 @@ def test_compare_datasets_runs_each_protocol_and_reports_each_dataset_apart(tiny
             "attnclf compare-datasets: error: -- data.folds=5: compare-datasets sets data.folds itself (--folds K)",
         ),
     ):
-        bad = subprocess.run([*cmd, *extra], cwd=ROOT, capture_output=True, text=True, timeout=600)
-        assert bad.returncode == 2 and bad.stderr.strip().splitlines()[-1].startswith(message.format(short=short))
-        assert bad.stderr.count("error:") == 1 and not out.exists()
+        assert attnclf_in_process([*args, *extra], monkeypatch) == 2
+        err = capsys.readouterr().err
+        assert err.strip().splitlines()[-1].startswith(message.format(short=short)), err
+        assert err.count("error:") == 1 and not out.exists()
     r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     # one line a run finished (found where it is: a run's progress bar may end on the same line, unbroken)
@@ -276,18 +281,17 @@ def test_compare_datasets_runs_each_protocol_and_reports_each_dataset_apart(tiny
     assert text.count("## Data: ") == 2 and "(2 pairs over 1 setting(s), paired t-test)" in text
     again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and "cr: 4 runs already in" in again.stdout
-    alone = [sys.executable, "-m", "attnclf", "compare-datasets"]
-    bad = subprocess.run(alone, cwd=ROOT, capture_output=True, text=True)
-    assert bad.returncode == 2 and "give at least one dataset" in bad.stderr
-    named = [sys.executable, "-m", "attnclf", "compare-datasets", "--data", "no-path", "--out", str(out)]
-    bad = subprocess.run(named, cwd=ROOT, capture_output=True, text=True)
-    assert bad.returncode == 2 and "--data 'no-path': give NAME=PATH" in bad.stderr
+    capsys.readouterr()
+    assert attnclf_in_process(["compare-datasets"], monkeypatch) == 2
+    assert "give at least one dataset" in capsys.readouterr().err
+    assert attnclf_in_process(["compare-datasets", "--data", "no-path", "--out", str(out)], monkeypatch) == 2
+    assert "--data 'no-path': give NAME=PATH" in capsys.readouterr().err
 
 
 @pytest.mark.bench  # (a benchmark script on tiny inputs, in a process of its own)
 @pytest.mark.slow
 def test_bench_short_texts_prints_both_speeds_and_their_ratio(tiny_imdb, tmp_path):
-    from test_own_data import examples, write
+    from helpers.own_data import examples, write
 
     short = write(tmp_path / "short.csv", examples(60, 2, 0, names=["neg", "pos"]), "csv")
     r = subprocess.run(

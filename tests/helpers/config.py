@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 from pathlib import Path
 
 from hydra import compose, initialize_config_dir
@@ -59,3 +60,13 @@ def train_tiny(tiny_imdb: Path, out: Path, attention: str) -> Path:
         )
     )
     return out
+
+
+def fit(data, out, *extra):
+    """A short run on `data`; its metrics.json."""
+    from attnclf.commands.train import train
+
+    overrides = [o for o in tiny_overrides(data, out) if not o.startswith("data.val_size")]
+    quiet = ["callbacks.rich_progress_bar=null", "callbacks.attention_maps=null"]
+    train(compose_cfg([*overrides, "trainer.max_epochs=4", "optimizer.lr=1e-2", *quiet, *extra]))
+    return json.loads((out / "metrics.json").read_text())
