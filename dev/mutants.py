@@ -781,7 +781,7 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "attnclf/training/trainer.py",
         r'"paths": asdict\(paths\)',
         '"paths": OmegaConf.to_container(cfg.paths, resolve=True)',
-        ["tests/test_run_data.py::test_a_resumed_run_reads_its_own_data_and_refuses_other_data"],
+        ["tests/test_resume.py::test_killed_run_resumes_to_the_same_result"],
     ),
     # attnclf serve: what each refusal, the queue, the key, the page and the socket must do
     (
