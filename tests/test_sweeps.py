@@ -7,6 +7,7 @@ import sys
 
 import pytest
 import torch
+from helpers.commands import attnclf_in_process
 from helpers.config import ROOT, compose_cfg, tiny_overrides
 from omegaconf import OmegaConf
 
@@ -24,7 +25,8 @@ QUIET = [
 ]
 
 
-def sweep(tiny_imdb, tmp_path, *args, timeout=600):
+def sweep_args(tiny_imdb, tmp_path, *args) -> list[str]:
+    """`attnclf train -m`'s arguments for a sweep of tiny runs, `args` after the common ones."""
     # a key given on the command line is fixed for the sweep: leave out the ones the search varies
     fixed = [o for o in tiny_overrides(tiny_imdb, tmp_path)[2:] if not o.startswith("model.hidden_dim=")]
     common = [
@@ -37,8 +39,12 @@ def sweep(tiny_imdb, tmp_path, *args, timeout=600):
     ]
     if any(a.startswith(("hparams_search=", "model.hidden_dim=")) for a in args):
         common.remove("model.hidden_dim=16")
+    return ["train", "-m", *common, *args]
+
+
+def sweep(tiny_imdb, tmp_path, *args, timeout=600):
     return subprocess.run(
-        [sys.executable, "-m", "attnclf", "train", "-m", *common, *args],
+        [sys.executable, "-m", "attnclf", *sweep_args(tiny_imdb, tmp_path, *args)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -279,12 +285,15 @@ def test_a_trial_that_falls_behind_is_pruned_and_recorded_as_pruned(tiny_imdb, t
         ("hparams_search.trial=3", "hparams_search.trial=3 is set by the Optuna sweeper for each run of a search"),
     ],
 )
-@pytest.mark.slow  # (a process of its own)
-def test_bad_pruning_values_are_one_line_before_any_trial(bad, message, tiny_imdb, tmp_path):
-    r = sweep(tiny_imdb, tmp_path, "hparams_search=imdb_optuna", "hparams_search.pruner=median",
-              f"hydra.sweeper.storage=sqlite:///{tmp_path / 'optuna.db'}", bad)  # fmt: skip
-    assert r.returncode == 2 and r.stderr.strip().splitlines()[-1].startswith(f"error: {message}"), r.stderr[-2000:]
-    assert not (tmp_path / "sweep").exists() and "Traceback" not in r.stderr
+def test_bad_pruning_values_are_one_line_before_any_trial(
+    bad, message, tiny_imdb, tmp_path, monkeypatch, capsys, in_process
+):
+    storage = f"hydra.sweeper.storage=sqlite:///{tmp_path / 'optuna.db'}"
+    args = sweep_args(tiny_imdb, tmp_path, "hparams_search=imdb_optuna", "hparams_search.pruner=median", storage, bad)
+    assert attnclf_in_process(args, monkeypatch) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1].startswith(f"error: {message}"), err[-2000:]
+    assert not (tmp_path / "sweep").exists() and "Traceback" not in err
 
 
 def test_a_sweep_without_optuna_names_the_extra_that_installs_it(monkeypatch):
