@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from helpers.commands import attnclf_in_process
 from helpers.config import ROOT, compose_cfg
 from helpers.files import strict_json
 
@@ -150,12 +151,12 @@ def test_eval_of_an_ensemble_averages_the_members_probabilities(tiny_run, tiny_r
         run([tiny_run, other], tmp_path / "bad.json", data=tmp_path / "no_such_data")
 
 
-@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
-def test_eval_and_predict_help_list_only_what_they_take(capsys):
-    ev = cli("eval.py", "--help")
-    assert ev.returncode == 0 and "ckpt" in ev.stdout and "data.split" in ev.stdout
+def test_eval_and_predict_help_list_only_what_they_take(capsys, monkeypatch, in_process):
+    assert attnclf_in_process(["eval", "--help"], monkeypatch) == 0
+    ev = capsys.readouterr().out
+    assert "ckpt" in ev and "data.split" in ev
     for ignored in ("attention", "trainer", "max_length", "optimizer"):
-        assert f"{ignored}:" not in ev.stdout and f"{ignored}=" not in ev.stdout, ignored
+        assert f"{ignored}:" not in ev and f"{ignored}=" not in ev, ignored
     with pytest.raises(SystemExit) as e:
         predict(["--help"])
     out = capsys.readouterr().out
