@@ -35,8 +35,15 @@ class ClassifierNet(nn.Module):
         m = model
         self.embed = nn.Embedding(vocab_size, m.embed_dim, padding_idx=PAD_ID)
         self.embed_dropout = Dropout(m.embed_dropout)
-        self.encoder = BiRNN(m.embed_dim, m.hidden_dim, m.num_layers, dropout=m.dropout, kernel=m.rnn_kernel,
-                             cell=m.rnn, states=m.hidden_states)  # fmt: skip
+        self.encoder = BiRNN(
+            m.embed_dim,
+            m.hidden_dim,
+            m.num_layers,
+            dropout=m.dropout,
+            kernel=m.rnn_kernel,
+            cell=m.rnn,
+            states=m.hidden_states,
+        )
         # hidden_states=diversity: the conicity (B,) of the last forward's states, for the loss's penalty
         self.diversity = m.hidden_states == "diversity"
         self.last_conicity: torch.Tensor | None = None

@@ -23,7 +23,7 @@ from attnclf.utils.files import check_writable_folder
 # what train(cfg) can return for a sweep to optimise (keys of metrics.json)
 OBJECTIVES = ("val/acc", "test/acc", "test/loss", "train_tokens_per_sec")
 
-# a run's seed where none is given: the Python side's one place (conf/ states it for the commands)
+# a run's seed where none is given, written once: the configs take it from the dataclasses' defaults
 DEFAULT_SEED = 42
 
 

@@ -8,16 +8,14 @@ from pathlib import Path
 
 from hydra import compose, initialize_config_dir
 
-# the config groups compose from the dataclasses' defaults, which importing the settings registers
-import attnclf.settings  # noqa: F401
-
 ROOT = Path(__file__).resolve().parents[2]
 CONF = str(ROOT / "conf")
 
 
 def compose_cfg(overrides: list[str], config_name: str = "train"):
     """A command's config (conf/<config_name>.yaml) with these overrides."""
-    # its command's module stores the defaults its config starts from, where the command keeps its dataclass
+    # the defaults the config starts from are stored on import: the settings' own by attnclf.settings, which
+    # every command's module imports, and a command's own by its module
     importlib.import_module(f"attnclf.commands.{config_name}")
     with initialize_config_dir(config_dir=CONF, version_base="1.3"):
         return compose(config_name=config_name, overrides=overrides)
