@@ -900,6 +900,16 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         ["tests/test_inference.py::test_predict_command_text_and_files"],
     ),
     (
+        "a-flag-commands-error-is-a-traceback",
+        "attnclf/commands/__init__.py",
+        r"    except AttnclfError as e:\n        print\(f\"error: \{e\}\", file=sys.stderr\)\n        return 2",
+        "    except OSError:\n        raise",
+        [
+            "tests/test_errors.py::test_a_command_of_flags_given_a_path_that_is_not_there_says_so_in_one_line",
+            "tests/test_scripts.py::test_compare_attention",
+        ],
+    ),
+    (
         "compare-attention-key-value-ignored",
         "attnclf/commands/compare_attention.py",
         r"argv = as_flags\(list\(sys\.argv\[1:\] if argv is None else argv\)\)",
@@ -975,6 +985,13 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         r'allowed\.append\("validation \(the rows the run validated on\)"\)',
         "pass",
         ["tests/test_own_data.py::test_eval_rebuilds_a_carved_test_split"],
+    ),
+    (
+        "the-trainers-notes-before-a-data-error",
+        "attnclf/training/trainer.py",
+        r'with logs_at_least\(logging\.WARNING, "pytorch_lightning", "lightning_fabric", "lightning"\):',
+        "if True:",
+        ["tests/test_errors.py::test_a_data_error_is_the_only_line_a_run_prints"],
     ),
     (
         "attention-tests-lightning-tips-shown",

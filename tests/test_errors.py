@@ -77,24 +77,11 @@ def test_bad_values_are_refused_before_any_data_work(override, message, tmp_path
     assert message in str(e.value) and "\n" not in str(e.value), str(e.value)
 
 
-@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
-def test_a_bad_seed_leaves_no_run_folder(tmp_path):
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "attnclf",
-            "train",
-            "seed=abc",
-            "data.path=/no/such/data",
-            f"hydra.run.dir={tmp_path / 'run_sabc'}",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert r.returncode == 2 and r.stderr.strip().splitlines()[-1].startswith("error: seed='abc'"), r.stderr[-2000:]
+def test_a_bad_seed_leaves_no_run_folder(tmp_path, monkeypatch, capsys, in_process):
+    argv = ["train", "seed=abc", "data.path=/no/such/data", f"hydra.run.dir={tmp_path / 'run_sabc'}"]
+    assert attnclf_in_process(argv, monkeypatch) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines()[-1].startswith("error: seed='abc'"), err[-2000:]
     assert not (tmp_path / "run_sabc").exists()
 
 
@@ -320,19 +307,14 @@ def test_a_command_line_error_through_the_root_entry_point_is_the_one_line_it_pr
     assert not (tmp_path / "run").exists()
 
 
-@pytest.mark.slow  # (a process of its own)
-def test_a_run_folder_hydra_cannot_make_is_one_line(tmp_path):
+def test_a_run_folder_hydra_cannot_make_is_one_line(tmp_path, monkeypatch, capsys, in_process):
     blocker = tmp_path / "a_file"
     blocker.write_text("x")
-    r = subprocess.run(
-        [sys.executable, "-m", "attnclf", "train", "data.path=/no/such/data", f"hydra.run.dir={blocker}/run"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    err = r.stderr.strip().splitlines()
-    assert r.returncode == 2 and len(err) == 1, r.stderr[-2000:]
-    assert (
-        err[0] == f"error: {blocker}/run: Not a directory (the run folder: hydra.run.dir, or hydra.sweep.dir with -m)"
-    )
+    assert attnclf_in_process(["train", "data.path=/no/such/data", f"hydra.run.dir={blocker}/run"], monkeypatch) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"error: {blocker}/run: Not a directory (the run folder: hydra.run.dir, or hydra.sweep.dir with -m)"
+    ], err
 
 
 def test_ctrl_c_before_training_is_one_line_and_leaves_no_run_folder(tiny_imdb, tmp_path, monkeypatch, capsys):
@@ -355,17 +337,15 @@ def test_ctrl_c_before_training_is_one_line_and_leaves_no_run_folder(tiny_imdb, 
     assert not out.exists()
 
 
-@pytest.mark.slow  # (a process of its own)
-def test_a_data_error_is_the_only_line_a_run_prints(tmp_path):
+def test_a_data_error_is_the_only_line_a_run_prints(tmp_path, monkeypatch, capfd, in_process):
     """The Trainer is built before the data is read, quietly: no hardware notes, no "100% of the batches"."""
-    r = subprocess.run(
-        [sys.executable, "-m", "attnclf", "train", "data.path=/no/such/data", f"hydra.run.dir={tmp_path / 'run'}"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert r.returncode == 2 and r.stdout == "", r.stdout
-    assert r.stderr.strip().splitlines() == [
+    argv = ["train", "data.path=/no/such/data", f"hydra.run.dir={tmp_path / 'run'}"]
+    assert attnclf_in_process(argv, monkeypatch) == 2
+    out, err = capfd.readouterr()
+    assert out == "", out
+    assert err.strip().splitlines() == [
         "error: data.path '/no/such/data' does not exist (give a local dataset folder or file, or a Hub id)"
-    ], r.stderr
+    ], err
 
 
 @pytest.mark.parametrize("command", ["train", "eval", "faithfulness", "attention_tests"])
@@ -383,3 +363,22 @@ def test_a_failed_start_from_the_command_line_leaves_nothing_behind(command, tmp
         main()
     assert e.value.code == 2 and capsys.readouterr().err.startswith("error: ")
     assert list((tmp_path / "work").iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "argv,line",
+    [
+        (["compare-attention", "{x}/a", "{x}/b"], "checkpoint not found: {x}/a"),
+        (["agreement", "{x}/a", "{x}/b"], "checkpoint not found: {x}/a"),
+        (["report", "{x}"], "no metrics.json under {x}"),
+        (["compare-faithfulness", "{x}"], "no faithfulness.json at {x} (run attnclf faithfulness first)"),
+        (["imbalance", "{x}", "{x}/out", "--rows", "train=3", "--rare", "0=0.5"], "{x}/train.jsonl: no such file"),
+    ],
+)
+def test_a_command_of_flags_given_a_path_that_is_not_there_says_so_in_one_line(
+    argv, line, tmp_path, monkeypatch, capsys
+):
+    x = tmp_path / "none"
+    assert attnclf_in_process([a.format(x=x) for a in argv], monkeypatch) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: {line.format(x=x)}"), err

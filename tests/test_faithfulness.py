@@ -12,14 +12,13 @@ Each measure gets opposite verdicts from the two, so a measure that always says 
 """
 
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 from helpers.classifier import classifier_settings, net
-from helpers.config import CONF, compose_cfg
+from helpers.commands import attnclf_in_process
+from helpers.config import compose_cfg
 from helpers.files import strict_json
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 from torch import nn
@@ -440,31 +439,13 @@ def test_attention_agreement_across_seeds_and_attentions(tiny_run, tiny_run_addi
     assert capsys.readouterr().err.strip() == "error: give two or more runs to compare"
 
 
-@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
-def test_faithfulness_command_line(tiny_run, tmp_path):
-    import subprocess
-
-    root = Path(CONF).parent
-    help_ = subprocess.run(
-        [sys.executable, "-m", "attnclf", "faithfulness", "--help"], cwd=root, capture_output=True, text=True
-    )
-    assert help_.returncode == 0 and "max_tokens" in help_.stdout and "attnclf agreement" in help_.stdout
-    bad = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "attnclf",
-            "faithfulness",
-            f"ckpt={tiny_run}",
-            "ks=[1,2.5]",
-            f"hydra.run.dir={tmp_path / 'h'}",
-        ],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
+def test_faithfulness_command_line(tiny_run, tmp_path, monkeypatch, capsys, in_process):
+    assert attnclf_in_process(["faithfulness", "--help"], monkeypatch) == 0
+    help_ = capsys.readouterr().out
+    assert "max_tokens" in help_ and "attnclf agreement" in help_
+    bad = ["faithfulness", f"ckpt={tiny_run}", "ks=[1,2.5]", f"hydra.run.dir={tmp_path / 'h'}"]
+    assert attnclf_in_process(bad, monkeypatch) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
         "error: ks: 2.5 is out of range; allowed: whole numbers >= 1 or fractions in (0, 1)"
     ]
 

@@ -1,12 +1,11 @@
 """k-fold cross-validation for data without a test split: data.folds=K data.fold=I."""
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import pytest
-from helpers.config import ROOT, compose_cfg, fit
+from helpers.commands import attnclf_in_process
+from helpers.config import compose_cfg, fit
 from helpers.own_data import examples, write
 
 from attnclf.data.splits import carve_splits, fold_rows
@@ -88,22 +87,20 @@ def test_a_fold_trains_tests_on_its_rows_and_eval_rebuilds_them(tmp_path):
 
 
 @pytest.mark.slow  # (a process of its own, or more training than a tiny run)
-def test_a_cross_validation_sweep_and_its_report_pair_dot_and_additive_by_fold(tmp_path):
+def test_a_cross_validation_sweep_and_its_report_pair_dot_and_additive_by_fold(
+    tmp_path, monkeypatch, capfd, in_process
+):
     data = write(tmp_path / "reviews.csv", examples(90, 2, 0, names=["neg", "pos"]), "csv")
     sweep = tmp_path / "sweep"
-    r = subprocess.run(
-        [sys.executable, "-m", "attnclf", "train", "-m", f"data.path={data}", "data.folds=3", "data.fold=range(3)",
-         "attention=dot,additive", "experiment=smoke", "logger=none", "callbacks.rich_progress_bar=null",
-         "model.embed_dim=16", "model.hidden_dim=16", "data.batch_size=16", f"paths.cache_dir={tmp_path / 'c'}",
-         f"hydra.sweep.dir={sweep}"],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
-    assert r.returncode == 0, r.stderr[-3000:]
+    # (in this process: Hydra's basic launcher runs the jobs one after another in the process that started it)
+    argv = ["train", "-m", f"data.path={data}", "data.folds=3", "data.fold=range(3)", "attention=dot,additive",
+            "experiment=smoke", "logger=none", "callbacks.rich_progress_bar=null", "model.embed_dim=16",
+            "model.hidden_dim=16", "data.batch_size=16", f"paths.cache_dir={tmp_path / 'c'}",
+            f"hydra.sweep.dir={sweep}"]  # fmt: skip
+    assert attnclf_in_process(argv, monkeypatch) == 0, capfd.readouterr().err[-3000:]
     metrics = [json.loads(p.read_text()) for p in sweep.rglob("metrics.json")]
     tests = sorted((m["attention"], m["splits"]["test"]) for m in metrics)
     assert len(tests) == 6 and len({t for _, t in tests}) == 3  # both attentions on each of the 3 folds
-    cmd = [sys.executable, "-m", "attnclf", "report", str(sweep)]
-    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr[-2000:]
+    assert attnclf_in_process(["report", str(sweep)], monkeypatch) == 0, capfd.readouterr().err[-2000:]
     text = (sweep / "report.md").read_text()
     assert "(3 pairs over 1 setting(s), paired t-test)" in text and "42 (3 folds)" in text

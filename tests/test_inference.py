@@ -214,10 +214,11 @@ def test_blank_lines_of_a_text_file_are_skipped_and_counted(tiny_run, tmp_path, 
     assert "skipped 2 blank line(s)" in capsys.readouterr().err
 
 
-def one_line_error(r, *needles):
-    """A command-line run that failed with one line on stderr, exit status 2."""
-    assert r.returncode == 2, (r.returncode, r.stderr[-2000:])
-    last = r.stderr.strip().splitlines()[-1]
+def one_line_error(argv, monkeypatch, capsys, *needles):
+    """`attnclf predict *argv` refused from its command line: a line on stderr, exit status 2."""
+    capsys.readouterr()
+    assert attnclf_in_process(["predict", *argv], monkeypatch) == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
     assert last.startswith("error: ") and all(n in last for n in needles), last
 
 
@@ -229,9 +230,8 @@ def error_of(argv, *needles):
     assert "\n" not in message and all(n in message for n in needles), message
 
 
-@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
-def test_bad_checkpoints(tiny_run, tmp_path):
-    one_line_error(cli("predict.py", f"ckpt={tmp_path / 'none.ckpt'}", "text=x"), "checkpoint not found")
+def test_bad_checkpoints(tiny_run, tmp_path, monkeypatch, capsys):
+    one_line_error([f"ckpt={tmp_path / 'none.ckpt'}", "text=x"], monkeypatch, capsys, "checkpoint not found")
     torn = tmp_path / "run" / "checkpoints" / "torn.ckpt"
     torn.parent.mkdir(parents=True)
     torn.write_bytes(open(best(tiny_run), "rb").read()[:5000])
@@ -253,12 +253,11 @@ def test_missing_vocabulary(tiny_run, tmp_path):
     error_of([f"ckpt={lonely}", "text=x"], "vocabulary file missing", "vocab.json")
 
 
-@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
-def test_bad_predict_inputs(tiny_run, tmp_path, capsys):
+def test_bad_predict_inputs(tiny_run, tmp_path, monkeypatch, capsys):
     ckpt = f"ckpt={best(tiny_run)}"
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"fine line\nbad \xff\xfe line\n")
-    one_line_error(cli("predict.py", ckpt, f"input={bad}"), "line 2", "not valid UTF-8")
+    one_line_error([ckpt, f"input={bad}"], monkeypatch, capsys, "line 2", "not valid UTF-8")
     nocol = tmp_path / "nocol.csv"
     nocol.write_text("review,stars\ngood,5\n")
     error_of([ckpt, f"input={nocol}"], "no 'text' column", "review", "stars")

@@ -118,31 +118,26 @@ def test_each_language_model_becomes_its_own_direction_of_the_encoder(lm_run):
 
 
 @pytest.mark.slow  # (a process of its own, or more training than a tiny run)
-def test_a_killed_pretraining_resumes_where_it_stopped(tiny_imdb, tmp_path):
-    from helpers.signals import signaller_env
+def test_a_killed_pretraining_resumes_where_it_stopped(tiny_imdb, tmp_path, monkeypatch, capfd, in_process):
+    from helpers.signals import resume_in_process, signaller_env
 
     common = [f"data.path={tiny_imdb}", f"paths.cache_dir={tmp_path / 'cache'}", f"paths.runs_dir={tmp_path / 'none'}",
               "trainer.max_epochs=2", "callbacks.step_checkpoint.every_n_train_steps=5", "trainer.deterministic=true",
               *LM]  # fmt: skip
     run = tmp_path / "run"
 
-    def cli(*args, armed=False):  # (armed: the run's killer callback fires; the resume, its config's, does not)
-        return subprocess.run(
-            [sys.executable, "-m", "attnclf", "pretrain", *common, *args],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env=signaller_env(tmp_path, armed),
-        )
-
-    killed = cli(f"hydra.run.dir={run}", "+callbacks.killer._target_=signaller.SignalAt", "+callbacks.killer.step=17",
-                 armed=True)  # fmt: skip
+    killer = ["+callbacks.killer._target_=signaller.SignalAt", "+callbacks.killer.step=17"]
+    killed = subprocess.run(
+        [sys.executable, "-m", "attnclf", "pretrain", *common, f"hydra.run.dir={run}", *killer],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, env=signaller_env(tmp_path),
+    )  # fmt: skip
     assert killed.returncode == -9, killed.stderr[-2000:]
     assert load_checkpoint(run / "checkpoints" / "last.ckpt")["global_step"] == 15
     # resumed by its folder's name, relative, from another folder: it goes on in its own, and says so in full
-    resumed = cli(f"hydra.run.dir={tmp_path / 'again'}", f"ckpt_path={os.path.relpath(run, ROOT)}")
-    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    monkeypatch.chdir(ROOT)
+    again = ["pretrain", *common, f"hydra.run.dir={tmp_path / 'again'}", f"ckpt_path={os.path.relpath(run, ROOT)}"]
+    status, err = resume_in_process(again, tmp_path, monkeypatch, capfd)
+    assert status == 0, err[-2000:]
     pretrain(compose_lm([*common, f"paths.output_dir={tmp_path / 'straight'}"]))
     a, b = (json.loads((d / "metrics.json").read_text()) for d in (run, tmp_path / "straight"))
     assert a["vocab"] == str((run / "vocab.json").resolve())

@@ -1,13 +1,15 @@
 """attnclf report on sweep folders written here (metrics.json and Hydra's overrides.yaml and config.yaml,
 no training)."""
 
+import io
 import json
 import re
 import subprocess
-import sys
+from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
-from helpers.config import ROOT
+
+from attnclf.commands import main
 
 
 def write_run(root, name, attention, seed, lr, hidden, acc, loss, overrides=None, config=None):
@@ -34,12 +36,16 @@ def write_run(root, name, attention, seed, lr, hidden, acc, loss, overrides=None
 
 
 def report(folder, *args):
-    return subprocess.run(
-        [sys.executable, "-m", "attnclf", "report", str(folder), *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    """`attnclf report folder *args` in this process (it trains nothing and reads only files): its exit status,
+    and what it printed, as a finished process holds them."""
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            status = main(["report", str(folder), *args])
+        except SystemExit as e:
+            status = e.code
+    return subprocess.CompletedProcess(
+        ["attnclf", "report", str(folder), *args], status, out.getvalue(), err.getvalue()
     )
 
 

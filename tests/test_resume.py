@@ -8,7 +8,7 @@ import sys
 import pytest
 import torch
 from helpers.config import ROOT, compose_cfg, tiny_overrides
-from helpers.signals import signaller_env
+from helpers.signals import resume_in_process, signaller_env
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from attnclf.commands.train import train
@@ -51,7 +51,7 @@ def cli(args, tmp_path, env=None):
 )
 @pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_killed_run_resumes_to_the_same_result(
-    tiny_imdb, with_unlabeled, tmp_path, precision, how, regularizer, schedule
+    tiny_imdb, with_unlabeled, tmp_path, precision, how, regularizer, schedule, monkeypatch, capfd, in_process
 ):
     data = tiny_imdb if regularizer == "none" else with_unlabeled
     steps, kill_at, saved_at = (36, 17, 15) if regularizer == "none" else (24, 14, 10)
@@ -68,7 +68,7 @@ def test_killed_run_resumes_to_the_same_result(
         *schedule,
     ]
 
-    env, quiet = signaller_env(tmp_path), signaller_env(tmp_path, armed=False)
+    env = signaller_env(tmp_path)
     run = tmp_path / "run"
     killed = cli(
         [
@@ -86,12 +86,14 @@ def test_killed_run_resumes_to_the_same_result(
     assert not list((run / "checkpoints").glob(".*tmp*"))  # no stray temporary files
 
     if how == "run folder":  # from a new command, whose own fresh folder is not left behind
-        resumed = cli([*common, f"hydra.run.dir={tmp_path / 'fresh'}", f"ckpt_path={run}"], tmp_path, quiet)
+        args = [*common, f"hydra.run.dir={tmp_path / 'fresh'}", f"ckpt_path={run}"]
+        status, err = resume_in_process(["train", *args], tmp_path, monkeypatch, capfd)
         assert not (tmp_path / "fresh").exists()
     else:  # the same command again with ckpt_path=last: the run is in its own hydra.run.dir
-        resumed = cli([*common, f"hydra.run.dir={run}", "ckpt_path=last"], tmp_path, quiet)
-    assert resumed.returncode == 0, resumed.stderr[-2000:]
-    assert "exists and is not empty" not in resumed.stderr  # (its own checkpoints are no news)
+        args = [*common, f"hydra.run.dir={run}", "ckpt_path=last"]
+        status, err = resume_in_process(["train", *args], tmp_path, monkeypatch, capfd)
+    assert status == 0, err[-2000:]
+    assert "exists and is not empty" not in err  # (its own checkpoints are no news)
     assert "resuming" in (run / "train.log").read_text()  # the resumed part logs into the run's own log
     after = json.loads((run / "metrics.json").read_text())
 
@@ -284,14 +286,14 @@ def test_a_checkpoint_says_its_kind_and_an_older_one_is_still_known():
 @pytest.mark.slow  # (processes of their own)
 @pytest.mark.parametrize("sig,by,status", [("SIGTERM", "SIGTERM", 143), ("SIGINT", "Ctrl-C", 130)])
 def test_a_signal_checkpoints_at_its_step_and_the_run_alone_resumes_to_the_same_figures(
-    tiny_imdb, tmp_path, sig, by, status
+    tiny_imdb, tmp_path, sig, by, status, monkeypatch, capfd, in_process
 ):
     """A scheduler's SIGTERM or a Ctrl-C stops the fit at the step in flight, with a checkpoint there: exit
     status 128 + the signal (never 0, which reads as success), no metrics.json, one line naming the
     checkpoints and the resume. `ckpt_path=<run>` alone then continues with the run's own settings (its
     seed 7 and 12 batches an epoch, not the defaults' 42 and all) and ends at the uninterrupted run's
     figures."""
-    armed, quiet = signaller_env(tmp_path), signaller_env(tmp_path, armed=False)
+    armed = signaller_env(tmp_path)
     run = tmp_path / "run"
     common = [*tiny_overrides(tiny_imdb, tmp_path / "x")[2:], f"data.path={tiny_imdb}", *RUN, "logger=none",
               f"paths.cache_dir={tmp_path / 'cache'}", "trainer.limit_train_batches=10"]  # fmt: skip
@@ -307,8 +309,8 @@ def test_a_signal_checkpoints_at_its_step_and_the_run_alone_resumes_to_the_same_
     assert load_checkpoint(run / "checkpoints" / "last.ckpt")["global_step"] == 13  # (not the step-10 one)
     # the run alone (and where this command's cache is, which cannot change a result)
     alone = [f"hydra.run.dir={tmp_path / 'fresh'}", f"ckpt_path={run}", f"paths.cache_dir={tmp_path / 'cache'}"]
-    resumed = cli(alone, tmp_path, quiet)
-    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    resumed, err = resume_in_process(["train", *alone], tmp_path, monkeypatch, capfd)
+    assert resumed == 0, err[-2000:]
     after = json.loads((run / "metrics.json").read_text())
     train(compose_cfg([*common, f"paths.output_dir={tmp_path / 'straight'}"]))
     straight = json.loads((tmp_path / "straight" / "metrics.json").read_text())

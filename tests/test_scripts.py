@@ -12,6 +12,8 @@ import torch
 from helpers.commands import attnclf_in_process
 from helpers.config import ROOT
 
+from attnclf.errors import AttnclfError
+
 
 @pytest.mark.bench  # (a benchmark script on tiny inputs, in a process of its own)
 @pytest.mark.slow
@@ -135,31 +137,10 @@ def test_bench_tokenize(tiny_imdb):
         assert re.search(rf"^regex.*{re.escape(contender)}.* s .*identical ids: 240/240$", r.stdout, re.M), r.stdout
 
 
-@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
-def test_compare_attention(tiny_run, tiny_run_additive, tiny_imdb, tmp_path):
+def test_compare_attention(tiny_run, tiny_run_additive, tiny_imdb, tmp_path, monkeypatch, capsys):
     ckpts = [json.loads((run / "metrics.json").read_text())["best_checkpoint"] for run in (tiny_run, tiny_run_additive)]
-    r = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "attnclf",
-            "compare-attention",
-            *ckpts,
-            "--data",
-            str(tiny_imdb),
-            "--n",
-            "2",
-            "--min-tokens",
-            "5",
-            "--out",
-            str(tmp_path),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert r.returncode == 0, r.stderr[-2000:]
+    args = [*ckpts, "--data", str(tiny_imdb), "--n", "2", "--min-tokens", "5", "--out", str(tmp_path)]
+    assert attnclf_in_process(["compare-attention", *args], monkeypatch) == 0, capsys.readouterr().err[-2000:]
     assert sorted(p.name for p in tmp_path.glob("review_*.png")) == ["review_0.png", "review_1.png"]
     page = (tmp_path / "compare.html").read_text()
     assert page.count("<b>dot</b>") == 2 and page.count("<b>additive</b>") == 2
@@ -168,29 +149,18 @@ def test_compare_attention(tiny_run, tiny_run_additive, tiny_imdb, tmp_path):
     events = EventAccumulator(str(tmp_path / "tensorboard"), size_guidance={"images": 0})
     events.Reload()
     assert events.Tags()["images"] == ["compare/review_0", "compare/review_1"]
-    swapped = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "attnclf",
-            "compare-attention",
-            f"ckpt=[{ckpts[1]},{ckpts[0]}]",  # (key=value, as the other commands that read a checkpoint)
-            f"data={tiny_imdb}",
-            f"out={tmp_path / 'x'}",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert swapped.returncode != 0 and "trained with attention=additive" in swapped.stderr
+    capsys.readouterr()
+    # key=value, as the other commands that read a checkpoint take it
+    swapped = [f"ckpt=[{ckpts[1]},{ckpts[0]}]", f"data={tiny_imdb}", f"out={tmp_path / 'x'}"]
+    assert attnclf_in_process(["compare-attention", *swapped], monkeypatch) == 2
+    assert capsys.readouterr().err == "error: dot checkpoint was trained with attention=additive\n"
     from attnclf.commands.compare_attention import as_flags
 
     # key=value, as the other commands that read a checkpoint take it: the same flags
     assert as_flags([f"ckpt=[{ckpts[0]},{ckpts[1]}]", f"data={tiny_imdb}", "n=2", "min_tokens=5", "--out", "o"]) == [
         *ckpts, "--data", str(tiny_imdb), "--n", "2", "--min-tokens", "5", "--out", "o"]  # fmt: skip
     for bad, words in (("nosuch=1", "'nosuch' is not a setting of compare-attention"), ("ckpt=[a]", "give two")):
-        with pytest.raises(SystemExit, match=re.escape(words)):
+        with pytest.raises(AttnclfError, match=re.escape(words)):
             as_flags([bad])
 
 
@@ -250,9 +220,8 @@ def test_compare_datasets_runs_each_protocol_and_reports_each_dataset_apart(tiny
             f"paths.cache_dir={tmp_path / 'cache'}"]  # fmt: skip
     args = ["compare-datasets", "--cr", str(short), "--data", f"reviews={tiny_imdb}", "--folds", "2", "--seeds", "1",
             "--out", str(out), "--", *tiny]  # fmt: skip
-    cmd = [sys.executable, "-m", "attnclf", *args]
     # a value every run would refuse, or data none can train on: one line before any run, no sweep folder
-    # (checked in this process: the runs are processes of their own)
+    # (the command runs in this process; its runs are processes of their own)
     for extra, message in (
         (["model.hidden_dim=0"], "error: cr ({short}): model.hidden_dim=0 must be a positive"),
         (["data.label_column=text"], "error: cr ({short}): data.label_column='text' is data."),
@@ -265,10 +234,9 @@ def test_compare_datasets_runs_each_protocol_and_reports_each_dataset_apart(tiny
         err = capsys.readouterr().err
         assert err.strip().splitlines()[-1].startswith(message.format(short=short)), err
         assert err.count("error:") == 1 and not out.exists()
-    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert r.returncode == 0, r.stderr[-3000:]
-    # one line a run finished (found where it is: a run's progress bar may end on the same line, unbroken)
-    said = re.findall(r"\[\d+ of \d+ runs\][^\n]*", r.stdout)
+    assert attnclf_in_process(args, monkeypatch) == 0
+    # one line a run finished
+    said = re.findall(r"\[\d+ of \d+ runs\][^\n]*", capsys.readouterr().out)
     expected = [f"[{k} of 6 runs] cr run {k} of 4 finished" for k in (1, 2, 3, 4)]
     expected += [f"[{k + 4} of 6 runs] reviews run {k} of 2 finished" for k in (1, 2)]
     assert [line.split(";")[0] for line in said] == expected
@@ -279,9 +247,7 @@ def test_compare_datasets_runs_each_protocol_and_reports_each_dataset_apart(tiny
     )
     text = (out / "report.md").read_text()
     assert text.count("## Data: ") == 2 and "(2 pairs over 1 setting(s), paired t-test)" in text
-    again = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
-    assert again.returncode == 0 and "cr: 4 runs already in" in again.stdout
-    capsys.readouterr()
+    assert attnclf_in_process(args, monkeypatch) == 0 and "cr: 4 runs already in" in capsys.readouterr().out
     assert attnclf_in_process(["compare-datasets"], monkeypatch) == 2
     assert "give at least one dataset" in capsys.readouterr().err
     assert attnclf_in_process(["compare-datasets", "--data", "no-path", "--out", str(out)], monkeypatch) == 2
@@ -304,38 +270,35 @@ def test_bench_short_texts_prints_both_speeds_and_their_ratio(tiny_imdb, tmp_pat
     assert "useful tokens/s   short/long" in r.stdout and "3 steps, 1 threads, median of 1" in r.stdout
 
 
-def test_imbalance_makes_a_smaller_copy_with_a_rare_class(tmp_path):
+def test_imbalance_makes_a_smaller_copy_with_a_rare_class(tmp_path, monkeypatch, capsys):
     src, out = tmp_path / "src", tmp_path / "out"
     src.mkdir()
     for split, n in (("train", 300), ("test", 100)):
         (src / f"{split}.jsonl").write_text(
             "".join(json.dumps({"text": f"t{i}", "label": i % 3}) + "\n" for i in range(n))
         )
-    args = [
-        sys.executable,
-        "-m",
-        "attnclf",
-        "imbalance",
-        str(src),
-        str(out),
-        "--rows",
-        "train=100",
-        "test=50",
-        "--rare",
-        "2=0.1",
-    ]
-    r = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stderr[-2000:]
+    args = ["imbalance", str(src), str(out), "--rows", "train=100", "test=50", "--rare", "2=0.1"]
+    assert attnclf_in_process(args, monkeypatch) == 0
     rows = [json.loads(x) for x in (out / "train.jsonl").read_text().splitlines()]
     assert len(rows) == 100 and sum(r["label"] == 2 for r in rows) == 10 and len({r["text"] for r in rows}) == 100
     assert sum(json.loads(x)["label"] == 2 for x in (out / "test.jsonl").read_text().splitlines()) == 5
-    assert "train {'0': " in r.stdout and "'2': 10}" in r.stdout
-    subprocess.run([*args[:5], str(tmp_path / "again"), *args[6:]], cwd=ROOT, capture_output=True, timeout=60)
+    said = capsys.readouterr().out
+    assert "train {'0': " in said and "'2': 10}" in said
+    assert attnclf_in_process([*args[:2], str(tmp_path / "again"), *args[3:]], monkeypatch) == 0
     assert (tmp_path / "again" / "train.jsonl").read_text() == (out / "train.jsonl").read_text()  # (seeded)
-    too_many = subprocess.run([*args[:9], "test=90", "--rare", "2=0.5"], cwd=ROOT, capture_output=True, text=True)
-    assert (
-        too_many.returncode != 0 and "test has 33 rows of class 2 and 67 others; asked for 45 and 45" in too_many.stderr
-    )
+    # a split that cannot give the rows asked (the last one), a flag's bad value, a split with no file: one
+    # line, exit 2, and nothing written
+    for bad, line in (
+        (["--rows", "train=100", "test=90", "--rare", "2=0.5"], "test has 33 rows of class 2 and 67 others; asked"),
+        (["--rows", "train=many", "--rare", "2=0.1"], "--rows 'train=many': give NAME=VALUE, VALUE a whole number"),
+        (["--rows", "train=10", "--rare", "2=1.5"], "--rare 2=1.5 --rows train=10: SHARE in [0, 1], each N 1 or"),
+        (["--rows", "dev=10", "--rare", "2=0.1"], f"{src / 'dev.jsonl'}: no such file"),
+    ):
+        capsys.readouterr()
+        assert attnclf_in_process(["imbalance", str(src), str(tmp_path / "no"), *bad], monkeypatch) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith(f"error: {line}"), err
+        assert not (tmp_path / "no").exists()
 
 
 @pytest.mark.bench  # (a benchmark script on tiny inputs, in a process of its own)

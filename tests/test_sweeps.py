@@ -42,14 +42,15 @@ def sweep_args(tiny_imdb, tmp_path, *args) -> list[str]:
     return ["train", "-m", *common, *args]
 
 
-def sweep(tiny_imdb, tmp_path, *args, timeout=600):
-    return subprocess.run(
-        [sys.executable, "-m", "attnclf", *sweep_args(tiny_imdb, tmp_path, *args)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+def sweep(tiny_imdb, tmp_path, monkeypatch, capfd, *args):
+    """`attnclf train -m ...` in this process, as a shell's command would run it (Hydra's launchers start
+    from the process that calls them; submitit's starts processes of its own): its exit status and what it
+    printed, as a finished process holds them."""
+    capfd.readouterr()
+    argv = sweep_args(tiny_imdb, tmp_path, *args)
+    status = attnclf_in_process(argv, monkeypatch)
+    out, err = capfd.readouterr()
+    return subprocess.CompletedProcess(argv, status, out, err)
 
 
 def metrics(tmp_path):
@@ -57,23 +58,18 @@ def metrics(tmp_path):
 
 
 @pytest.mark.slow  # (a process of its own, or more training than a tiny run)
-def test_grid_sweep_and_report(tiny_imdb, tmp_path):
-    r = sweep(tiny_imdb, tmp_path, "experiment=compare", "seed=1,2")  # the head-to-head, with 2 seeds
+def test_grid_sweep_and_report(tiny_imdb, tmp_path, monkeypatch, capfd, in_process):
+    r = sweep(
+        tiny_imdb, tmp_path, monkeypatch, capfd, "experiment=compare", "seed=1,2"
+    )  # the head-to-head, with 2 seeds
     assert r.returncode == 0, r.stderr[-3000:]
     runs = metrics(tmp_path)
     assert len(runs) == 4
     assert {(m["attention"], m["seed"]) for m in runs} == {(a, s) for a in ("dot", "additive") for s in (1, 2)}
 
-    ranked = subprocess.run(
-        [sys.executable, "-m", "attnclf", "report", str(tmp_path / "sweep")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert ranked.returncode == 0, ranked.stderr[-2000:]
+    assert attnclf_in_process(["report", str(tmp_path / "sweep")], monkeypatch) == 0
     best = max(runs, key=lambda m: m["val/acc"])
-    assert f"best: val/acc {best['val/acc']:.4f}" in ranked.stdout
+    assert f"best: val/acc {best['val/acc']:.4f}" in capfd.readouterr().out
     report = (tmp_path / "sweep" / "report.md").read_text()
     assert "| dot | 2 |" in report and "| additive | 2 |" in report  # runs per attention
     assert "p = " in report  # the paired test over the 2 seeds
@@ -82,8 +78,8 @@ def test_grid_sweep_and_report(tiny_imdb, tmp_path):
 
 
 @pytest.mark.slow  # (a process of its own, or more training than a tiny run)
-def test_a_failed_job_does_not_stop_the_sweep(tiny_imdb, tmp_path):
-    r = sweep(tiny_imdb, tmp_path, "model.hidden_dim=0,16")
+def test_a_failed_job_does_not_stop_the_sweep(tiny_imdb, tmp_path, monkeypatch, capfd, in_process):
+    r = sweep(tiny_imdb, tmp_path, monkeypatch, capfd, "model.hidden_dim=0,16")
     assert r.returncode != 0  # the sweep reports the failure...
     assert "model.hidden_dim=0 must be a positive integer" in r.stderr
     assert [m["hparams"]["model.hidden_dim"] for m in metrics(tmp_path)] == [16]  # ...after running the rest
@@ -103,7 +99,7 @@ hydra:
 
 
 @pytest.mark.slow  # (a process of its own, or more training than a tiny run)
-def test_optuna_sweep_resumes_and_records_failures(tiny_imdb, tmp_path):
+def test_optuna_sweep_resumes_and_records_failures(tiny_imdb, tmp_path, monkeypatch, capfd, in_process):
     search = tmp_path / "conf" / "hparams_search"
     search.mkdir(parents=True)
     (search / "tiny_optuna.yaml").write_text(TINY_SEARCH)
@@ -116,7 +112,7 @@ def test_optuna_sweep_resumes_and_records_failures(tiny_imdb, tmp_path):
     ]
     # seeded here so that the three trials hold both a failing and a finished one (unseeded, all three fail
     # 1 time in 27, and a study without a finished trial ends in optuna's "Record does not exist")
-    r = sweep(tiny_imdb, tmp_path, *args, "hydra.sweeper.sampler.seed=1")
+    r = sweep(tiny_imdb, tmp_path, monkeypatch, capfd, *args, "hydra.sweeper.sampler.seed=1")
     assert r.returncode == 0, r.stderr[-3000:]
     assert "alembic" not in r.stdout + r.stderr  # (the study database's set-up lines: not the user's news)
     import optuna
@@ -135,7 +131,7 @@ def test_optuna_sweep_resumes_and_records_failures(tiny_imdb, tmp_path):
 
     # the same command again continues the stored study, with new points (a fixed sampler seed replayed
     # the first ones)
-    r = sweep(tiny_imdb, tmp_path, *args, "hydra.sweeper.n_trials=1")
+    r = sweep(tiny_imdb, tmp_path, monkeypatch, capfd, *args, "hydra.sweeper.n_trials=1")
     assert r.returncode == 0, r.stderr[-3000:]
     trials = optuna.load_study(study_name="tiny", storage=f"sqlite:///{db}").trials
     assert len(trials) == 4
@@ -143,7 +139,7 @@ def test_optuna_sweep_resumes_and_records_failures(tiny_imdb, tmp_path):
 
 
 @pytest.mark.slow  # (a process of its own, or more training than a tiny run)
-def test_optuna_sweep_where_every_trial_fails_ends_in_one_line(tiny_imdb, tmp_path):
+def test_optuna_sweep_where_every_trial_fails_ends_in_one_line(tiny_imdb, tmp_path, monkeypatch, capfd, in_process):
     search = tmp_path / "conf" / "hparams_search"
     search.mkdir(parents=True)
     (search / "tiny_optuna.yaml").write_text(TINY_SEARCH.replace("choice(0, 8, 16)", "choice(0, -1)"))
@@ -151,6 +147,8 @@ def test_optuna_sweep_where_every_trial_fails_ends_in_one_line(tiny_imdb, tmp_pa
     r = sweep(
         tiny_imdb,
         tmp_path,
+        monkeypatch,
+        capfd,
         "hparams_search=tiny_optuna",
         f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
         f"hydra.sweeper.storage=sqlite:///{db}",
@@ -169,9 +167,15 @@ def test_optuna_sweep_where_every_trial_fails_ends_in_one_line(tiny_imdb, tmp_pa
 
 
 @pytest.mark.slow  # (a process of its own, or more training than a tiny run)
-def test_submitit_local_launcher(tiny_imdb, tmp_path):
+def test_submitit_local_launcher(tiny_imdb, tmp_path, monkeypatch, capfd, in_process):
     r = sweep(
-        tiny_imdb, tmp_path, "hydra/launcher=submitit_local", "attention=dot,additive", "hydra.launcher.timeout_min=10"
+        tiny_imdb,
+        tmp_path,
+        monkeypatch,
+        capfd,
+        "hydra/launcher=submitit_local",
+        "attention=dot,additive",
+        "hydra.launcher.timeout_min=10",
     )
     assert r.returncode == 0, r.stderr[-3000:]
     assert sorted(m["attention"] for m in metrics(tmp_path)) == ["additive", "dot"]
@@ -241,7 +245,9 @@ hydra:
 
 
 @pytest.mark.slow  # (a process of its own, or more training than a tiny run)
-def test_a_trial_that_falls_behind_is_pruned_and_recorded_as_pruned(tiny_imdb, tmp_path):
+def test_a_trial_that_falls_behind_is_pruned_and_recorded_as_pruned(
+    tiny_imdb, tmp_path, monkeypatch, capfd, in_process
+):
     """Two trials at a learning rate that learns, then one at 1e-9 (enqueued, in this order): the median
     pruner stops the third at its second validation, below the others' median there; the study records it
     as pruned, its run folder says so and holds no metrics, the sweep exits 0, and the trials table is
@@ -259,7 +265,7 @@ def test_a_trial_that_falls_behind_is_pruned_and_recorded_as_pruned(tiny_imdb, t
             f"hydra.sweeper.storage={storage}", "hydra.sweeper.study_name=pruned", "trainer.max_epochs=4",
             "trainer.limit_train_batches=1.0", "optimizer.schedule=constant", "attention=dot", "model.hidden_dim=16",
             "model.embed_dim=16", "model.dropout=0.1", "data.max_length=64"]  # fmt: skip
-    r = sweep(tiny_imdb, tmp_path, *args)
+    r = sweep(tiny_imdb, tmp_path, monkeypatch, capfd, *args)
     assert r.returncode == 0, r.stderr[-3000:]
     trials = optuna.load_study(study_name="pruned", storage=storage).trials
     states = [t.state.name for t in trials]

@@ -14,6 +14,8 @@ from __future__ import annotations
 import importlib
 import sys
 
+from attnclf.errors import AttnclfError
+
 # name: (module, one line on what it does)
 COMMANDS = {
     "train": ("attnclf.commands.train", "train a classifier: attnclf train attention=additive [key=value ...]"),
@@ -73,7 +75,12 @@ def main(argv: list[str] | None = None) -> int:
         sys.argv = [f"attnclf {name}", *rest]
         module.entry()
         return 0
-    return module.main(rest)
+    # a command that takes flags: its user error (a bad flag value, a run that is not there) is one line
+    try:
+        return module.main(rest)
+    except AttnclfError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
 
 
 def run_command() -> None:

@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 from attnclf.data.text import tokenize
+from attnclf.errors import AttnclfError
 from attnclf.inference import TrainedClassifier
 from attnclf.presentation.figures import attention_pair_figure
 from attnclf.presentation.html import page, shade_words
@@ -47,11 +48,11 @@ def as_flags(argv: list[str]) -> list[str]:
         if a.startswith("-") or not eq:
             out.append(a)
         elif key not in KEYS:
-            raise SystemExit(f"error: {key!r} is not a setting of compare-attention; allowed: {', '.join(KEYS)}")
+            raise AttnclfError(f"{key!r} is not a setting of compare-attention; allowed: {', '.join(KEYS)}")
         elif key == "ckpt":
             ckpts = [c.strip() for c in value.strip("[]").split(",") if c.strip()]
             if len(ckpts) != 2:
-                raise SystemExit(f"error: ckpt={value}: give two, the dot run's and the additive's: 'ckpt=[a,b]'")
+                raise AttnclfError(f"ckpt={value}: give two, the dot run's and the additive's: 'ckpt=[a,b]'")
             out += ckpts
         else:
             out += [f"--{key.replace('_', '-')}", value]
@@ -80,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     for name, clf in models.items():
         if clf.module.hparams.attention != name:
-            raise SystemExit(f"error: {name} checkpoint was trained with attention={clf.module.hparams.attention}")
+            raise AttnclfError(f"{name} checkpoint was trained with attention={clf.module.hparams.attention}")
     if args.texts:
         texts = [t for t in args.texts.read_text(encoding="utf-8").splitlines() if t.strip()][: args.n]
     else:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from attnclf.errors import AttnclfError
 from attnclf.utils.jsonfile import not_measured
 
 
@@ -207,7 +208,7 @@ def main(argv=None) -> int:
     results = [load(x) for x in args.results]
     if (args.by_attention or args.aopc_out) and any("eraser" not in r for r in results):
         old = next(x for x, r in zip(args.results, results, strict=True) if "eraser" not in r)
-        raise SystemExit(f"error: {old} has no ERASER scores (made before them): run faithfulness.py on it again")
+        raise AttnclfError(f"{old} has no ERASER scores (made before them): run attnclf faithfulness on it again")
     print(by_attention(results) if args.by_attention else table(results))
     if args.aopc_out:
         from attnclf.presentation.figures import aopc_by_attention_figure

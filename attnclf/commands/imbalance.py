@@ -14,29 +14,49 @@ import json
 import random
 from pathlib import Path
 
+from attnclf.errors import AttnclfError
+
 
 def imbalance(src: Path, out: Path, rows: dict[str, int], rare: str, share: float, seed: int) -> dict[str, dict]:
-    """The copy; per split, the rows of each class written."""
+    """The copy; per split, the rows of each class written. Every split is drawn (and checked) before any
+    file is written."""
     rng = random.Random(seed)
-    out.mkdir(parents=True, exist_ok=True)
-    counts = {}
+    drawn = {}
     for split, total in rows.items():
-        lines = [json.loads(x) for x in (src / f"{split}.jsonl").read_text().splitlines() if x.strip()]
+        path = src / f"{split}.jsonl"
+        if not path.is_file():
+            raise AttnclfError(f"{path}: no such file (SRC holds a <split>.jsonl for each split of --rows)")
+        lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
         few = [r for r in lines if str(r["label"]) == rare]
         rest = [r for r in lines if str(r["label"]) != rare]
         n_rare = round(share * total)
         if n_rare > len(few) or total - n_rare > len(rest):
-            raise SystemExit(
-                f"error: {split} has {len(few)} rows of class {rare} and {len(rest)} others; "
+            raise AttnclfError(
+                f"{split} has {len(few)} rows of class {rare} and {len(rest)} others; "
                 f"asked for {n_rare} and {total - n_rare}"
             )
-        picked = rng.sample(few, n_rare) + rng.sample(rest, total - n_rare)
-        rng.shuffle(picked)
+        drawn[split] = rng.sample(few, n_rare) + rng.sample(rest, total - n_rare)
+        rng.shuffle(drawn[split])
+    out.mkdir(parents=True, exist_ok=True)
+    counts = {}
+    for split, picked in drawn.items():
         (out / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in picked))
         counts[split] = {}
         for r in picked:
             counts[split][str(r["label"])] = counts[split].get(str(r["label"]), 0) + 1
     return counts
+
+
+def parsed(flag: str, given: str, value: type) -> tuple[str, float]:
+    """NAME=VALUE of a flag, its value of the type given; a one-line error naming it otherwise."""
+    name, eq, number = given.partition("=")
+    try:
+        if not (name and eq):
+            raise ValueError
+        return name, value(number)
+    except ValueError:
+        kind = "a whole number" if value is int else "a number"
+        raise AttnclfError(f"{flag} {given!r}: give NAME=VALUE, VALUE {kind}") from None
 
 
 def main(argv=None) -> int:
@@ -47,8 +67,10 @@ def main(argv=None) -> int:
     p.add_argument("--rare", required=True, help="CLASS=SHARE, e.g. 0=0.018")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
-    rows = {k: int(v) for k, v in (x.split("=", 1) for x in args.rows)}
-    rare, share = args.rare.split("=", 1)
-    for split, n in imbalance(args.src, args.out, rows, rare, float(share), args.seed).items():
+    rows = dict(parsed("--rows", x, int) for x in args.rows)
+    rare, share = parsed("--rare", args.rare, float)
+    if not 0 <= share <= 1 or any(n < 1 for n in rows.values()):
+        raise AttnclfError(f"--rare {args.rare} --rows {' '.join(args.rows)}: SHARE in [0, 1], each N 1 or more")
+    for split, n in imbalance(args.src, args.out, rows, rare, share, args.seed).items():
         print(split, dict(sorted(n.items())))
     return 0

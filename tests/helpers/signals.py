@@ -1,9 +1,12 @@
-"""A callback that signals its own process at a chosen step, for the kill-and-resume tests, and the
-environment that lets a run started as a process of its own import it."""
+"""A callback that signals its own process at a chosen step, for the kill-and-resume tests; the
+environment that lets a run started as a process of its own import it, armed; and the resume, a command
+run in the test's process with the callback importable and not armed."""
 
 from __future__ import annotations
 
 import os
+
+from helpers.commands import attnclf_in_process
 
 SIGNALLER = '''
 import os, signal
@@ -21,9 +24,18 @@ class SignalAt(L.Callback):
 '''
 
 
-def signaller_env(tmp_path, armed=True):
-    """The environment of a run that may name signaller.SignalAt as a callback (`armed`: it signals)."""
+def signaller_env(tmp_path):
+    """The environment of a run, a process of its own, whose signaller.SignalAt callback signals."""
     (tmp_path / "signaller.py").write_text(SIGNALLER)
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    env.pop("SIGNALLER_ARMED", None)
-    return {**env, "SIGNALLER_ARMED": "1"} if armed else env
+    return {**env, "SIGNALLER_ARMED": "1"}
+
+
+def resume_in_process(argv, tmp_path, monkeypatch, capfd) -> tuple[int, str]:
+    """`attnclf *argv` in this process, as the command after a kill runs: the callback its run names (in
+    `tmp_path`, from signaller_env) importable, not armed. Its exit status and what it wrote to stderr."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv("SIGNALLER_ARMED", raising=False)
+    capfd.readouterr()
+    status = attnclf_in_process(argv, monkeypatch)
+    return status, capfd.readouterr().err
