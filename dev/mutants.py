@@ -910,6 +910,13 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         ],
     ),
     (
+        "a-character-without-a-glyph-drawn-as-is",
+        "attnclf/presentation/figures.py",
+        r'return \["".join\(c if ord\(c\) in held else NO_GLYPH for c in w\) for w in words\]',
+        "return words",
+        ["tests/test_presentation.py::test_a_character_no_font_holds_is_drawn_as_a_box_and_said_once"],
+    ),
+    (
         "compare-attention-key-value-ignored",
         "attnclf/commands/compare_attention.py",
         r"argv = as_flags\(list\(sys\.argv\[1:\] if argv is None else argv\)\)",

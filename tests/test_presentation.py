@@ -1,8 +1,13 @@
 """What people look at (attnclf/presentation): words readable on their cells, whole-number counts,
 labels in a reader's words."""
 
+import io
+import logging
+import warnings
+
 import numpy as np
 
+from attnclf.presentation import figures
 from attnclf.presentation.figures import (
     attention_heatmap,
     confusion_figure,
@@ -23,6 +28,26 @@ def test_words_are_readable_on_the_darkest_and_the_lightest_cells():
     assert colours["97"] == "white" and colours["3"] == "black"
     assert readable_on((0.0, 0.0, 0.0, 1.0)) == "white" and readable_on((1.0, 1.0, 1.0, 1.0)) == "black"
     pyplot().close("all")
+
+
+def test_a_character_no_font_holds_is_drawn_as_a_box_and_said_once(monkeypatch, caplog):
+    """Private-use characters, which no font holds: each drawn as a box, one line said for the process, and
+    none of matplotlib's warnings (one a character, every figure)."""
+    monkeypatch.setattr(figures, "SAID", set())
+    words = ["great", "\ue000a", "\ue001", "film"]
+    with warnings.catch_warnings(), caplog.at_level(logging.WARNING):
+        warnings.simplefilter("error")
+        for _ in range(2):
+            fig = attention_heatmap(words, np.full(4, 0.25), "title", columns=4)
+            fig.savefig(io.BytesIO(), format="png")
+            pyplot().close(fig)
+    shown = [t.get_text() for t in fig.axes[0].texts]
+    assert shown == ["great", "\u25a1a", "\u25a1", "film"]
+    notes = [r.getMessage() for r in caplog.records if "no glyph" in r.getMessage()]
+    assert len(notes) == 1 and notes[0].startswith(
+        "attention figures: '\\ue000' and 1 more characters have no glyph in the fonts found (DejaVu Sans"
+    ), notes
+    assert figures.drawable(["great", "film"]) == ["great", "film"]
 
 
 def test_the_faithfulness_figure_counts_reviews_in_whole_numbers_and_names_k_plainly():

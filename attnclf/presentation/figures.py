@@ -4,12 +4,35 @@ figure; the caller saves it or hands it to TensorBoard (attnclf/presentation/ten
 
 from __future__ import annotations
 
+import functools
+import logging
+
 import numpy as np
 
 from attnclf.data.text import UNK
 
+log = logging.getLogger(__name__)
+
 # where a review never flipped, in the "share removed" histogram (past 1)
 UNMEASURED_FLIP = 1.05
+# fonts for the scripts matplotlib's own DejaVu Sans lacks (CJK, Arabic, Hebrew, Indic, Thai), each used
+# where it is installed
+FALLBACK_FONTS = (
+    "Noto Sans CJK JP",
+    "Noto Sans CJK SC",
+    "Noto Sans CJK TC",
+    "Noto Sans CJK KR",
+    "WenQuanYi Zen Hei",
+    "Droid Sans Fallback",
+    "Noto Sans Arabic",
+    "Noto Sans Hebrew",
+    "Noto Sans Devanagari",
+    "Noto Sans Thai",
+)
+# drawn for a character no font found holds (DejaVu Sans has it)
+NO_GLYPH = "\u25a1"
+# the notes said in this process: each once (matplotlib's own warning comes for each character, every figure)
+SAID: set[str] = set()
 
 
 def pyplot():
@@ -20,6 +43,37 @@ def pyplot():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+@functools.cache
+def word_fonts() -> tuple[tuple[str, ...], frozenset[int]]:
+    """The font families a word is drawn from (DejaVu Sans, then each fallback installed; matplotlib takes a
+    character from the first that holds it) and the characters they hold between them."""
+    from matplotlib import font_manager as fm
+
+    installed = {f.name for f in fm.fontManager.ttflist}
+    families = ("DejaVu Sans", *(f for f in FALLBACK_FONTS if f in installed))
+    held = set()
+    for family in families:
+        held |= set(fm.get_font(fm.findfont(fm.FontProperties(family=family))).get_charmap())
+    return families, frozenset(held)
+
+
+def drawable(words: list[str]) -> list[str]:
+    """The words as a figure can draw them: a character that no font found holds becomes NO_GLYPH."""
+    families, held = word_fonts()
+    missing = sorted({c for w in words for c in w if ord(c) not in held and not c.isspace()})
+    if not missing:
+        return words
+    if "no glyph" not in SAID:
+        SAID.add("no glyph")
+        more = f" and {len(missing) - 1} more characters have" if len(missing) > 1 else " has"
+        log.warning(
+            f"attention figures: {missing[0]!r}{more} no glyph in the fonts found ({', '.join(families)}); "
+            f"the figures draw {NO_GLYPH} for them (predictions and the HTML pages are unaffected); a font that "
+            "has them, such as Debian's fonts-noto-cjk, draws them"
+        )
+    return ["".join(c if ord(c) in held else NO_GLYPH for c in w) for w in words]
 
 
 def readable_on(rgba) -> str:
@@ -39,9 +93,10 @@ def draw_weights(ax, words: list[str], weights, columns: int, signed: bool = Fal
     top = top or 1.0
     cmap, vmin = ("RdBu_r", -top) if signed else ("Reds", 0)
     im = ax.imshow(grid.reshape(rows, columns), cmap=cmap, aspect="auto", vmin=vmin, vmax=top)
-    for j, w in enumerate(words):
+    families, _ = word_fonts()
+    for j, (w, shown) in enumerate(zip(words, drawable([w[:12] for w in words]), strict=True)):
         colour = "grey" if w == UNK else readable_on(im.cmap(im.norm(weights[j])))
-        ax.text(j % columns, j // columns, w[:12], ha="center", va="center", fontsize=7, color=colour)
+        ax.text(j % columns, j // columns, shown, ha="center", va="center", fontsize=7, color=colour, family=families)
     ax.set_xticks([])
     return im
 
