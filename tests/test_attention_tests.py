@@ -39,6 +39,8 @@ def test_the_context_free_model_pools_each_token_alone_by_the_weights_given():
     torch.testing.assert_close(h2[0, 0], h[0, 0])
 
 
+# (the steps log, which needs a Trainer; a test of their losses does without one)
+@pytest.mark.filterwarnings("ignore:You are trying to `self.log\\(\\)`")
 def test_the_guided_losses_are_the_tests_definitions():
     """Adversarial: mean over the batch of TVD(student, base) - lambda KL(student's weights || base's); diagnostic
     with frozen weights pools with the base's own weights (JSD 0 from them)."""
@@ -50,13 +52,13 @@ def test_the_guided_losses_are_the_tests_definitions():
         ids[i, n:] = 0
     module = GuidedModule(base, student, "adversarial", lam=0.3)
     student.eval()  # (no dropout: the same numbers twice)
-    loss = module.training_step((ids, lengths, y), 0)
+    loss = module.training_step((ids, lengths, y), 0).detach()
     logits, w = student(ids, lengths)
     with torch.no_grad():
         base_logits, base_w = base(ids, lengths)
     tvd = 0.5 * (logits.softmax(-1) - base_logits.softmax(-1)).abs().sum(-1)
     kl = [(w[i, :n] * (w[i, :n].log() - base_w[i, :n].log())).sum() for i, n in enumerate(lengths)]
-    assert float(loss) == pytest.approx(float((tvd - 0.3 * torch.stack(kl)).mean()), abs=1e-5)
+    assert float(loss) == pytest.approx(float((tvd - 0.3 * torch.stack(kl)).mean().detach()), abs=1e-5)
     free = ContextFreeClassifier(V, 2, embed_dim=6, hidden_dim=4)
     diag = GuidedModule(base, free, "diagnostic", "frozen")
     diag.test_step((ids, lengths, y), 0)
@@ -74,8 +76,8 @@ def test_the_guided_losses_are_the_tests_definitions():
         want = 0.5 * (p * (p / m).log()).sum() + 0.5 * (q * (q / m).log()).sum()
         assert float(by_student.outputs["jsd"][0][i]) == pytest.approx(float(want), abs=1e-5)
     logits, _ = free(ids, lengths, base_w)
-    assert float(diag.training_step((ids, lengths, y), 0)) == pytest.approx(
-        float(torch.nn.functional.cross_entropy(logits, y)), abs=1e-6
+    assert float(diag.training_step((ids, lengths, y), 0).detach()) == pytest.approx(
+        float(torch.nn.functional.cross_entropy(logits, y).detach()), abs=1e-6
     )
 
 
