@@ -288,7 +288,7 @@ def compose_faith(overrides):
 
 
 @pytest.mark.slow  # (a process of its own, or more training than a tiny run)
-def test_faithfulness_command_writes_json_summary_and_tensorboard(tiny_run, tiny_imdb, tmp_path, capsys):
+def test_faithfulness_command_writes_json_summary_and_tensorboard(tiny_run, tiny_imdb, tmp_path, monkeypatch, capsys):
     out = tmp_path / "faith"
     cfg = compose_faith(
         [
@@ -358,9 +358,17 @@ def test_faithfulness_command_writes_json_summary_and_tensorboard(tiny_run, tiny
 
     from attnclf.commands.compare_faithfulness import main
 
-    with pytest.raises(SystemExit) as missing:  # a path without a result: one line, exit 2 like every user error
-        main([str(tmp_path / "nothing")])
-    assert missing.value.code == 2 and "error: no faithfulness.json at" in capsys.readouterr().err
+    # a path without a result, a file cut short, another JSON file: one line, exit 2 like every user error
+    (tmp_path / "torn.json").write_text('{"attention": "dot", "check')
+    (tmp_path / "other.json").write_text("[1, 2]")
+    for given, line in (
+        ("nothing", "no faithfulness.json at"),
+        ("torn.json", "torn.json is not JSON (Unterminated string"),
+        ("other.json", "other.json is not what attnclf faithfulness writes"),
+    ):
+        assert attnclf_in_process(["compare-faithfulness", str(tmp_path / given)], monkeypatch) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("error: ") and line in err[0], err
 
     # a run folder stands for the one result it holds (<run>/faithfulness_test/)
     import shutil

@@ -252,6 +252,8 @@ def test_compare_datasets_runs_each_protocol_and_reports_each_dataset_apart(tiny
     assert "give at least one dataset" in capsys.readouterr().err
     assert attnclf_in_process(["compare-datasets", "--data", "no-path", "--out", str(out)], monkeypatch) == 2
     assert "--data 'no-path': give NAME=PATH" in capsys.readouterr().err
+    assert attnclf_in_process(["compare-datasets", "--data", f"gone={tmp_path / 'gone'}"], monkeypatch) == 2
+    assert capsys.readouterr().err.strip().endswith(f"error: --data gone={tmp_path / 'gone'}: does not exist")
 
 
 @pytest.mark.bench  # (a benchmark script on tiny inputs, in a process of its own)

@@ -165,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"--folds={args.folds} must be 2 or more")
     for name, path in given.items():
         if not Path(path).expanduser().exists():
-            p.error(f"--{name} {path}: does not exist")
+            given_as = f"--{name} {path}" if name in BUILT_IN else f"--data {name}={path}"
+            p.error(f"{given_as}: does not exist")
     # name: (its multirun's overrides, how many runs it makes)
     plans = {}
     for name, path in given.items():

@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -30,14 +29,18 @@ def load(path: str) -> dict:
         p = found[0].parent if len(found) == 1 else p
         if len(found) > 1:
             names = ", ".join(str(f.parent) for f in found)
-            print(f"error: {path} holds several faithfulness results; give one of: {names}", file=sys.stderr)
-            raise SystemExit(2)
+            raise AttnclfError(f"{path} holds several faithfulness results; give one of: {names}")
     p = p / "faithfulness.json" if p.is_dir() else p
     if not p.is_file():
-        print(f"error: no faithfulness.json at {path} (run attnclf faithfulness first)", file=sys.stderr)
-        raise SystemExit(2)
+        raise AttnclfError(f"no faithfulness.json at {path} (run attnclf faithfulness first)")
+    try:
+        saved = json.loads(p.read_text())
+    except json.JSONDecodeError as e:
+        raise AttnclfError(f"{p} is not JSON ({e.msg}, line {e.lineno}): run attnclf faithfulness again") from None
+    if not isinstance(saved, dict) or "attention" not in saved or "checkpoint" not in saved:
+        raise AttnclfError(f"{p} is not what attnclf faithfulness writes (no attention or checkpoint in it)")
     # a value not measured is null in the file
-    r = not_measured(json.loads(p.read_text()))
+    r = not_measured(saved)
     r["_label"] = f"{r['attention']} ({Path(r['checkpoint']).parent.parent.name})"
     return r
 
