@@ -917,6 +917,20 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         ["tests/test_presentation.py::test_a_character_no_font_holds_is_drawn_as_a_box_and_said_once"],
     ),
     (
+        "a-torn-faithfulness-file-is-a-traceback",
+        "attnclf/commands/compare_faithfulness.py",
+        r"except json\.JSONDecodeError as e:",
+        "except OSError as e:",
+        ["tests/test_faithfulness.py::test_faithfulness_command_writes_json_summary_and_tensorboard"],
+    ),
+    (
+        "a-missing-data-path-named-as-a-flag",
+        "attnclf/commands/compare_datasets.py",
+        r'else f"--data \{name\}=\{path\}"',
+        'else f"--{name} {path}"',
+        ["tests/test_scripts.py::test_compare_datasets_runs_each_protocol_and_reports_each_dataset_apart"],
+    ),
+    (
         "compare-attention-key-value-ignored",
         "attnclf/commands/compare_attention.py",
         r"argv = as_flags\(list\(sys\.argv\[1:\] if argv is None else argv\)\)",
