@@ -931,6 +931,20 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         ["tests/test_scripts.py::test_compare_datasets_runs_each_protocol_and_reports_each_dataset_apart"],
     ),
     (
+        "imbalance-writes-before-it-checks",
+        "attnclf/commands/imbalance.py",
+        r"rng = random\.Random\(seed\)\n    drawn = \{\}",
+        "rng = random.Random(seed)\n    out.mkdir(parents=True, exist_ok=True)\n    drawn = {}",
+        ["tests/test_scripts.py::test_imbalance_makes_a_smaller_copy_with_a_rare_class"],
+    ),
+    (
+        "imbalance-share-unchecked",
+        "attnclf/commands/imbalance.py",
+        r"if not 0 <= share <= 1 or any\(n < 1 for n in rows\.values\(\)\):",
+        "if False:",
+        ["tests/test_scripts.py::test_imbalance_makes_a_smaller_copy_with_a_rare_class"],
+    ),
+    (
         "compare-attention-key-value-ignored",
         "attnclf/commands/compare_attention.py",
         r"argv = as_flags\(list\(sys\.argv\[1:\] if argv is None else argv\)\)",
