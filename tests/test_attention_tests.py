@@ -1,4 +1,4 @@
-"""Wiegreffe & Pinter's tests (attention_tests.py): the context-free model, the guided training's losses, and the
+"""Wiegreffe & Pinter's tests (attnclf attention-tests): the context-free model, the guided training's losses, and the
 command end to end on a tiny run."""
 
 import json

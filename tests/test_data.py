@@ -106,7 +106,7 @@ def test_awkward_reviews_are_encoded(tiny_imdb, tmp_path):
 
 def test_validation_and_test_read_longer_reviews_than_training(tiny_imdb, tmp_path, caplog):
     """data.max_length bounds training; validation and test read up to data.eval_max_length (at least
-    max_length; None: whole reviews), and the saved vocabulary says so for eval.py and predict.py."""
+    max_length; None: whole reviews), and the saved vocabulary says so for attnclf eval and attnclf predict."""
     dm = setup_dm(tiny_imdb, tmp_path, eval_max_length=48)
     long_train = [i for i in range(len(dm.train_set)) if dm.train_set.lengths[i] == 32]
     assert long_train and all(len(dm.train_set.tokens(i)) == 32 for i in long_train)

@@ -1,4 +1,4 @@
-"""Faithfulness measures (attnclf.analysis.measures, faithfulness.py) against models whose truth is known.
+"""Faithfulness measures (attnclf.analysis.measures, attnclf faithfulness) against models whose truth is known.
 
 Two known-truth models share one design: the encoder is the identity (each position holds its own
 token's embedding), so what the output depends on is set by hand.
@@ -338,7 +338,7 @@ def test_faithfulness_command_writes_json_summary_and_tensorboard(tiny_run, tiny
     assert set(captum) <= set(saved["agreement"]["kendall_tau"])
     assert set(saved["seconds_per_review"]) == {"gradient", "gradient_fixed_weights", "loo", *captum}
     assert "| integrated gradients |" in md
-    adversarial = saved["adversarial"]  # faithfulness.py adversarial=<epsilon>: Jain & Wallace's search
+    adversarial = saved["adversarial"]  # attnclf faithfulness adversarial=<epsilon>: Jain & Wallace's search
     assert adversarial["epsilon"] == 0.05 and 0 <= adversarial["median_jsd"] <= np.log(2)
     assert adversarial["seconds_per_review"] > 0 and len(saved["per_review"]["adversarial_jsd"]) == 30
     assert (out / "adversarial.png").stat().st_size > 10_000 and "## Adversarial attention" in md
@@ -420,7 +420,7 @@ def test_faithfulness_bad_input(tiny_run, tiny_imdb, tmp_path):
         faithfulness(compose_faith([*base[1:], f"ckpt={other}"]))
     lm = tmp_path / "lm.ckpt"
     torch.save({"state_dict": {}, "hyper_parameters": {"kind": "bigru_lm", "vocab_size": 10}}, lm)
-    with pytest.raises(AttnclfError, match="is a pretrain.py language model, not a classifier"):
+    with pytest.raises(AttnclfError, match="is a language model of attnclf pretrain, not a classifier"):
         faithfulness(compose_faith([*base[1:], f"ckpt={lm}"]))
     assert not (tmp_path / "o").exists()
 

@@ -35,7 +35,7 @@ def test_classifier_api(tiny_run):
         assert len(p.tokens) == len(p.weights) and abs(sum(p.weights) - 1) < 1e-5
     assert preds[0].tokens == ["a", "great", "wonderful", "film"]
     assert preds[2].tokens == ["zzq"]  # (a word the vocabulary lacks is read as <unk>, and shown as written)
-    # the rule of predict.py's text=: an empty text is refused, not classified; a lone string is not a list
+    # the rule of attnclf predict's text=: an empty text is refused, not classified; a lone string is not a list
     with pytest.raises(AttnclfError, match=r"texts 1, 2: empty, nothing to classify"):
         clf.predict(["a film", "", "   "])
     with pytest.raises(TypeError, match=r"predict takes a list of texts; for one text: predict\(\[text\]\)\[0\]"):
@@ -61,7 +61,7 @@ def test_a_run_from_before_eval_max_length_is_read_as_it_was_trained(tiny_run, t
 
 
 def test_eval_command_on_a_run_folder_against_an_independent_computation(tiny_run, tmp_path, capsys):
-    """eval.py ckpt=<run folder>: the best checkpoint, the default output <run>/eval_<split>.json, and
+    """attnclf eval ckpt=<run folder>: the best checkpoint, the default output <run>/eval_<split>.json, and
     accuracy, loss, macro-F1 and the confusion matrix as computed here from the Python API's predictions.
     The split is imbalanced (60 positive, 20 negative), so macro-F1 differs from accuracy (micro-F1)."""
     import datasets
@@ -87,7 +87,7 @@ def test_eval_command_on_a_run_folder_against_an_independent_computation(tiny_ru
     result = strict_json(run / "eval_test.json")  # the default output: beside the checkpoint's run
     assert result["checkpoint"] == str(run / "checkpoints" / Path(best(tiny_run)).name)
 
-    # (the split has empty reviews: read as one <unk>, as eval.py and training read them)
+    # (the split has empty reviews: read as one <unk>, as attnclf eval and training read them)
     preds = TrainedClassifier.from_checkpoint(result["checkpoint"]).predict(test["text"], allow_empty=True)
     y = np.array(test["label"])
     p = np.array([q.label for q in preds])
@@ -104,7 +104,7 @@ def test_eval_command_on_a_run_folder_against_an_independent_computation(tiny_ru
 
 
 def test_eval_of_an_ensemble_averages_the_members_probabilities(tiny_run, tiny_run_additive, tiny_imdb, tmp_path):
-    """eval.py ckpt=[a,b]: the class probabilities of both models averaged (each reading the reviews with its
+    """attnclf eval ckpt=[a,b]: the class probabilities of both models averaged (each reading the reviews with its
     own vocabulary), against the Python API's predictions; each member's own accuracy beside it."""
     import numpy as np
 
@@ -310,7 +310,7 @@ def test_bad_predict_inputs(tiny_run, tmp_path, monkeypatch, capsys):
 
 
 def test_eval_refuses_bad_values_before_reading_anything(tmp_path):
-    """eval.py batch_size=0, and a GPU asked for where there is none: one line each, before any checkpoint or
+    """attnclf eval batch_size=0, and a GPU asked for where there is none: one line each, before any checkpoint or
     data is read (the paths given here do not exist)."""
 
     from attnclf.commands.eval import evaluate
@@ -328,7 +328,7 @@ def test_eval_refuses_bad_values_before_reading_anything(tmp_path):
 
 
 def test_the_html_page_shades_the_users_own_text_with_a_legend(tiny_run, tmp_path):
-    """predict.py html=: the review as written (case, punctuation, markup-free spacing) with the words the
+    """attnclf predict html=: the review as written (case, punctuation, markup-free spacing) with the words the
     model read shaded by their weights, the words truncation left out in grey, and a legend."""
     from attnclf.presentation.html import predictions_page
 

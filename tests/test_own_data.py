@@ -66,7 +66,7 @@ def test_three_classes_with_their_own_validation_split_and_per_class_metrics(tmp
 @pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_five_classes_end_to_end_eval_and_predict_with_names(tmp_path, capsys):
     """A 5-class run with string labels (and the text in a 'sentence' column, found by its usual name):
-    eval.py loads its checkpoint, predict.py prints the class names."""
+    attnclf eval loads its checkpoint, attnclf predict prints the class names."""
     names = ["very negative", "negative", "neutral", "positive", "very positive"]
     for split, n, seed in (("train", 300, 0), ("test", 100, 1)):
         rows = examples(n, 5, seed, names=names)
@@ -91,7 +91,7 @@ def test_five_classes_end_to_end_eval_and_predict_with_names(tmp_path, capsys):
 
 
 def test_eval_rebuilds_a_carved_test_split(tmp_path):
-    """One CSV, no test split of its own: eval.py data.split=test evaluates the rows the run carved off (the
+    """One CSV, no test split of its own: attnclf eval data.split=test evaluates the rows the run carved off (the
     run's own test/acc, on the same number of reviews), data.split=validation those it validated on; data
     of another size is refused in one line."""
     data = write(tmp_path / "reviews.csv", examples(200, 2, 0, names=["neg", "pos"]), "csv")
@@ -171,7 +171,7 @@ def test_the_csv_preset_asks_for_its_file(tmp_path):
 
 def test_label_map_merges_classes_and_drops_the_rest_as_binary_sst_is_made(tmp_path, capsys):
     """data=sst_binary: SST-5's labels 0-1 negative, 3-4 positive, 2 (neutral) dropped from every split; the run
-    records the map (data.json), so eval.py reads the same two classes; a label the data lacks is one line."""
+    records the map (data.json), so attnclf eval reads the same two classes; a label the data lacks is one line."""
     from attnclf.commands.eval import evaluate
     from attnclf.settings.data import data_config
 

@@ -1,4 +1,4 @@
-"""pretrain.py: forward and backward GRU language models that train.py starts from (model.init_from)."""
+"""attnclf pretrain: forward and backward GRU language models that train.py starts from (model.init_from)."""
 
 import csv
 import json
@@ -197,7 +197,9 @@ def test_a_run_given_by_name_to_resume_must_be_of_its_kind_and_sizes(lm_run, tin
         pretrain(compose_lm([*base, "lm.softmax=adaptive", "lm.cutoffs=[100]", f"ckpt_path={lm}"]))
     with pytest.raises(AttnclfError, match=r"false, this command 16, 16, sampled, true; resume with the run's"):
         pretrain(compose_lm([*base, "model.embeddings=word2vec", "model.freeze_embeddings=true", f"ckpt_path={lm}"]))
-    with pytest.raises(AttnclfError, match=r"clf is not a pretrain.py run \(its checkpoint is a classifier's\)"):
+    with pytest.raises(
+        AttnclfError, match=r"clf is not a run of attnclf pretrain \(its checkpoint is a classifier's\)"
+    ):
         pretrain(compose_lm([*base, f"ckpt_path={clf}"]))
     with pytest.raises(AttnclfError, match=r"lm is not a classifier's run .* with model.init_from=<run>$"):
         train(compose_cfg(["logger=none", *tiny_overrides(tiny_imdb, tmp_path / "o"), f"ckpt_path={lm}"]))
@@ -458,7 +460,7 @@ def pretrain_then_train(data: Path, out: Path, cache: Path, *extra: str) -> None
 )
 def test_init_from_pretrain_leaves_a_carved_test_split_out(tmp_path, caplog, carving, test_count):
     """Data without a test split of its own: the run carves its test rows (a share, or a fold) by its seed, and
-    the pretraining of its texts takes that seed (7, not pretrain.py's 42), so it carves the same rows and never
+    the pretraining of its texts takes that seed (7, not attnclf pretrain's 42), so it carves the same rows and never
     reads them."""
     data = tmp_path / "reviews.csv"
     reviews = own_words_csv(data, 3)

@@ -1,6 +1,6 @@
 """Plausibility against human rationales: the readers (ERASER's released format and a simple file), the
 alignment to the classifier's tokens, the scores against ERASER's definitions computed apart, and
-faithfulness.py with `rationales.path`."""
+attnclf faithfulness with `rationales.path`."""
 
 from __future__ import annotations
 

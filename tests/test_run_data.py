@@ -1,4 +1,4 @@
-"""A run remembers its data (data.json in its folder): eval.py and faithfulness.py with no data.* read the
+"""A run remembers its data (data.json in its folder): attnclf eval and attnclf faithfulness with no data.* read the
 run's own test rows (its own columns, the rows it carved, its fold), a data.* key given wins and the log
 says which data was used, and an ensemble of runs that read other rows is refused."""
 
@@ -73,7 +73,7 @@ def test_an_ensemble_of_runs_that_read_other_rows_is_refused(tmp_path):
 
 def test_a_run_from_before_data_json_evaluates_from_its_vocabulary_record_and_gets_one_when_resumed(tmp_path):
     """Run folders written before data.json: the carving its vocab.json saved, the data given; resumed,
-    the run writes its record, and eval.py needs no data.* for it after that."""
+    the run writes its record, and attnclf eval needs no data.* for it after that."""
     data = write(tmp_path / "reviews.csv", examples(200, 2, 0, names=["neg", "pos"]), "csv")
     run = tmp_path / "run"
     m = fit(data, run, "logger=none", "seed=3")

@@ -3,7 +3,7 @@
     attnclf agreement RUN [RUN ...] [--data /path/to/imdb] [--reviews 1000]
 
 RUN: a run folder (its best checkpoint) or a .ckpt. The runs are grouped by their attention; on the
-same sample of reviews (as faithfulness.py draws it), it prints the mean Jensen-Shannon distance
+same sample of reviews (as attnclf faithfulness draws it), it prints the mean Jensen-Shannon distance
 (base 2: 0 = the same weights, 1 = no token in common) between the weights of every pair of runs
 within a group (the seeds) and across groups (dot against additive), and between each run's weights
 and uniform weights (Wiegreffe & Pinter's baseline). `--output` writes the figures as JSON.

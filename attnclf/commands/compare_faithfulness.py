@@ -1,4 +1,4 @@
-"""Put faithfulness.py's results for several checkpoints side by side: one Markdown table and one figure.
+"""Put attnclf faithfulness's results for several checkpoints side by side: one Markdown table and one figure.
 
     attnclf compare-faithfulness RESULT [RESULT ...] [--out faithfulness.png]
     attnclf compare-faithfulness RESULT [RESULT ...] --by-attention [--aopc-out aopc.png]

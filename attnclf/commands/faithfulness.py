@@ -263,7 +263,7 @@ class FaithfulnessConfig:
         check_device(self.device)
 
 
-# faithfulness.py's importance sources from Captum (attnclf.analysis.attribution), beside the built-in ones
+# attnclf faithfulness's importance sources from Captum (attnclf.analysis.attribution), beside the built-in ones
 ATTRIBUTION_SOURCES = ("integrated_gradients", "feature_ablation")
 
 

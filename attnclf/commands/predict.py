@@ -98,7 +98,7 @@ def read_rows(path: Path, column: str = "text") -> tuple[list[str], list[dict]]:
     return texts, records
 
 
-# the columns predict.py adds to each input row
+# the columns attnclf predict adds to each input row
 PREDICTED = ("label", "prob", "top_words")
 
 
@@ -186,7 +186,7 @@ PREDICT_OUTPUTS = (".csv", ".jsonl")
 
 @dataclass
 class PredictConfig:
-    """predict.py's key=value arguments (taken literally: a review may hold any character)."""
+    """attnclf predict's key=value arguments (taken literally: a review may hold any character)."""
 
     ckpt: str | None = None
     text: str | None = None
@@ -227,7 +227,7 @@ class PredictConfig:
 
 
 def predict_settings(argv: list[str]) -> PredictConfig:
-    """predict.py's arguments, key=value each, as a checked PredictConfig. The one command not read through
+    """attnclf predict's arguments, key=value each, as a checked PredictConfig. The one command not read through
     Hydra and typed(): a review is taken as written, and Hydra's override grammar refuses quotes and brackets
     ("it's great (really)") while OmegaConf would resolve "${...}" in it. The numbers are checked here instead,
     as they were given."""

@@ -223,7 +223,7 @@ def metrics_of(
         "splits": datamodule.splits,
         # where the initial embedding came from (random, word2vec, a file)
         "embeddings": start["embeddings"],
-        # the pretrain.py checkpoint the encoder started from
+        # the attnclf pretrain checkpoint the encoder started from
         "init_from": start["init_from"],
         # tokens per training text: percentiles, share kept whole
         "text_lengths": datamodule.length_stats,

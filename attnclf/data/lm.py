@@ -1,4 +1,4 @@
-"""The texts the language models learn from (`pretrain.py`)."""
+"""The texts the language models learn from (`attnclf pretrain`)."""
 
 from __future__ import annotations
 

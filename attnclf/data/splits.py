@@ -1,6 +1,6 @@
 """Which rows of a dataset a run trains, validates and tests on: the dataset's own splits where it has them,
 else rows carved from its training split (seeded), or one fold of k stratified folds. Training and
-evaluation call the same functions, so that eval.py and faithfulness.py read exactly a run's test rows."""
+evaluation call the same functions, so that attnclf eval and attnclf faithfulness read exactly a run's test rows."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def carve_splits(
     """(rows, train rows, validation rows, test rows) of a training split of n rows, seeded: a test split
     carved first where test_size is given, or fold `fold` of `folds` stratified folds (by `labels`) where
     folds are given (rows: all but it); then a validation split from the rest where val_size is given
-    (None: not carved), never from the test rows. The same for the same arguments: eval.py rebuilds them."""
+    (None: not carved), never from the test rows. The same for the same arguments: attnclf eval rebuilds them."""
     rows, test_rows, val_rows = np.arange(n), None, None
     # k-fold cross-validation: this run tests on one fold
     if folds is not None:

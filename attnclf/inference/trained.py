@@ -84,7 +84,7 @@ class TrainedClassifier:
         ckpt = load_checkpoint(path, map_location=device)
         if checkpoint_kind(ckpt.get("hyper_parameters") or {}) == LANGUAGE_MODEL:
             raise AttnclfError(
-                f"{path} is a pretrain.py language model, not a classifier; train one from it: "
+                f"{path} is a language model of attnclf pretrain, not a classifier; train one from it: "
                 f"attnclf train model.init_from={path}"
             )
         vocab_path = run_dir_of(path) / "vocab.json"
@@ -134,8 +134,8 @@ class TrainedClassifier:
 
     def predict(self, texts: Sequence[str], batch_size: int = 64, allow_empty: bool = False) -> list[Prediction]:
         """One Prediction per text. A text that is empty or only spaces is refused (there is nothing to
-        classify), here as in predict.py; `allow_empty=True` reads it as one <unk> instead, as training and
-        eval.py read a dataset's empty rows. A single string is refused too (it would read as one text per
+        classify), here as in attnclf predict; `allow_empty=True` reads it as one <unk> instead, as training and
+        attnclf eval read a dataset's empty rows. A single string is refused too (it would read as one text per
         character)."""
         if isinstance(texts, (str, bytes)):
             raise TypeError("predict takes a list of texts; for one text: predict([text])[0]")

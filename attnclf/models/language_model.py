@@ -1,4 +1,4 @@
-"""The forward and backward GRU language models that pretrain the classifier's encoder (`pretrain.py`).
+"""The forward and backward GRU language models that pretrain the classifier's encoder (`attnclf pretrain`).
 
 The forward LM reads each review left to right and predicts the next token; the backward LM reads it
 reversed within its length (padding stays at the end, as in BiRNN) and predicts the previous one.

@@ -1,4 +1,4 @@
-"""HTML pages of reviews with their words shaded by attention: predict.py's `html=` and the scripts' pages.
+"""HTML pages of reviews with their words shaded by attention: attnclf predict's `html=` and the scripts' pages.
 
 The review is shown as its writer wrote it (case, punctuation, spacing); each word the model read is
 shaded by its weight, and a legend says what the shading means."""
@@ -72,7 +72,7 @@ def page(title: str, body: list[str], truncated: bool = False) -> str:
 
 
 def predictions_page(preds: list, about: str = "", gold: list | None = None) -> str:
-    """predict.py's html=: each review with its predicted label and probability, and its true label where
+    """attnclf predict's html=: each review with its predicted label and probability, and its true label where
     the input has one (`gold`, None for a row without); `about` (the run and its attention) on top."""
     truncated = any(p.positions and len(p.positions) < len(token_spans(p.text) or p.positions) for p in preds)
     gold = gold or [None] * len(preds)

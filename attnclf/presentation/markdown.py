@@ -23,7 +23,7 @@ def _agreement_row(label: str, signed: dict, size: dict, top1: float) -> str:
 
 
 def faithfulness_markdown(r: dict) -> str:
-    """faithfulness.py's summary.md from its faithfulness.json result: a section a measure."""
+    """attnclf faithfulness's summary.md from its faithfulness.json result: a section a measure."""
     lines = [
         f"# Faithfulness of {r['attention']} attention",
         "",

@@ -31,7 +31,7 @@ def log_attention_review(
 def write_faithfulness(
     out: Path, r: dict, arrays: dict, fig, reviews: list[tuple[list[str], str, dict]], aopc=None, adversarial=None
 ) -> None:
-    """faithfulness.py's TensorBoard events in `out`: its scalars and histograms, the summary figure, and
+    """attnclf faithfulness's TensorBoard events in `out`: its scalars and histograms, the summary figure, and
     a few reviews (words, title, importance rows) shaded by each measure. ERASER's scores go under
     `faithfulness_<split>/` (comprehensiveness and sufficiency per bin, their AOPC, per importance source), and
     with human rationales the plausibility scores (token F1, AUPRC, IOU-F1, per source)."""
@@ -59,7 +59,7 @@ def write_faithfulness(
         tb.add_scalar("faithfulness/conicity", r["states"]["conicity"]["mean"], 0)
         tb.add_scalar("faithfulness/zero_weight_share", r["states"]["zero_weight_share"]["mean"], 0)
         tb.add_figure("faithfulness/summary", fig, 0, close=False)
-        # Jain & Wallace's adversarial attention (faithfulness.py adversarial=<epsilon>)
+        # Jain & Wallace's adversarial attention (attnclf faithfulness adversarial=<epsilon>)
         if adversarial is not None:
             adv = r["adversarial"]
             tb.add_scalar("faithfulness/adversarial_median_jsd", adv["median_jsd"], 0)

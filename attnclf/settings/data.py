@@ -1,7 +1,7 @@
 """Which data a run reads and how (`data`, conf/data/), and the word vectors learnt from it (`word2vec`).
 
 `DataConfig` is what the DataModule is built from, and what a run folder records of its data (data.json:
-`RECORDED`), so that eval.py and faithfulness.py read the run's own test rows without being told again.
+`RECORDED`), so that attnclf eval and attnclf faithfulness read the run's own test rows without being told again.
 """
 
 from __future__ import annotations
@@ -201,7 +201,7 @@ RATIONALE_FILES = (".jsonl", ".json", ".csv", ".tsv", ".parquet")
 
 @dataclass
 class RationalesConfig:
-    """Human rationales to score the importance sources against (faithfulness.py's `rationales.*`): an
+    """Human rationales to score the importance sources against (attnclf faithfulness's `rationales.*`): an
     ERASER folder (docs/ and <split>.jsonl) or one file with a text, a label and a marked-spans column."""
 
     # an ERASER folder (docs/ + train/val/test.jsonl), or a .jsonl/.csv file of marked spans

@@ -92,7 +92,7 @@ def pretraining_config(cfg: DictConfig, run: TrainRunConfig, model: ModelConfig)
         key = item.split("=", 1)[0].lstrip("+~")
         if "=" not in item:
             raise AttnclfError(
-                f"pretraining: {item!r} is not key=value (pretrain.py's settings, e.g. trainer.max_epochs=2)"
+                f"pretraining: {item!r} is not key=value (attnclf pretrain's settings, e.g. trainer.max_epochs=2)"
             )
         if any(key == own or key.startswith(own + ".") for own in RUNS_OWN):
             raise AttnclfError(

@@ -186,7 +186,7 @@ class PathsConfig:
     output_dir: str = "."
     # where ckpt_path=last looks for the newest unfinished run
     runs_dir: str = "outputs/runs"
-    # where pretrain.py writes, and model.init_from=latest looks
+    # where attnclf pretrain writes, and model.init_from=latest looks
     pretrain_dir: str = "outputs/pretrain"
     # tokenised data and word vectors, shared by runs
     cache_dir: str | None = None

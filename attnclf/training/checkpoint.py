@@ -102,7 +102,7 @@ def classifier_hparams(hp: dict) -> dict:
 
 
 def checkpoint_kind(hparams: dict) -> str | None:
-    """What a checkpoint holds, by its hyperparameters' `kind`: "classifier", or "bigru_lm" (pretrain.py's
+    """What a checkpoint holds, by its hyperparameters' `kind`: "classifier", or "bigru_lm" (attnclf pretrain's
     language models). A classifier saved before classifiers said their kind is told by its attention."""
     return hparams.get("kind") or (CLASSIFIER if "attention" in hparams else None)
 

@@ -1,4 +1,4 @@
-"""Starting a classifier from `pretrain.py`'s language models (`model.init_from`): finding the run,
+"""Starting a classifier from `attnclf pretrain`'s language models (`model.init_from`): finding the run,
 checking it before any data work, and copying its GRUs and embedding in; `model.init_from=pretrain` makes
 that run first where the cache does not hold one of the same texts and settings (`cached_pretraining`)."""
 
@@ -34,7 +34,7 @@ MIN_SHARED_VOCAB = 0.5
 
 
 def latest_pretraining(root: Path) -> Path:
-    """The newest finished pretrain.py run (one with metrics.json) under `root`."""
+    """The newest finished attnclf pretrain run (one with metrics.json) under `root`."""
     runs = sorted((p.parent for p in root.glob("*/metrics.json")), key=lambda p: p.stat().st_mtime)
     runs = [r for r in runs if json.loads((r / "metrics.json").read_text()).get("kind") == KIND]
     if not runs:
@@ -45,7 +45,7 @@ def latest_pretraining(root: Path) -> Path:
 def check_init_from(
     path: str, embed_dim: int, hidden_dim: int, pretrain_dir: str = "outputs/pretrain"
 ) -> tuple[Path, dict]:
-    """(the checkpoint file, its contents) of a pretrain.py checkpoint or run folder (`latest`: the newest
+    """(the checkpoint file, its contents) of a checkpoint or run folder of attnclf pretrain (`latest`: the newest
     finished one under `pretrain_dir`) that fits a model of these sizes; one-line errors otherwise.
     train() calls it before any data work."""
     if path == "latest":
@@ -56,7 +56,7 @@ def check_init_from(
     if checkpoint_kind(hp) != KIND:
         what = "a classifier's" if checkpoint_kind(hp) == CLASSIFIER else "another kind of"
         raise AttnclfError(
-            f"model.init_from={path}: {what} checkpoint, not a language model; give what pretrain.py wrote"
+            f"model.init_from={path}: {what} checkpoint, not a language model; give what attnclf pretrain wrote"
         )
     theirs = (hp.get("embed_dim"), hp.get("hidden_dim"))
     if theirs != (embed_dim, hidden_dim):
@@ -74,7 +74,7 @@ def load_pretrained(
     pretrain_dir: str = "outputs/pretrain",
     loaded: tuple[Path, dict] | None = None,
 ) -> dict:
-    """Start `model` from a pretrain.py checkpoint (or run folder: its best checkpoint): the forward LM's GRU
+    """Start `model` from a checkpoint of attnclf pretrain (or its run folder: its best one): the forward LM's GRU
     into the encoder's forward direction, the backward LM's into the backward one, and the embedding
     row by row for the words both vocabularies have (the others keep their initialisation).
     `loaded`: what check_init_from already returned for `path`."""
@@ -158,7 +158,7 @@ def cached_pretraining(s: PretrainConfig, datamodule: TextDataModule, seed: int,
         resume = (folder / "checkpoints" / "last.ckpt").is_file()
         s.paths.output_dir, s.run.ckpt_path = str(folder), str(folder) if resume else None
         log.info(
-            "model.init_from=pretrain: %s the pretraining of these texts and settings in %s (pretrain.py's "
+            "model.init_from=pretrain: %s the pretraining of these texts and settings in %s (attnclf pretrain's "
             "defaults and pretraining=%s)",
             "resuming" if resume else "none cached: running",
             folder,

@@ -1,4 +1,4 @@
-"""The LightningModule that pretrains the encoder as two language models (`pretrain.py`): the models are
+"""The LightningModule that pretrains the encoder as two language models (`attnclf pretrain`): the models are
 attnclf/models/language_model.py's, the texts attnclf/data/lm.py's."""
 
 from __future__ import annotations

@@ -237,7 +237,7 @@ class ClassifierModule(TrainingModule):
         self.save_hyperparameters(saved, logger=False)
         m = self.config.model
         self.model = ClassifierNet(vocab_size, num_classes, config.attention, m)
-        # `embeddings` (random, word2vec or a vectors file) and `init_from` (a pretrain.py checkpoint) are where
+        # `embeddings` (random, word2vec or a vectors file) and `init_from` (a checkpoint of attnclf pretrain) are where
         # train() took the initial weights from: a record only, as the weights themselves are in the state dict
         self.model.embed.weight.requires_grad_(not m.freeze_embeddings)
         # optimizer.class_weights: the training loss's weight per class, from the training rows (train() sets

@@ -40,7 +40,7 @@ def matches(hp: dict, model: ModelConfig, lm: LMConfig) -> bool:
 def mismatch(hp: dict, run: Path, model: ModelConfig, lm: LMConfig) -> str | None:
     """Why a checkpoint given by name cannot continue as this command's pretraining (None: it can)."""
     if checkpoint_kind(hp) != KIND:
-        return f"{run} is not a pretrain.py run (its checkpoint is a classifier's); give a pretraining run"
+        return f"{run} is not a run of attnclf pretrain (its checkpoint is a classifier's); give a pretraining run"
     if not matches(hp, model, lm):
         return (
             f"that run has model.embed_dim={hp.get('embed_dim')}, model.hidden_dim={hp.get('hidden_dim')}, "

@@ -109,7 +109,7 @@ def settings_mismatch(hparams: dict, run: Path, config: ClassifierConfig) -> str
     """Why a classifier checkpoint cannot continue under this command's settings (None: it can)."""
     if checkpoint_kind(hparams) != CLASSIFIER:
         return (
-            f"{run} is not a classifier's run (a language model's from pretrain.py?); a classifier starts from "
+            f"{run} is not a classifier's run (a language model's from attnclf pretrain?); a classifier starts from "
             "one with model.init_from=<run>"
         )
     differ = setting_differences(hparams, config)
