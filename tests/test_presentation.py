@@ -31,21 +31,25 @@ def test_words_are_readable_on_the_darkest_and_the_lightest_cells():
 
 
 def test_a_character_no_font_holds_is_drawn_as_a_box_and_said_once(monkeypatch, caplog):
-    """Private-use characters, which no font holds: each drawn as a box, one line said for the process, and
-    none of matplotlib's warnings (one a character, every figure)."""
+    """Private-use characters, which no font holds, in words, a title and class names: each drawn as a box, one
+    line said for the process, and none of matplotlib's warnings (one a character, every figure)."""
     monkeypatch.setattr(figures, "SAID", set())
     words = ["great", "\ue000a", "\ue001", "film"]
     with warnings.catch_warnings(), caplog.at_level(logging.WARNING):
         warnings.simplefilter("error")
         for _ in range(2):
-            fig = attention_heatmap(words, np.full(4, 0.25), "title", columns=4)
+            fig = attention_heatmap(words, np.full(4, 0.25), "predicted \ue002", columns=4)
             fig.savefig(io.BytesIO(), format="png")
             pyplot().close(fig)
+        # class names are the data's too
+        confusion = confusion_figure(np.eye(2), ["\ue003", "b"])
+        confusion.savefig(io.BytesIO(), format="png")
     shown = [t.get_text() for t in fig.axes[0].texts]
-    assert shown == ["great", "\u25a1a", "\u25a1", "film"]
+    assert shown == ["great", "\u25a1a", "\u25a1", "film"] and fig.axes[0].get_title() == "predicted \u25a1"
+    assert [t.get_text() for t in confusion.axes[0].get_xticklabels()] == ["\u25a1", "b"]
     notes = [r.getMessage() for r in caplog.records if "no glyph" in r.getMessage()]
     assert len(notes) == 1 and notes[0].startswith(
-        "attention figures: '\\ue000' and 1 more characters have no glyph in the fonts found (DejaVu Sans"
+        "figures: '\\ue000' and 1 more characters have no glyph in the fonts found (DejaVu Sans"
     ), notes
     assert figures.drawable(["great", "film"]) == ["great", "film"]
 

@@ -60,7 +60,8 @@ def word_fonts() -> tuple[tuple[str, ...], frozenset[int]]:
 
 
 def drawable(words: list[str]) -> list[str]:
-    """The words as a figure can draw them: a character that no font found holds becomes NO_GLYPH."""
+    """The words (or a title, class names: text from the data) as a figure can draw them: a character that
+    no font found holds becomes NO_GLYPH."""
     families, held = word_fonts()
     missing = sorted({c for w in words for c in w if ord(c) not in held and not c.isspace()})
     if not missing:
@@ -69,7 +70,7 @@ def drawable(words: list[str]) -> list[str]:
         SAID.add("no glyph")
         more = f" and {len(missing) - 1} more characters have" if len(missing) > 1 else " has"
         log.warning(
-            f"attention figures: {missing[0]!r}{more} no glyph in the fonts found ({', '.join(families)}); "
+            f"figures: {missing[0]!r}{more} no glyph in the fonts found ({', '.join(families)}); "
             f"the figures draw {NO_GLYPH} for them (predictions and the HTML pages are unaffected); a font that "
             "has them, such as Debian's fonts-noto-cjk, draws them"
         )
@@ -109,7 +110,7 @@ def attention_heatmap(words: list[str], weights: np.ndarray, title: str, columns
     im = draw_weights(ax, words, weights, columns)
     ax.set_yticks(range(rows), [str(r * columns) for r in range(rows)], fontsize=7)
     ax.set_ylabel("token index")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(*drawable([title]), fontsize=9, family=word_fonts()[0])
     fig.colorbar(im, ax=ax, fraction=0.03, pad=0.01, label="attention weight")
     fig.tight_layout()
     return fig
@@ -128,7 +129,7 @@ def importance_figure(words: list[str], rows: dict[str, np.ndarray], title: str,
         ax.set_yticks([])
         ax.set_title(name, fontsize=8, loc="left")
         fig.colorbar(im, ax=ax, fraction=0.03, pad=0.01)
-    fig.suptitle(title, fontsize=9)
+    fig.suptitle(*drawable([title]), fontsize=9, family=word_fonts()[0])
     fig.tight_layout()
     return fig
 
@@ -141,7 +142,7 @@ def attention_pair_figure(rows: list[tuple[str, list[str], np.ndarray]], columns
     for ax, (title, words, weights) in zip(np.atleast_1d(axes), rows, strict=True):
         draw_weights(ax, words, weights, columns)
         ax.set_yticks([])
-        ax.set_title(title, fontsize=9)
+        ax.set_title(*drawable([title]), fontsize=9, family=word_fonts()[0])
     fig.tight_layout()
     return fig
 
@@ -155,8 +156,10 @@ def confusion_figure(confusion: np.ndarray, names: list[str]):
     for (i, j), v in np.ndenumerate(confusion):
         colour = readable_on(im.cmap(im.norm(v)))
         ax.text(j, i, str(int(v)), ha="center", va="center", fontsize=8, color=colour)
-    ax.set_xticks(range(n), names, rotation=45, ha="right", fontsize=8)
-    ax.set_yticks(range(n), names, fontsize=8)
+    # (class names are the data's own: any script)
+    names, families = drawable(names), word_fonts()[0]
+    ax.set_xticks(range(n), names, rotation=45, ha="right", fontsize=8, family=families)
+    ax.set_yticks(range(n), names, fontsize=8, family=families)
     ax.set(xlabel="predicted", ylabel="true")
     fig.tight_layout()
     return fig
