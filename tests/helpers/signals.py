@@ -5,6 +5,7 @@ run in the test's process with the callback importable and not armed."""
 from __future__ import annotations
 
 import os
+import time
 
 from helpers.commands import attnclf_in_process
 
@@ -36,6 +37,10 @@ def resume_in_process(argv, tmp_path, monkeypatch, capfd) -> tuple[int, str]:
     `tmp_path`, from signaller_env) importable, not armed. Its exit status and what it wrote to stderr."""
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delenv("SIGNALLER_ARMED", raising=False)
+    # into the next second: TensorBoard reads a run's event files in the order of their names, whose first
+    # field is the second each was opened in; a resume in the kill's second (here, not a user's process, which
+    # takes seconds to start) would be ordered by process id
+    time.sleep(1 - time.time() % 1)
     capfd.readouterr()
     status = attnclf_in_process(argv, monkeypatch)
     return status, capfd.readouterr().err
