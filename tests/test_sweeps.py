@@ -59,9 +59,8 @@ def metrics(tmp_path):
 
 @pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_grid_sweep_and_report(tiny_imdb, tmp_path, monkeypatch, capfd, in_process):
-    r = sweep(
-        tiny_imdb, tmp_path, monkeypatch, capfd, "experiment=compare", "seed=1,2"
-    )  # the head-to-head, with 2 seeds
+    # the head-to-head, with 2 seeds
+    r = sweep(tiny_imdb, tmp_path, monkeypatch, capfd, "experiment=compare", "seed=1,2")
     assert r.returncode == 0, r.stderr[-3000:]
     runs = metrics(tmp_path)
     assert len(runs) == 4
