@@ -952,6 +952,13 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         ["tests/test_presentation.py::test_a_character_no_font_holds_is_drawn_as_a_box_and_said_once"],
     ),
     (
+        "imbalance-row-without-a-label-unchecked",
+        "attnclf/commands/imbalance.py",
+        r'if not isinstance\(row, dict\) or "label" not in row:',
+        "if False:",
+        ["tests/test_scripts.py::test_imbalance_makes_a_smaller_copy_with_a_rare_class"],
+    ),
+    (
         "compare-attention-key-value-ignored",
         "attnclf/commands/compare_attention.py",
         r"argv = as_flags\(list\(sys\.argv\[1:\] if argv is None else argv\)\)",

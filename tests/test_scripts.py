@@ -288,13 +288,17 @@ def test_imbalance_makes_a_smaller_copy_with_a_rare_class(tmp_path, monkeypatch,
     assert "train {'0': " in said and "'2': 10}" in said
     assert attnclf_in_process([*args[:2], str(tmp_path / "again"), *args[3:]], monkeypatch) == 0
     assert (tmp_path / "again" / "train.jsonl").read_text() == (out / "train.jsonl").read_text()  # (seeded)
-    # a split that cannot give the rows asked (the last one), a flag's bad value, a split with no file: one
-    # line, exit 2, and nothing written
+    # a split that cannot give the rows asked (the last one), a flag's bad value, a split with no file, a line
+    # that is not a labelled row: one line, exit 2, and nothing written
+    (src / "torn.jsonl").write_text('{"text": "a", "label": 0}\n{"text": "b", "lab\n')
+    (src / "nolabel.jsonl").write_text('{"text": "a", "class": 0}\n')
     for bad, line in (
         (["--rows", "train=100", "test=90", "--rare", "2=0.5"], "test has 33 rows of class 2 and 67 others; asked"),
         (["--rows", "train=many", "--rare", "2=0.1"], "--rows 'train=many': give NAME=VALUE, VALUE a whole number"),
         (["--rows", "train=10", "--rare", "2=1.5"], "--rare 2=1.5 --rows train=10: SHARE in [0, 1], each N 1 or"),
         (["--rows", "dev=10", "--rare", "2=0.1"], f"{src / 'dev.jsonl'}: no such file"),
+        (["--rows", "torn=1", "--rare", "2=0.1"], f"{src / 'torn.jsonl'}: line 2 is not JSON: Unterminated string"),
+        (["--rows", "nolabel=1", "--rare", "2=0.1"], f'{src / "nolabel.jsonl"}: line 1 has no "label"'),
     ):
         capsys.readouterr()
         assert attnclf_in_process(["imbalance", str(src), str(tmp_path / "no"), *bad], monkeypatch) == 2

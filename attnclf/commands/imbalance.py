@@ -26,7 +26,7 @@ def imbalance(src: Path, out: Path, rows: dict[str, int], rare: str, share: floa
         path = src / f"{split}.jsonl"
         if not path.is_file():
             raise AttnclfError(f"{path}: no such file (SRC holds a <split>.jsonl for each split of --rows)")
-        lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+        lines = rows_of(path)
         few = [r for r in lines if str(r["label"]) == rare]
         rest = [r for r in lines if str(r["label"]) != rare]
         n_rare = round(share * total)
@@ -45,6 +45,22 @@ def imbalance(src: Path, out: Path, rows: dict[str, int], rare: str, share: floa
         for r in picked:
             counts[split][str(r["label"])] = counts[split].get(str(r["label"]), 0) + 1
     return counts
+
+
+def rows_of(path: Path) -> list[dict]:
+    """A JSON Lines split's rows, each an object with a "label"; a line that is not is one error naming it."""
+    rows = []
+    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise AttnclfError(f"{path}: line {n} is not JSON: {e.msg} (column {e.colno})") from None
+        if not isinstance(row, dict) or "label" not in row:
+            raise AttnclfError(f'{path}: line {n} has no "label" (each line is an object with one)')
+        rows.append(row)
+    return rows
 
 
 def parsed(flag: str, given: str, value: type) -> tuple[str, float]:
