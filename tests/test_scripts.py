@@ -297,7 +297,7 @@ def test_imbalance_makes_a_smaller_copy_with_a_rare_class(tmp_path, monkeypatch,
         (["--rows", "train=many", "--rare", "2=0.1"], "--rows 'train=many': give NAME=VALUE, VALUE a whole number"),
         (["--rows", "train=10", "--rare", "2=1.5"], "--rare 2=1.5 --rows train=10: SHARE in [0, 1], each N 1 or"),
         (["--rows", "dev=10", "--rare", "2=0.1"], f"{src / 'dev.jsonl'}: no such file"),
-        (["--rows", "torn=1", "--rare", "2=0.1"], f"{src / 'torn.jsonl'}: line 2 is not JSON: Unterminated string"),
+        (["--rows", "torn=1", "--rare", "2=0.1"], f"{src / 'torn.jsonl'}: line 2 is not JSON (Unterminated string"),
         (["--rows", "nolabel=1", "--rare", "2=0.1"], f'{src / "nolabel.jsonl"}: line 1 has no "label"'),
     ):
         capsys.readouterr()

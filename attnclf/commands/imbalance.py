@@ -14,6 +14,7 @@ import json
 import random
 from pathlib import Path
 
+from attnclf.data.loading import json_lines
 from attnclf.errors import AttnclfError
 
 
@@ -48,19 +49,13 @@ def imbalance(src: Path, out: Path, rows: dict[str, int], rare: str, share: floa
 
 
 def rows_of(path: Path) -> list[dict]:
-    """A JSON Lines split's rows, each an object with a "label"; a line that is not is one error naming it."""
-    rows = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise AttnclfError(f"{path}: line {n} is not JSON: {e.msg} (column {e.colno})") from None
+    """A JSON Lines split's rows, each an object with a "label"; a line that is not (or is not JSON, or a byte
+    that is not UTF-8) is one error naming it."""
+    rows = json_lines(path)
+    for n, row in rows:
         if not isinstance(row, dict) or "label" not in row:
             raise AttnclfError(f'{path}: line {n} has no "label" (each line is an object with one)')
-        rows.append(row)
-    return rows
+    return [row for _, row in rows]
 
 
 def parsed(flag: str, given: str, value: type) -> tuple[str, float]:

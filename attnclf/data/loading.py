@@ -207,16 +207,23 @@ def read_splits(
 def check_text_file(path: Path) -> None:
     """Where a data file could not be read: the first byte that is not UTF-8, or a JSON Lines file's first
     line that is not JSON, as one line naming the file and the line (nothing where neither is found)."""
-    if path.suffix.lower() == ".parquet":
-        return
-    text = decode_utf8(path.read_bytes(), path)
     if path.suffix.lower() == ".jsonl":
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                try:
-                    json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise AttnclfError(f"{path}: line {n} is not JSON ({e.msg}); one JSON object a line") from None
+        json_lines(path)
+    elif path.suffix.lower() != ".parquet":
+        decode_utf8(path.read_bytes(), path)
+
+
+def json_lines(path: Path) -> list[tuple[int, object]]:
+    """A JSON Lines file's values, each with its line number (blank lines skipped); a byte that is not UTF-8
+    or a line that is not JSON is one error naming the file and the line."""
+    values = []
+    for n, line in enumerate(decode_utf8(path.read_bytes(), path).splitlines(), 1):
+        if line.strip():
+            try:
+                values.append((n, json.loads(line)))
+            except json.JSONDecodeError as e:
+                raise AttnclfError(f"{path}: line {n} is not JSON ({e.msg}); one JSON object a line") from None
+    return values
 
 
 def decode_utf8(raw: bytes, path: Path) -> str:
