@@ -425,7 +425,9 @@ def test_faithfulness_bad_input(tiny_run, tiny_imdb, tmp_path):
     assert not (tmp_path / "o").exists()
 
 
-def test_attention_agreement_across_seeds_and_attentions(tiny_run, tiny_run_additive, tiny_imdb, tmp_path, capsys):
+def test_attention_agreement_across_seeds_and_attentions(
+    tiny_run, tiny_run_additive, tiny_imdb, tmp_path, monkeypatch, capsys
+):
     """Two copies of one run agree exactly (distance 0); dot against additive does not; bad input is one line."""
     import shutil
 
@@ -443,7 +445,9 @@ def test_attention_agreement_across_seeds_and_attentions(tiny_run, tiny_run_addi
     assert 0.01 < r["across"]["additive vs dot"]["mean_js"] <= 1 and r["across"]["additive vs dot"]["pairs"] == 2
     assert all(0 < v["mean_js_to_uniform"] < 1 for v in r["runs"].values())
     assert "additive vs dot" in capsys.readouterr().out
-    assert main([str(tiny_run), "--data", str(tiny_imdb), "--cache-dir", str(tmp_path)]) == 2
+    # (through the command table, which prints a command's user error as its one line)
+    one = ["agreement", str(tiny_run), "--data", str(tiny_imdb), "--cache-dir", str(tmp_path)]
+    assert attnclf_in_process(one, monkeypatch) == 2
     assert capsys.readouterr().err.strip() == "error: give two or more runs to compare"
 
 

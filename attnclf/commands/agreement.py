@@ -69,11 +69,7 @@ def agreement(args) -> dict:
 
 def main(argv=None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
-    try:
-        result = agreement(args)
-    except AttnclfError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    result = agreement(args)
     print(
         f"{result['reviews']} reviews of {args.split} (at most {args.max_tokens} tokens); mean Jensen-Shannon distance"
     )
