@@ -7,7 +7,7 @@ import sys
 
 import pytest
 import torch
-from helpers.commands import attnclf_in_process
+from helpers.commands import attnclf_finished, attnclf_in_process
 from helpers.config import ROOT, compose_cfg, tiny_overrides
 from omegaconf import OmegaConf
 
@@ -46,11 +46,7 @@ def sweep(tiny_imdb, tmp_path, monkeypatch, capfd, *args):
     """`attnclf train -m ...` in this process, as a shell's command would run it (Hydra's launchers start
     from the process that calls them; submitit's starts processes of its own): its exit status and what it
     printed, as a finished process holds them."""
-    capfd.readouterr()
-    argv = sweep_args(tiny_imdb, tmp_path, *args)
-    status = attnclf_in_process(argv, monkeypatch)
-    out, err = capfd.readouterr()
-    return subprocess.CompletedProcess(argv, status, out, err)
+    return attnclf_finished(sweep_args(tiny_imdb, tmp_path, *args), monkeypatch, capfd)
 
 
 def metrics(tmp_path):

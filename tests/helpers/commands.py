@@ -3,6 +3,7 @@ command's answer, not of a process of its own (a process costs seconds of import
 
 from __future__ import annotations
 
+import subprocess
 import sys
 
 from attnclf.commands import main
@@ -20,3 +21,12 @@ def attnclf_in_process(argv: list[str], monkeypatch) -> int:
         status = e.code
     GlobalHydra.instance().clear()
     return 0 if status is None else status
+
+
+def attnclf_finished(argv: list[str], monkeypatch, capfd) -> subprocess.CompletedProcess:
+    """`attnclf *argv` in this process, as a finished process holds it: its exit status, and what it (and any
+    process it started) wrote to stdout and stderr."""
+    capfd.readouterr()
+    status = attnclf_in_process(argv, monkeypatch)
+    out, err = capfd.readouterr()
+    return subprocess.CompletedProcess(["attnclf", *argv], status, out, err)

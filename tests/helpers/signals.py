@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import time
 
-from helpers.commands import attnclf_in_process
+from helpers.commands import attnclf_finished
 
 SIGNALLER = '''
 import os, signal
@@ -41,6 +41,5 @@ def resume_in_process(argv, tmp_path, monkeypatch, capfd) -> tuple[int, str]:
     # field is the second each was opened in; a resume in the kill's second (here, not a user's process, which
     # takes seconds to start) would be ordered by process id
     time.sleep(1 - time.time() % 1)
-    capfd.readouterr()
-    status = attnclf_in_process(argv, monkeypatch)
-    return status, capfd.readouterr().err
+    done = attnclf_finished(argv, monkeypatch, capfd)
+    return done.returncode, done.stderr
