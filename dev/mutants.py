@@ -1191,6 +1191,13 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         ["tests/test_remedies.py::test_the_diversity_loss_is_the_cross_entropy_plus_the_weighted_conicity"],
     ),
     (
+        "remedies-time-the-mean-of-the-seeds",
+        "scripts/remedies_table.py",
+        r"fastest = min\(map\(EPOCH_S\[1\], group\), default=None\)",
+        "fastest = statistics.fmean(map(EPOCH_S[1], group)) if group else None",
+        ["tests/test_remedies.py::test_the_remedies_table_is_the_mean_and_sd_over_the_seeds_of_each_runs_figures"],
+    ),
+    (
         "a-pretraining-resume-takes-the-commands-settings",
         "attnclf/commands/pretrain.py",
         r'    cfg = with_run_settings\(cfg, overrides, "pretrain"\)',
