@@ -1191,6 +1191,13 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         ["tests/test_remedies.py::test_the_diversity_loss_is_the_cross_entropy_plus_the_weighted_conicity"],
     ),
     (
+        "the-best-checkpoint-saved-after-last-ckpt",
+        "conf/callbacks/default.yaml",
+        r"  save_on_train_epoch_end: false  # after validation, before epoch_checkpoint.*\n",
+        "",
+        ["tests/test_resume.py::test_the_last_checkpoint_of_an_epoch_knows_that_epochs_best"],
+    ),
+    (
         "remedies-time-the-mean-of-the-seeds",
         "scripts/remedies_table.py",
         r"fastest = min\(map\(EPOCH_S\[1\], group\), default=None\)",

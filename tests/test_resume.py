@@ -274,6 +274,19 @@ def test_a_run_killed_in_its_test_phase_resumes_to_its_results(tiny_imdb, tmp_pa
     assert again["fit_seconds"] >= again["train_seconds"] > 0.1
 
 
+def test_the_last_checkpoint_of_an_epoch_knows_that_epochs_best(tiny_imdb, tmp_path):
+    """last.ckpt, written after each epoch's validation, names the best checkpoint as that validation left it:
+    a run killed before the train epoch's end (where the step checkpoint writes last.ckpt again) resumes to
+    test that file, and one that names an earlier best, deleted since, made the resume fail."""
+    cfg = [*tiny_overrides(tiny_imdb, tmp_path), "trainer.max_epochs=1", "logger=none",
+           "callbacks.rich_progress_bar=null", "callbacks.step_checkpoint=null"]  # fmt: skip
+    train(compose_cfg(cfg))
+    best = json.loads((tmp_path / "metrics.json").read_text())["best_checkpoint"]
+    states = load_checkpoint(tmp_path / "checkpoints" / "last.ckpt")["callbacks"].values()
+    assert [s["best_model_path"] for s in states if s.get("monitor") == "val/acc"] == [best]
+    assert best.endswith("epoch00-step12.ckpt") and os.path.isfile(best)
+
+
 def test_a_checkpoint_says_its_kind_and_an_older_one_is_still_known():
     from attnclf.training.checkpoint import checkpoint_kind
 
