@@ -912,7 +912,7 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     (
         "a-character-without-a-glyph-drawn-as-is",
         "attnclf/presentation/figures.py",
-        r'return \["".join\(c if ord\(c\) in held else NO_GLYPH for c in w\) for w in words\]',
+        r'return \["".join\(NO_GLYPH if c in missing else c for c in w\) for w in words\]',
         "return words",
         ["tests/test_presentation.py::test_a_character_no_font_holds_is_drawn_as_a_box_and_said_once"],
     ),

@@ -63,18 +63,18 @@ def drawable(words: list[str]) -> list[str]:
     """The words (or a title, class names: text from the data) as a figure can draw them: a character that
     no font found holds becomes NO_GLYPH."""
     families, held = word_fonts()
-    missing = sorted({c for w in words for c in w if ord(c) not in held and not c.isspace()})
+    missing = {c for w in words for c in w if ord(c) not in held and not c.isspace()}
     if not missing:
         return words
     if "no glyph" not in SAID:
         SAID.add("no glyph")
         more = f" and {len(missing) - 1} more characters have" if len(missing) > 1 else " has"
         log.warning(
-            f"figures: {missing[0]!r}{more} no glyph in the fonts found ({', '.join(families)}); "
+            f"figures: {min(missing)!r}{more} no glyph in the fonts found ({', '.join(families)}); "
             f"the figures draw {NO_GLYPH} for them (predictions and the HTML pages are unaffected); a font that "
             "has them, such as Debian's fonts-noto-cjk, draws them"
         )
-    return ["".join(c if ord(c) in held else NO_GLYPH for c in w) for w in words]
+    return ["".join(NO_GLYPH if c in missing else c for c in w) for w in words]
 
 
 def readable_on(rgba) -> str:
