@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from attnclf.models.attention import AdditiveAttention, DotAttention
+from attnclf.models.attention import AdditiveAttention, AttentionShape, DotAttention
 from attnclf.models.classifier import real_tokens
 
 
@@ -65,8 +65,8 @@ class PeakRSS:
 
 def make(kind: str, d: int, h: int, device, dtype):
     if kind == "additive":
-        return AdditiveAttention(d, d, h).to(device, dtype)
-    return DotAttention(d, d, h).to(device, dtype)  # "dot" and "sdpa" share the projections
+        return AdditiveAttention(AttentionShape(d, d, h)).to(device, dtype)
+    return DotAttention(AttentionShape(d, d, h)).to(device, dtype)  # "dot" and "sdpa" share the projections
 
 
 def step(kind: str, module, q, kv, mask):
@@ -119,11 +119,11 @@ def check_against_references(device) -> None:
     kv = torch.randn(B, T, d, device=device)
     q = torch.randn(B, 1, d, device=device)
     mask = torch.arange(T, device=device) < torch.tensor([17, 9, 1], device=device).unsqueeze(1)
-    dot = DotAttention(d, d, 6).to(device)
+    dot = DotAttention(AttentionShape(d, d, 6)).to(device)
     ours = dot(q, kv, kv, mask)[0]
     ref = F.scaled_dot_product_attention(dot.q_proj(q), dot.k_proj(kv), kv, attn_mask=mask.unsqueeze(1))
     torch.testing.assert_close(ours, ref, rtol=1e-5, atol=1e-6)
-    add = AdditiveAttention(d, d, 5).to(device)
+    add = AdditiveAttention(AttentionShape(d, d, 5)).to(device)
     scores = torch.tanh(add.q_proj(q).unsqueeze(2) + add.k_proj(kv).unsqueeze(1)) @ add.score_proj.weight[0]
     ref = torch.softmax(scores.masked_fill(~mask.unsqueeze(1), -math.inf), -1) @ kv
     torch.testing.assert_close(add(q, kv, kv, mask)[0], ref, rtol=1e-5, atol=1e-6)

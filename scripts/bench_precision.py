@@ -24,6 +24,7 @@ from harness import medians_ms  # (scripts/harness.py: what the benchmarks share
 
 from attnclf.models.classifier import ClassifierNet
 from attnclf.models.encoder import BiRNN
+from attnclf.settings.attention import DEFAULT_ATTENTION, AttentionConfig
 from attnclf.settings.model import ModelConfig
 from attnclf.training.module import adamw
 
@@ -40,7 +41,7 @@ def main() -> None:
     args = ap.parse_args()
     device = torch.device(args.device)
     torch.manual_seed(0)
-    base = ClassifierNet(args.vocab, 2, "dot", ModelConfig()).to(device)
+    base = ClassifierNet(args.vocab, 2, AttentionConfig.named(DEFAULT_ATTENTION), ModelConfig()).to(device)
     B, T = args.batch, args.length
     host = torch.randint(int(0.9 * T), T + 1, (B,))
     ids = torch.randint(2, args.vocab, (B, int(host.max())), device=device)

@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from harness import medians_ms  # (scripts/harness.py: what the benchmarks share)
 
 from attnclf.models.classifier import ClassifierNet, real_tokens
+from attnclf.settings.attention import AttentionConfig
 from attnclf.settings.model import ModelConfig
 from attnclf.training.module import adamw
 
@@ -44,7 +45,7 @@ def parts(args, attention: str) -> dict:
     torch.manual_seed(0)
     B, T = args.batch, args.length
     shape = ModelConfig(embed_dim=args.embed_dim, hidden_dim=args.hidden_dim, attention_dim=args.attention_dim)
-    model = ClassifierNet(args.vocab, 2, attention, shape)
+    model = ClassifierNet(args.vocab, 2, AttentionConfig.named(attention), shape)
     opt = adamw(model, 2e-3, 0.01)
     ids, lengths = random_reviews(B, T, args.vocab)
     y = torch.randint(0, 2, (B,))

@@ -159,8 +159,9 @@ def bare_model(cfg, vocab_size: int, **model_overrides):
     from attnclf.training.module import adamw
 
     # the network alone: a random start, as the tutorial's
-    settings = replace(classifier_config(cfg).model, **model_overrides)
-    model = ClassifierNet(vocab_size, 2, cfg.attention, settings)
+    config = classifier_config(cfg)
+    settings = replace(config.model, **model_overrides)
+    model = ClassifierNet(vocab_size, 2, config.attention, settings)
     opt = adamw(model, cfg.optimizer.lr, cfg.optimizer.weight_decay)
 
     def train_step(ids, lengths, y):

@@ -2,8 +2,13 @@ import math
 
 import pytest
 import torch
+from helpers.classifier import mechanism
 
-from attnclf.models.attention import AdditiveAttention, DotAttention, build_attention, masked_softmax
+from attnclf.errors import AttnclfError
+from attnclf.models.attention import AdditiveAttention, AttentionShape, DotAttention, masked_softmax
+
+# every mechanism the package ships (conf/attention/)
+ALL = ["dot", "additive", "general", "multihead", "structured"]
 
 
 def inputs(B=3, Tq=1, Tk=9, D=8, lengths=(9, 4, 1), seed=0):
@@ -14,24 +19,24 @@ def inputs(B=3, Tq=1, Tk=9, D=8, lengths=(9, 4, 1), seed=0):
     return q, k, mask
 
 
-@pytest.mark.parametrize("name", ["dot", "additive"])
+@pytest.mark.parametrize("name", ALL)
 @pytest.mark.parametrize("Tq", [1, 5])
 def test_weights_sum_to_one_and_are_zero_on_padding(name, Tq):
     torch.manual_seed(0)
-    att = build_attention(name, 8, 8, 6)
+    att = mechanism(name, 8, 8, 6, **({"heads": 2} if name == "multihead" else {}))
     q, k, mask = inputs(Tq=Tq)
-    v = torch.randn(3, 9, 7)
+    v = torch.randn(3, 9, 8)
     ctx, w = att(q, k, v, mask)
-    assert ctx.shape == (3, Tq, 7) and w.shape == (3, Tq, 9)
+    assert ctx.shape == (3, Tq, att.out_dim) and w.shape == (3, Tq, 9)
     torch.testing.assert_close(w.sum(-1), torch.ones(3, Tq))
     assert (w[~mask.unsqueeze(1).expand_as(w)] == 0).all()  # exactly zero, not small
     assert (w[mask.unsqueeze(1).expand_as(w)] > 0).all()
 
 
-@pytest.mark.parametrize("name", ["dot", "additive"])
+@pytest.mark.parametrize("name", ALL)
 def test_padding_values_have_no_effect(name):
     torch.manual_seed(0)
-    att = build_attention(name, 8, 8, None)
+    att = mechanism(name, 8, 8, None)
     q, k, mask = inputs()
     v = torch.randn(3, 9, 8)
     k2, v2 = k.clone(), v.clone()
@@ -44,13 +49,13 @@ def test_padding_values_have_no_effect(name):
 def test_dot_matches_the_formula(Tq):
     """Both forms: the query brought into key space (fewer queries than keys) and the keys projected."""
     torch.manual_seed(0)
-    att = DotAttention(8, 8, 4)
+    att = DotAttention(AttentionShape(8, 8, 4))
     q, k, mask = inputs(Tq=Tq)
     Q, K = att.q_proj(q), att.k_proj(k)
     scores = Q @ K.transpose(1, 2) / math.sqrt(4)
     expected = torch.softmax(scores.masked_fill(~mask.unsqueeze(1), -math.inf), -1)
     torch.testing.assert_close(att(q, k, k, mask)[1], expected)
-    unscaled = DotAttention(8, 8, 4, scale=False)
+    unscaled = DotAttention(AttentionShape(8, 8, 4), scale=False)
     unscaled.load_state_dict(att.state_dict())
     expected = torch.softmax((Q @ K.transpose(1, 2)).masked_fill(~mask.unsqueeze(1), -math.inf), -1)
     torch.testing.assert_close(unscaled(q, k, k, mask)[1], expected)
@@ -58,7 +63,7 @@ def test_dot_matches_the_formula(Tq):
 
 def test_additive_matches_the_formula_and_allows_different_dims():
     torch.manual_seed(0)
-    att = AdditiveAttention(query_dim=6, key_dim=10, hidden_dim=5)
+    att = AdditiveAttention(AttentionShape(query_dim=6, key_dim=10, dim=5))
     q = torch.randn(2, 1, 6)
     k = torch.randn(2, 7, 10)
     w = att(q, k, k, None)[1]
@@ -66,16 +71,16 @@ def test_additive_matches_the_formula_and_allows_different_dims():
     expected = torch.softmax(torch.tanh(att.q_proj(q) + att.k_proj(k)) @ v, -1).unsqueeze(1)  # (B, 1, Tk)
     torch.testing.assert_close(w, expected)
     assert att.q_proj.bias is None and att.k_proj.bias is None and att.score_proj.bias is None
-    assert AdditiveAttention(6, 10).q_proj.out_features == 8  # mean of query and key dims
+    assert AdditiveAttention(AttentionShape(6, 10)).q_proj.out_features == 8  # mean of query and key dims
 
 
 def test_additive_init_starts_near_uniform():
     torch.manual_seed(0)
     q, k, mask = inputs(lengths=(9, 9, 9))
-    w = AdditiveAttention(8, 8, init="xavier")(q, k, k, mask)[1]
+    w = AdditiveAttention(AttentionShape(8, 8), init="xavier")(q, k, k, mask)[1]
     assert (w - 1 / 9).abs().max() < 0.02
     with pytest.raises(ValueError, match="xavier, default"):
-        AdditiveAttention(8, 8, init="zeros")
+        AdditiveAttention(AttentionShape(8, 8), init="zeros")
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
@@ -89,13 +94,13 @@ def test_masked_softmax_no_overflow_and_fully_masked_rows_are_zero(dtype):
 
 
 def test_unknown_attention_names_the_choices():
-    with pytest.raises(ValueError, match="dot, additive"):
-        build_attention("foo", 4, 4, None)
+    with pytest.raises(AttnclfError, match="additive, dot, general, multihead, structured"):
+        mechanism("foo", 4, 4, None)
 
 
 def test_dot_pooling_gradients_match_the_formula():
     torch.manual_seed(0)
-    att = DotAttention(8, 8, 4)
+    att = DotAttention(AttentionShape(8, 8, 4))
     q, k, mask = inputs()
     w = torch.randn(3, 1, 9)
     got = torch.autograd.grad((att(q, k, k, mask)[1] * w).sum(), list(att.parameters()))
@@ -110,7 +115,7 @@ def test_dot_pooling_gradients_match_the_formula():
 def test_pooling_with_keys_as_values_matches_the_plain_path(name, Tq):
     """keys = values (the classifier's case) takes a fused Function: the same outputs and every gradient."""
     torch.manual_seed(0)
-    att = build_attention(name, 8, 8, 6)
+    att = mechanism(name, 8, 8, 6)
     q, k, mask = inputs(B=4, Tq=Tq, lengths=(9, 4, 1, 0))  # the last review has no real token
     mix = torch.randn(4, Tq, 9)
 

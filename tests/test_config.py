@@ -30,7 +30,7 @@ from attnclf.training.module import ClassifierModule
     [
         ("model.hidden_dim=abc", "model.hidden_dim='abc' must be a whole number"),
         ("optimizer.lr=fast", "optimizer.lr='fast' must be a number"),
-        ("model.attention_scale=maybe", "model.attention_scale='maybe' must be true or false"),
+        ("attention.scale=maybe", "attention.scale='maybe' must be true or false"),
         ("model.attention_dim=big", "model.attention_dim='big' must be a whole number or null"),
         ("+model.colour=red", "model.colour is not a setting of model; allowed: embed_dim, hidden_dim,"),
         ("model.rnn_kernel=cudnn", "model.rnn_kernel='cudnn'; allowed: auto, concurrent, padded, packed"),
@@ -263,12 +263,33 @@ def test_configuration_table_keys_and_defaults():
     rows = readme_table()
     assert len(rows) >= 20
     for key, documented in rows:
-        if key in GROUPS and key != "attention":
+        if key in GROUPS:
             assert chosen[key] == documented and (Path(CONF) / key / f"{documented}.yaml").is_file(), key
             continue
         value = OmegaConf.select(cfg, key, default="MISSING")
         assert value != "MISSING", key
         assert same(value, documented), (key, value, documented)
+
+
+def test_each_mechanisms_keys_and_defaults_are_its_yamls_and_its_classs():
+    """docs/configuration.md's table of mechanisms: each row's keys are its YAML's, with the documented defaults,
+    and the same defaults as its class's constructor (a library caller builds what a run builds)."""
+    from attnclf.models.registry import attention_class, own_keys
+    from attnclf.settings.attention import attention_node, package_attentions
+
+    section = CONFIG_DOC.split("## Attention mechanisms", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split(" | ") for line in section.splitlines() if line.startswith("| `") and "attention." in line]
+    documented = {}
+    for row in rows:
+        name = row[0].strip("| `")
+        keys = [k.removeprefix("attention.") for k in re.findall(r"`([^`]+)`", row[1])]
+        documented[name] = dict(zip(keys, [d.strip() for d in row[2].split(", ")], strict=True))
+    assert sorted(documented) == package_attentions()
+    for name, keys in documented.items():
+        node = attention_node(name)
+        cls = attention_class(node.pop("_target_"))
+        assert sorted(node) == sorted(keys) and all(same(node[k], v) for k, v in keys.items()), name
+        assert own_keys(cls) == node, name
 
 
 # a key's line in a command's --help (hydra.help.template), and the default it states: "(default 64)",
@@ -312,8 +333,9 @@ def test_every_dotted_key_the_readme_and_docs_name_exists():
             continue
         assert any(OmegaConf.select(c, key, default="MISSING") != "MISSING" for c in in_a_config), key
     assert cfg.callbacks.step_checkpoint.every_n_train_steps == 200 and cfg.trainer.max_epochs == 3
-    assert cfg.attention == "dot" and cfg.data.path == "stanfordnlp/imdb"
-    assert compose_cfg(["attention=additive", "paths.output_dir=/tmp/x"]).attention == "additive"
+    assert cfg.attention._target_.endswith(".DotAttention") and cfg.data.path == "stanfordnlp/imdb"
+    additive = compose_cfg(["attention=additive", "paths.output_dir=/tmp/x"]).attention
+    assert additive == {"_target_": "attnclf.models.attention.AdditiveAttention", "init": "xavier"}
     assert compose_cfg(["trainer=gpu", "paths.output_dir=/tmp/x"]).trainer.precision == "bf16-mixed"
 
 

@@ -16,6 +16,9 @@ from attnclf.commands.train import train
 from attnclf.errors import AttnclfError
 from attnclf.training.checkpoint import load_checkpoint
 
+# the options of the attention group (conf/attention/)
+MECHANISMS = "additive, custom, dot, general, multihead, structured"
+
 
 @pytest.mark.parametrize(
     "override,message",
@@ -31,7 +34,7 @@ from attnclf.training.checkpoint import load_checkpoint
         ("data.val_size=0", "data.val_size=0 must be a fraction"),
         ("data.truncation=middle", "data.truncation='middle'; allowed: head, tail, head_tail"),
         ("optimized_metric=test/f1", "optimized_metric='test/f1'; allowed"),
-        ("model.attention_init=zeros", "model.attention_init='zeros'; allowed: xavier, default"),
+        ("attention=additive attention.init=zeros", "attention.init='zeros'; allowed: xavier, default"),
         ("model.attention_dim=-5", "model.attention_dim=-5 must be a positive integer or null"),
         ("model.attention_dim=0", "model.attention_dim=0 must be a positive integer or null"),
         ("optimizer.weight_decay=-3", "optimizer.weight_decay=-3 must be a number >= 0"),
@@ -40,7 +43,7 @@ from attnclf.training.checkpoint import load_checkpoint
 )
 def test_bad_values(override, message, tiny_imdb, tmp_path):
     with pytest.raises(AttnclfError) as e:
-        train(compose_cfg([*tiny_overrides(tiny_imdb, tmp_path), "experiment=smoke", "logger=none", override]))
+        train(compose_cfg([*tiny_overrides(tiny_imdb, tmp_path), "experiment=smoke", "logger=none", *override.split()]))
     assert message in str(e.value) and "\n" not in str(e.value)
 
 
@@ -274,7 +277,7 @@ def test_divergence_stops_and_keeps_the_last_good_checkpoint(lr, tiny_imdb, tmp_
 @pytest.mark.parametrize(
     "command,override,line",
     [
-        ("train", "attention=foo", "error: attention='foo'; allowed: additive, dot"),
+        ("train", "attention=foo", f"error: attention='foo'; allowed: {MECHANISMS}"),
         ("train", "regularizer=foo", "error: regularizer='foo'; allowed: adversarial, none, virtual_adversarial"),
         ("train", "logger=foo", "error: logger='foo'; allowed: none, tensorboard"),
         ("train", "model.foo=1", "error: model.foo is not a setting of model; allowed: embed_dim, hidden_dim,"),
@@ -303,7 +306,7 @@ def test_a_command_line_error_through_the_root_entry_point_is_the_one_line_it_pr
         [sys.executable, "train.py", "attention=foo", f"hydra.run.dir={tmp_path / 'run'}"],
         cwd=ROOT, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
-    assert r.returncode == 2 and r.stderr == "error: attention='foo'; allowed: additive, dot\n", r.stderr[-2000:]
+    assert r.returncode == 2 and r.stderr == f"error: attention='foo'; allowed: {MECHANISMS}\n", r.stderr[-2000:]
     assert not (tmp_path / "run").exists()
 
 

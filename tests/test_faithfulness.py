@@ -27,24 +27,25 @@ from attnclf.analysis import measures as F
 from attnclf.analysis.faithfulness import sample
 from attnclf.commands.faithfulness import erasure_sizes, faithfulness
 from attnclf.errors import AttnclfError
-from attnclf.models.attention import masked_softmax
+from attnclf.models.attention import Attention, AttentionShape
 from attnclf.models.classifier import ClassifierNet
+from attnclf.settings.attention import AttentionConfig
 from attnclf.utils.jsonfile import dumps
 
 SIGNAL = 3
 V, E = 50, 4
 
 
-class LooksAt(nn.Module):
-    """Attention whose scores are `scale` times one feature of each token (dimension `dim`)."""
+class LooksAt(Attention):
+    """Attention whose scores are `scale` times one feature of each token (dimension `dim`): a mechanism of
+    one's own, written as the interface asks (scores only)."""
 
     def __init__(self, dim: int, scale: float):
-        super().__init__()
+        super().__init__(AttentionShape(E, E))
         self.dim, self.scale = dim, scale
 
-    def forward(self, query, keys, values, mask):
-        w = masked_softmax(self.scale * keys[..., self.dim].unsqueeze(1), mask)  # (B, 1, T)
-        return torch.bmm(w, values), w
+    def scores(self, query, keys):
+        return self.scale * keys[..., self.dim].unsqueeze(1)  # (B, 1, T)
 
 
 class KnownTruth(ClassifierNet):
@@ -52,7 +53,7 @@ class KnownTruth(ClassifierNet):
 
     def __init__(self, embeddings: torch.Tensor, attention: nn.Module, ignore_weights: bool = False):
         shape = classifier_settings(embed_dim=E, hidden_dim=E // 2, dropout=0.0, embed_dropout=0.0).model
-        super().__init__(V, 2, "dot", shape)
+        super().__init__(V, 2, AttentionConfig.named("dot"), shape)
         self.embed.weight.data.copy_(embeddings)
         self.attention = attention
         self.ignore_weights = ignore_weights
@@ -559,7 +560,7 @@ def test_the_adversarial_attention_stays_within_epsilon_and_beats_a_permutation(
     from attnclf.analysis.adversarial import adversarial_attention
 
     torch.manual_seed(0)
-    model = net(V, 2, embed_dim=8, hidden_dim=6, attention="additive", attention_init="default")
+    model = net(V, 2, embed_dim=8, hidden_dim=6, attention="additive", attention_keys={"init": "default"})
     model.eval()
     rng = np.random.default_rng(1)
     seqs = [rng.integers(1, V, size=n).astype(np.int64) for n in (12, 5, 30, 2, 17)]

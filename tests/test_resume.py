@@ -12,6 +12,7 @@ from helpers.signals import resume_in_process, signaller_env
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 from attnclf.commands.train import train
+from attnclf.settings.attention import AttentionConfig
 from attnclf.training.checkpoint import load_checkpoint
 
 # 12 batches an epoch, 3 epochs, a step checkpoint every 5 steps; killed at step 17 (epoch 1, batch 5),
@@ -132,7 +133,8 @@ def set_hparams(hp: dict, **settings) -> dict:
     argument names: attention, hidden_dim (model), lr (optimizer), regularizer, regularizer_epsilon."""
     for key, value in settings.items():
         if key == "attention":
-            hp["attention"] = value
+            mechanism = AttentionConfig.named(value)
+            hp.update(attention=value, attention_class=mechanism.target, attention_keys=mechanism.keys)
         elif key.startswith("regularizer"):
             hp["regularizer"][key.removeprefix("regularizer").removeprefix("_") or "name"] = value
         else:

@@ -195,7 +195,7 @@ def adversarial(clf: TrainedClassifier, dm: TextDataModule, s: AttentionTestsCon
     runs = []
     for lam in s.lambdas:
         torch.manual_seed(s.seed)
-        student = ClassifierNet(hp.vocab_size, hp.num_classes, hp.attention, clf.module.config.model)
+        student = ClassifierNet(hp.vocab_size, hp.num_classes, clf.module.config.attention, clf.module.config.model)
         student.embed.weight.data.copy_(base.embed.weight.data)
         log.info("adversarial: lambda %g", lam)
         run = fit_and_test(GuidedModule(base, student, "adversarial", lam=lam, lr=s.lr), dm, s)

@@ -121,7 +121,8 @@ def resumed_run(s: TrainConfig, overrides: list[str] | None) -> Path | None:
         return None
     if s.run.ckpt_path == "last":
         log.info(
-            "ckpt_path=last: the newest unfinished run with attention=%s and these model settings", config.attention
+            "ckpt_path=last: the newest unfinished run with attention=%s and these model settings",
+            config.attention.name,
         )
     given = None if overrides is None else data_keys_given(overrides, s.data)
     s.data = resumed_data(s.data, run_dir_of(resume), given)
@@ -202,7 +203,8 @@ def metrics_of(
     val_best = float(model.val_acc_best.max_value)
     labels = datamodule.vocab.meta["labels"]
     return {
-        "attention": s.classifier.attention,
+        "attention": s.classifier.attention.name,
+        "attention_class": s.classifier.attention.target,
         "seed": s.run.seed,
         "val/acc": val_best if math.isfinite(val_best) else nan,
         "test/acc": tested.get("test/acc", nan),

@@ -1,19 +1,22 @@
-"""Masked scaled dot-product and additive (Bahdanau) attention.
+"""The interface every attention mechanism has (`Attention`), and masked scaled dot-product and additive
+(Bahdanau) attention.
 
-Both take queries (B, Tq, Dq), keys (B, Tk, Dk), values (B, Tk, Dv) and a key
-mask (B, Tk) that is True on real tokens, and return (context (B, Tq, Dv),
+Each takes queries (B, Tq, Dq), keys (B, Tk, Dk), values (B, Tk, Dv) and a key
+mask (B, Tk) that is True on real tokens, and returns (context (B, Tq, out_dim),
 weights (B, Tq, Tk)). The classifier pools with one query (Tq = 1); the
-benchmark also runs them as self-attention (Tq = Tk).
+benchmark also runs them as self-attention (Tq = Tk). CONTRIBUTING.md, "Adding an
+attention", says how a class of one's own joins them.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
-from attnclf.models.names import ATTENTION_INITS, ATTENTIONS, NORMALIZERS
+from attnclf.models.names import ATTENTION_INITS, NORMALIZERS
 from attnclf.utils.checks import one_of
 
 
@@ -48,13 +51,72 @@ def masked_weights(scores: torch.Tensor, mask: torch.Tensor | None, normalizer: 
     return normalize(scores, dim=-1).masked_fill(~keep, 0.0)
 
 
+@dataclass(frozen=True)
+class AttentionShape:
+    """What the classifier tells every attention it builds: the sizes of its queries and keys (the values are
+    the keys), and the settings of the model that every mechanism shares (ModelConfig's attention_dim,
+    attention_normalizer and query)."""
+
+    query_dim: int
+    key_dim: int
+    # model.attention_dim: the mechanism's inner size; None: its own default
+    dim: int | None = None
+    # softmax, sparsemax or entmax15: what turns scores into weights
+    normalizer: str = "softmax"
+    # model.query=learned: the query is one learned vector for every review, not the review's own summary
+    learned_query: bool = False
+
+
+class Attention(nn.Module):
+    """An attention mechanism: one class, built as `cls(shape, **its_own_keys)` from the `_target_` and keys of
+    its YAML in conf/attention/.
+
+    forward(query (B, Tq, Dq), keys (B, Tk, Dk), values (B, Tk, Dv), mask (B, Tk) True on real tokens)
+    -> context (B, Tq, out_dim), weights (B, Tq, Tk): one row of weights per query, each summing to 1 over the
+    real tokens and exactly 0 on padding. These are the weights the tool shows and measures.
+
+    A subclass writes `scores` (the default forward normalises them under the mask and pools the values), or
+    forward itself. A mechanism with several rows of weights a query (heads, hops) keeps them as `rows` (B, R,
+    Tq, Tk) and returns their mean as its weights; one whose context is not a weighted sum of the values says
+    how given weights pool (`pool`) and its context's size (`out_dim`); one with a term of its own in the
+    training loss returns it from `penalty`.
+    """
+
+    def __init__(self, shape: AttentionShape):
+        super().__init__()
+        self.shape = shape
+        self.normalizer = shape.normalizer
+        one_of("model.attention_normalizer", shape.normalizer, NORMALIZERS)
+        # the context's size: the values' (the classifier's values are its keys)
+        self.out_dim = shape.key_dim
+        # the last forward's rows of weights (B, R, Tq, Tk), where a query has several; None where it has one
+        self.rows: torch.Tensor | None = None
+
+    def scores(self, query: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        """(B, Tq, Dq), (B, Tk, Dk) -> (B, Tq, Tk): how well each key answers each query."""
+        raise NotImplementedError(f"{type(self).__name__} writes neither scores() nor forward()")
+
+    def forward(self, query, keys, values, mask=None):
+        weights = masked_weights(self.scores(query, keys), mask, self.normalizer)  # (B, Tq, Tk)
+        # (B, Tq, Dv), (B, Tq, Tk)
+        return torch.bmm(weights, values), weights
+
+    def pool(self, weights: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        """The context (B, Tq, out_dim) of given weights (B, Tq, Tk) in place of the mechanism's own: what the
+        measures that permute, flatten or erase the weights read the model's answer from."""
+        return torch.bmm(weights.to(values.dtype), values)
+
+    def penalty(self) -> torch.Tensor | None:
+        """A term of the last forward's to add to the training loss (weighted already), or None."""
+        return None
+
+
 def fused_pooling(attention: nn.Module, keys: torch.Tensor, values: torch.Tensor) -> bool:
     """Whether a fused pooling Function below applies: keys = values (the classifier pools its
-    encoder's output with itself), softmax weights (their backward is softmax's), no dropout on the
-    weights, and no autocast (the Functions compute in the inputs' dtype)."""
-    dropping = attention.training and attention.dropout.p > 0
+    encoder's output with itself), softmax weights (their backward is softmax's), and no autocast (the
+    Functions compute in the inputs' dtype)."""
     softmax = attention.normalizer == "softmax"
-    return values is keys and softmax and not dropping and not torch.is_autocast_enabled(keys.device.type)
+    return values is keys and softmax and not torch.is_autocast_enabled(keys.device.type)
 
 
 def _scores_grad(w, x, d_context, d_weights):
@@ -98,34 +160,31 @@ class SharedKeysPool(torch.autograd.Function):
         return d_qk, dx, ds.sum(-1, keepdim=True), None, None
 
 
-class DotAttention(nn.Module):
-    """softmax(Q K^T / sqrt(d)) V with Q = W_q q, K = W_k k.
+class DotAttention(Attention):
+    """softmax(Q K^T / sqrt(d)) V with Q = W_q q, K = W_k k, d = model.attention_dim (default: the keys' size).
 
     Values are used as given: a value projection would commute with the weighted
     sum and is absorbed by the classifier's linear layer, so it adds parameters
     and no power. `scale=False` drops the 1/sqrt(d) (to measure the claim that scaling speeds
-    convergence by about 30%: `experiment=claim_scaling`).
+    convergence by about 30%: `experiment=claim_scaling`). With a learned query and no
+    model.attention_dim, Jain & Wallace's form: w . h / sqrt(d), no projections.
     """
 
-    def __init__(
-        self,
-        query_dim: int,
-        key_dim: int,
-        attn_dim: int,
-        scale: bool = True,
-        dropout: float = 0.0,
-        normalizer: str = "softmax",
-    ):
-        super().__init__()
-        self.normalizer = normalizer
-        self.q_proj = nn.Linear(query_dim, attn_dim)
-        self.k_proj = nn.Linear(key_dim, attn_dim)
-        self.scale = 1.0 / math.sqrt(attn_dim) if scale else 1.0
-        self.dropout = nn.Dropout(dropout)
+    name = "dot"
+
+    def __init__(self, shape: AttentionShape, scale: bool = True):
+        super().__init__(shape)
+        self.projected = not (shape.learned_query and shape.dim is None)
+        d = shape.key_dim if shape.dim is None else shape.dim
+        self.q_proj = nn.Linear(shape.query_dim, d) if self.projected else None
+        self.k_proj = nn.Linear(shape.key_dim, d) if self.projected else None
+        self.scale = 1.0 / math.sqrt(d) if scale else 1.0
 
     def forward(self, query, keys, values, mask=None):
-        q = self.q_proj(query)  # (B, Tq, d)
-        if query.size(1) < keys.size(1):
+        if not self.projected:
+            scores = torch.bmm(query, keys.transpose(1, 2))  # (B, Tq, Tk)
+        elif query.size(1) < keys.size(1):
+            q = self.q_proj(query)  # (B, Tq, d)
             # fewer queries than keys (pooling: one): (W_k k + b_k) . q = k . (W_k^T q) + b_k . q, so bring
             # the query into key space (B*Tq*d*Dk) rather than every key into d (B*Tk*Dk*d). Same scores;
             # this took the classifier's attention from ~19% of a training step to ~4% (docs/performance.md).
@@ -135,24 +194,8 @@ class DotAttention(nn.Module):
                 return SharedKeysPool.apply(qk, keys, shift * self.scale, mask, self.scale)
             scores = torch.bmm(qk, keys.transpose(1, 2)) + shift  # (B, Tq, Tk)
         else:
-            scores = torch.bmm(q, self.k_proj(keys).transpose(1, 2))  # (B, Tq, Tk)
+            scores = torch.bmm(self.q_proj(query), self.k_proj(keys).transpose(1, 2))  # (B, Tq, Tk)
         weights = masked_weights(scores * self.scale, mask, self.normalizer)
-        # (B, Tq, Dv), (B, Tq, Tk)
-        return torch.bmm(self.dropout(weights), values), weights
-
-
-class VectorDotAttention(nn.Module):
-    """softmax(q . k / sqrt(d)) V with the query and keys as given: no projections. With one learned query
-    vector for every review (the classifier's query="learned"), Jain & Wallace's dot attention, w . h / sqrt(d)."""
-
-    def __init__(self, dim: int, scale: bool = True, normalizer: str = "softmax"):
-        super().__init__()
-        self.scale = 1.0 / math.sqrt(dim) if scale else 1.0
-        self.normalizer = normalizer
-
-    def forward(self, query, keys, values, mask=None):
-        scores = torch.bmm(query, keys.transpose(1, 2)) * self.scale  # (B, Tq, Tk)
-        weights = masked_weights(scores, mask, self.normalizer)
         # (B, Tq, Dv), (B, Tq, Tk)
         return torch.bmm(weights, values), weights
 
@@ -199,37 +242,31 @@ class SharedKeysAdditivePool(torch.autograd.Function):
         return d_q, dx, d_wk, dv, None
 
 
-class AdditiveAttention(nn.Module):
+class AdditiveAttention(Attention):
     """score(q, k) = v^T tanh(W_q q + W_k k), W_q, W_k and v without bias.
 
-    `hidden_dim=None` takes the mean of the query and key dims (a size between the two
-    where they differ).
+    Its tanh layer is model.attention_dim wide; by default the mean of the query and key sizes (a size
+    between the two where they differ), or half the keys' with a learned query (Jain & Wallace's
+    v^T tanh(W h + b): the encoder's hidden_dim).
     `init="xavier"`: Xavier-uniform W_q, W_k and a near-zero v, so training starts
     from almost uniform weights (mean pooling); `init="default"`: PyTorch's own.
     """
 
-    def __init__(
-        self,
-        query_dim: int,
-        key_dim: int,
-        hidden_dim: int | None = None,
-        init: str = "xavier",
-        dropout: float = 0.0,
-        normalizer: str = "softmax",
-    ):
-        super().__init__()
-        self.normalizer = normalizer
-        hidden_dim = (query_dim + key_dim) // 2 if hidden_dim is None else hidden_dim
-        self.q_proj = nn.Linear(query_dim, hidden_dim, bias=False)
-        self.k_proj = nn.Linear(key_dim, hidden_dim, bias=False)
+    name = "additive"
+
+    def __init__(self, shape: AttentionShape, init: str = "xavier"):
+        super().__init__(shape)
+        one_of("attention.init", init, ATTENTION_INITS)
+        hidden_dim = shape.dim
+        if hidden_dim is None:
+            hidden_dim = shape.key_dim // 2 if shape.learned_query else (shape.query_dim + shape.key_dim) // 2
+        self.q_proj = nn.Linear(shape.query_dim, hidden_dim, bias=False)
+        self.k_proj = nn.Linear(shape.key_dim, hidden_dim, bias=False)
         self.score_proj = nn.Linear(hidden_dim, 1, bias=False)  # v
-        self.dropout = nn.Dropout(dropout)
         if init == "xavier":
             nn.init.xavier_uniform_(self.q_proj.weight)
             nn.init.xavier_uniform_(self.k_proj.weight)
             nn.init.normal_(self.score_proj.weight, std=1e-2)
-        elif init != "default":
-            one_of("model.attention_init", init, ATTENTION_INITS)
 
     def forward(self, query, keys, values, mask=None):
         q = self.q_proj(query)  # (B, Tq, h)
@@ -240,21 +277,4 @@ class AdditiveAttention(nn.Module):
         scores = self.score_proj(torch.tanh(q.unsqueeze(2) + k.unsqueeze(1))).squeeze(-1)  # (B, Tq, Tk)
         weights = masked_weights(scores, mask, self.normalizer)
         # (B, Tq, Dv), (B, Tq, Tk)
-        return torch.bmm(self.dropout(weights), values), weights
-
-
-def build_attention(
-    name: str,
-    query_dim: int,
-    key_dim: int,
-    attn_dim: int | None,
-    scale: bool = True,
-    init: str = "xavier",
-    normalizer: str = "softmax",
-) -> nn.Module:
-    one_of("attention", name, ATTENTIONS)
-    one_of("model.attention_normalizer", normalizer, NORMALIZERS)
-    if name == "dot":
-        d = key_dim if attn_dim is None else attn_dim
-        return DotAttention(query_dim, key_dim, d, scale=scale, normalizer=normalizer)
-    return AdditiveAttention(query_dim, key_dim, attn_dim, init=init, normalizer=normalizer)
+        return torch.bmm(weights, values), weights

@@ -6,7 +6,8 @@ the first token] (B, 2H). The first GRU output alone would not do: its forward
 half has seen one word only. `query="learned"` takes one learned vector for every
 review instead, as Jain & Wallace (2019) pool: a token's weight then depends on
 its own state alone (additive: v^T tanh(W h + b); dot: w . h / sqrt(2H), with no
-projections unless `attention_dim` asks for them).
+projections unless `attention_dim` asks for them). The attention is any mechanism
+(attnclf/models/attention.py's interface), named by its class.
 """
 
 from __future__ import annotations
@@ -14,10 +15,11 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from attnclf.models.attention import VectorDotAttention, build_attention
+from attnclf.models.attention import AttentionShape
 from attnclf.models.dropout import Dropout
 from attnclf.models.encoder import BiRNN
 from attnclf.models.names import PAD_ID
+from attnclf.models.registry import build_attention
 from attnclf.models.states import conicity
 
 
@@ -27,10 +29,11 @@ def real_tokens(x: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
 
 
 class ClassifierNet(nn.Module):
-    def __init__(self, vocab_size: int, num_classes: int, attention: str, model):
-        """`model`: the network's settings, read by name (ModelConfig, attnclf/settings/model.py: its sizes,
-        the recurrent cell and kernel, the attention's form and normaliser, dropout, what is done to the states);
-        each default is written there once."""
+    def __init__(self, vocab_size: int, num_classes: int, attention, model):
+        """`attention`: the mechanism, read by name (AttentionConfig, attnclf/settings/attention.py: its class
+        `target` and that class's own `keys`). `model`: the network's settings, read by name (ModelConfig,
+        attnclf/settings/model.py: its sizes, the recurrent cell and kernel, the attention's size, query and
+        normaliser, dropout, what is done to the states); each default is written there once."""
         super().__init__()
         m = model
         self.embed = nn.Embedding(vocab_size, m.embed_dim, padding_idx=PAD_ID)
@@ -47,25 +50,15 @@ class ClassifierNet(nn.Module):
         # hidden_states=diversity: the conicity (B,) of the last forward's states, for the loss's penalty
         self.diversity = m.hidden_states == "diversity"
         self.last_conicity: torch.Tensor | None = None
-        norm, d = m.attention_normalizer, 2 * m.hidden_dim
+        d = 2 * m.hidden_dim
         # a learned query: one vector (1, 2H) for every review (started as a Linear(2H, 1)'s weight is); None: the
         # encoder's final states
         learned = m.query == "learned"
         self.query = nn.Parameter(torch.empty(1, d).uniform_(-(d**-0.5), d**-0.5)) if learned else None
-        # Jain & Wallace's forms, exactly
-        if learned and m.attention_dim is None:
-            # w . h / sqrt(2H): the learned query against the states themselves
-            if attention == "dot":
-                self.attention = VectorDotAttention(d, scale=m.attention_scale, normalizer=norm)
-            # v^T tanh(W h + b), a tanh layer half the encoder's width (b: the query's projection)
-            else:
-                self.attention = build_attention(attention, d, d, m.hidden_dim, init=m.attention_init, normalizer=norm)
-        else:
-            self.attention = build_attention(
-                attention, d, d, m.attention_dim, scale=m.attention_scale, init=m.attention_init, normalizer=norm
-            )
+        shape = AttentionShape(d, d, m.attention_dim, m.attention_normalizer, learned)
+        self.attention = build_attention(attention.target, attention.keys, shape)
         self.dropout = nn.Dropout(m.dropout)
-        self.fc = nn.Linear(d, num_classes)
+        self.fc = nn.Linear(self.attention.out_dim, num_classes)
 
     def forward(
         self, ids: torch.Tensor, lengths: torch.Tensor, host_lengths: torch.Tensor | None = None
@@ -82,7 +75,7 @@ class ClassifierNet(nn.Module):
         """Embedded reviews x (B, T, E) -> logits (B, C), attention weights (B, T): forward() past the
         embedding, for the regularisers that perturb the embedded review (attnclf/training/regularizers.py)."""
         out, final, mask = self.encode(x, lengths, host_lengths)
-        # (B, 1, 2H), (B, 1, T)
+        # (B, 1, out_dim), (B, 1, T)
         context, weights = self.attention(final.unsqueeze(1), out, out, mask)
         return self.classify(context.squeeze(1)), weights.squeeze(1)
 
@@ -102,13 +95,14 @@ class ClassifierNet(nn.Module):
         return out, query, mask
 
     def pool(self, out: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
-        """The attention-weighted sum of the encoder outputs (B, T, 2H) under given weights (B, T) -> (B, 2H).
+        """The encoder outputs (B, T, 2H) pooled by given weights (B, T) as the attention pools them -> (B,
+        out_dim): for one row of weights, their weighted sum.
 
-        forward() gets the same sum from the attention itself; attnclf.analysis.measures calls this one with
-        permuted, uniform or the model's own weights.
+        forward() gets the same context from the attention itself; attnclf.analysis.measures calls this one
+        with permuted, uniform or the model's own weights.
         """
-        return torch.bmm(weights.unsqueeze(1).to(out.dtype), out).squeeze(1)
+        return self.attention.pool(weights.unsqueeze(1), out).squeeze(1)
 
     def classify(self, context: torch.Tensor) -> torch.Tensor:
-        """Pooled review (B, 2H) -> logits (B, C)."""
+        """Pooled review (B, out_dim) -> logits (B, C)."""
         return self.fc(self.dropout(context))

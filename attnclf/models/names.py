@@ -10,7 +10,6 @@ from attnclf.utils.checks import one_of
 
 # the padding token's id, the vocabulary's first: the embedding's padding row, and what every mask leaves out
 PAD_ID = 0
-ATTENTIONS = ("dot", "additive")
 # additive attention's initialisation
 ATTENTION_INITS = ("xavier", "default")
 RNN_KERNELS = ("auto", "concurrent", "padded", "packed")

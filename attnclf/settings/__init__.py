@@ -13,7 +13,10 @@ checked once where it is built, at the entry point, and handed down whole:
 Each other command's settings sit in its own module (attnclf/commands/).
 """
 
+from attnclf.settings.attention import register_resolvers
 from attnclf.settings.defaults import register_defaults
 
 # the config groups compose from the dataclasses' defaults (attnclf/settings/defaults.py)
 register_defaults()
+# ${attention_name:...} in the run folder's name (conf/hydra/default.yaml)
+register_resolvers()

@@ -137,7 +137,7 @@ class PretrainConfig:
 
 def pretrain_settings(cfg: DictConfig) -> PretrainConfig:
     run, paths, trainer = run_paths_trainer(cfg, RunConfig)
-    model = typed(ModelConfig, renamed_keys(cfg.get("model")), "model")
+    model = typed(ModelConfig, renamed_keys(cfg.get("model"))[0], "model")
     for key in ("embed_dim", "hidden_dim"):
         positive_int(f"model.{key}", getattr(model, key))
     if model.num_layers != 1:

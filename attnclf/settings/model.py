@@ -21,14 +21,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from attnclf.errors import AttnclfError
 from attnclf.models.names import (
-    ATTENTION_INITS,
-    ATTENTIONS,
     NORMALIZERS,
     QUERIES,
     check_hidden_states,
     check_rnn,
     check_rnn_kernel,
 )
+from attnclf.settings.attention import DEFAULT_ATTENTION, AttentionConfig
 from attnclf.settings.typed import typed
 from attnclf.utils.checks import fraction, number, one_of, positive_int, positive_number, shown
 
@@ -56,14 +55,11 @@ class ModelConfig:
     # before the classifier (and between the encoder's layers)
     dropout: float = 0.4
     embed_dropout: float = 0.2
-    # dot: the size of the q/k projections (None: 2 * hidden_dim); additive: its tanh layer (None: the mean of
-    # the query's and keys' sizes). With query=learned, None is Jain & Wallace's forms: dot without
-    # projections, additive's tanh layer hidden_dim
+    # the attention's inner size, each mechanism's own default where None (docs/configuration.md): dot the
+    # size of the q/k projections (None: 2 * hidden_dim); additive its tanh layer (None: the mean of the
+    # query's and keys' sizes). With query=learned, None is Jain & Wallace's forms: dot without projections,
+    # additive's tanh layer hidden_dim
     attention_dim: int | None = None
-    # dot: scores divided by sqrt(attention_dim)
-    attention_scale: bool = True
-    # additive: xavier (and a near-zero v) or default (PyTorch's)
-    attention_init: str = "xavier"
     # the attention's query: final (the encoder's final states, per review) or learned (one vector for every
     # review, as Jain & Wallace pool)
     query: str = "final"
@@ -96,7 +92,6 @@ class ModelConfig:
         positive_int("model.attention_dim", self.attention_dim, "the default size")
         fraction("model.dropout", self.dropout)
         fraction("model.embed_dropout", self.embed_dropout)
-        one_of("model.attention_init", self.attention_init, ATTENTION_INITS)
         one_of("model.query", self.query, QUERIES)
         check_rnn_kernel(self.rnn_kernel)
         check_rnn(self.rnn)
@@ -223,19 +218,35 @@ class RegularizerConfig:
 class ClassifierConfig:
     """Everything the classifier's LightningModule is built from but the data's vocabulary and classes."""
 
-    attention: str = "dot"
+    # (or the name of one of the package's mechanisms: its YAML's settings)
+    attention: AttentionConfig = field(default_factory=lambda: AttentionConfig.named(DEFAULT_ATTENTION))
     model: ModelConfig = field(default_factory=ModelConfig)
     optimizer: OptimizerConfig = field(default_factory=OptimizerConfig)
     regularizer: RegularizerConfig = field(default_factory=RegularizerConfig)
 
+    def __post_init__(self):
+        if isinstance(self.attention, str):
+            self.attention = AttentionConfig.named(self.attention)
+
     def check(self) -> None:
-        one_of("attention", self.attention, ATTENTIONS)
+        self.attention.check()
         self.model.check()
         self.optimizer.check()
         self.regularizer.check()
+        # built once, on the meta device (no memory, no draw from the seeded generator): a mechanism's own
+        # checks of its keys against these sizes (heads that do not divide the size), before any data work
+        import torch
+
+        from attnclf.models.classifier import ClassifierNet
+
+        with torch.device("meta"):
+            ClassifierNet(2, 2, self.attention, self.model)
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        """As a checkpoint saves it: the attention by its name, class and keys, the rest nested."""
+        a = self.attention
+        rest = {k: v for k, v in asdict(self).items() if k != "attention"}
+        return {"attention": a.name, "attention_class": a.target, "attention_keys": dict(a.keys), **rest}
 
 
 # settings that do not change what a run learns: a resumed run may differ in them
@@ -244,9 +255,12 @@ RUNTIME_ONLY = ("model.rnn_kernel", "regularizer.unlabeled_split", "regularizer.
 
 def classifier_config(cfg: DictConfig) -> ClassifierConfig:
     """The classifier's settings from a composed train.yaml config, typed and checked (one line where not)."""
+    model, moved = renamed_keys(cfg.get("model"))
+    attention = AttentionConfig.from_node(cfg.get("attention"))
+    attention.keys.update(moved)
     config = ClassifierConfig(
-        attention=cfg.get("attention"),
-        model=typed(ModelConfig, renamed_keys(cfg.get("model")), "model"),
+        attention=attention,
+        model=typed(ModelConfig, model, "model"),
         optimizer=typed(OptimizerConfig, cfg.get("optimizer"), "optimizer"),
         regularizer=typed(RegularizerConfig, cfg.get("regularizer"), "regularizer"),
     )
@@ -256,18 +270,27 @@ def classifier_config(cfg: DictConfig) -> ClassifierConfig:
 
 # model keys that were renamed: the old name is still read, with a note (configs of older runs hold it)
 RENAMED = {"gru_kernel": "rnn_kernel"}
+# model keys that are an attention's own now (dot's scale, additive's init): read as attention.<key>
+MOVED_TO_ATTENTION = {"attention_scale": "scale", "attention_init": "init"}
 
 
-def renamed_keys(model) -> dict:
-    """The model group with each old key's value under its new name, said in one line each; the old keys
-    stay in conf/model/bigru.yaml as null, so that a command line or a config of before may still set them."""
+def renamed_keys(model) -> tuple[dict, dict]:
+    """The model group with each old key's value under its new name, and the attention's keys given under
+    their old model.* names, said in one line each; the old keys stay in conf/model/bigru.yaml as null, so
+    that a command line or a config of before may still set them."""
     node = dict(OmegaConf.to_container(model, resolve=True) if isinstance(model, DictConfig) else model or {})
     for old, new in RENAMED.items():
         value = node.pop(old, None)
         if value is not None:
             log.warning("model.%s is now model.%s: read as model.%s=%s", old, new, new, value)
             node[new] = value
-    return node
+    moved = {}
+    for old, new in MOVED_TO_ATTENTION.items():
+        value = node.pop(old, None)
+        if value is not None:
+            log.warning("model.%s is now attention.%s: read as attention.%s=%s", old, new, new, value)
+            moved[new] = value
+    return node, moved
 
 
 def setting_differences(saved: dict, now: ClassifierConfig) -> dict[str, tuple]:
@@ -276,8 +299,14 @@ def setting_differences(saved: dict, now: ClassifierConfig) -> dict[str, tuple]:
     change how it runs."""
     current = now.as_dict()
     differ = {}
-    if saved["attention"] != current["attention"]:
-        differ["attention"] = (saved["attention"], current["attention"])
+    # another mechanism: said by its name (by its class where two share a name); its keys are its own
+    if saved["attention_class"] != current["attention_class"]:
+        key = "attention" if saved["attention"] != current["attention"] else "attention_class"
+        differ[key] = (saved[key], current[key])
+    for key in sorted({*saved["attention_keys"], *current["attention_keys"]} if not differ else ()):
+        old, new = saved["attention_keys"].get(key), current["attention_keys"].get(key)
+        if old != new:
+            differ[f"attention.{key}"] = (old, new)
     for section in ("model", "optimizer", "regularizer"):
         for key, value in current[section].items():
             name = f"{section}.{key}"

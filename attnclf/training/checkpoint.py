@@ -12,7 +12,14 @@ import torch
 from pytorch_lightning.plugins.io import TorchCheckpointIO
 
 from attnclf.errors import AttnclfError
-from attnclf.settings.model import CLASSIFIER, RENAMED, ModelConfig, OptimizerConfig, RegularizerConfig
+from attnclf.settings.model import (
+    CLASSIFIER,
+    MOVED_TO_ATTENTION,
+    RENAMED,
+    ModelConfig,
+    OptimizerConfig,
+    RegularizerConfig,
+)
 
 
 class AtomicCheckpointIO(TorchCheckpointIO):
@@ -80,13 +87,15 @@ def classifier_hparams(hp: dict) -> dict:
     as ClassifierConfig saves them, {kind, vocab_size, num_classes, attention, model: {...}, optimizer: {...},
     regularizer: {...}}. Checkpoints from before the nesting held them flat (lr, hidden_dim,
     regularizer_epsilon, ...; `pack` before the kernel was a choice); model.gru_kernel is model.rnn_kernel
-    now; a setting a checkpoint lacks (saved before it existed) gets the default of that time (LEGACY_DEFAULTS)."""
+    now; a setting a checkpoint lacks (saved before it existed) gets the default of that time (LEGACY_DEFAULTS).
+    The attention is saved by its name, class and keys; before, by its name alone (dot or additive), with its
+    keys among the model's (attention_legacy)."""
     nested = isinstance(hp.get("model"), dict)
     out = {
         "kind": CLASSIFIER,
         "vocab_size": hp.get("vocab_size"),
         "num_classes": hp.get("num_classes", 2),
-        "attention": hp.get("attention", "dot"),
+        **attention_legacy(hp, hp.get("model") if nested else hp),
     }
     for section, defaults in LEGACY_DEFAULTS.items():
         given = dict(hp.get(section) or {}) if nested else hp
@@ -99,6 +108,25 @@ def classifier_hparams(hp: dict) -> dict:
     if "pack" in hp:
         out["model"]["rnn_kernel"] = {True: "packed", False: "padded"}.get(hp["pack"], "auto")
     return out
+
+
+# the two mechanisms a checkpoint named before attentions were classes, and their keys' defaults of that time
+_LEGACY_ATTENTIONS = {
+    "dot": ("attnclf.models.attention.DotAttention", {"attention_scale": True}),
+    "additive": ("attnclf.models.attention.AdditiveAttention", {"attention_init": "xavier"}),
+}
+
+
+def attention_legacy(hp: dict, model: dict | None) -> dict:
+    """{attention, attention_class, attention_keys} of a checkpoint's hyperparameters: as saved, or, for a
+    checkpoint of before (its attention a name, dot or additive; scale and init among the model's keys,
+    attention_scale and attention_init), as today's YAML of that name with those keys."""
+    name = hp.get("attention", "dot")
+    if "attention_class" in hp:
+        return {"attention": name, "attention_class": hp["attention_class"], "attention_keys": hp["attention_keys"]}
+    target, old_keys = _LEGACY_ATTENTIONS[name]
+    keys = {MOVED_TO_ATTENTION[k]: (model or {}).get(k, v) for k, v in old_keys.items()}
+    return {"attention": name, "attention_class": target, "attention_keys": keys}
 
 
 def checkpoint_kind(hparams: dict) -> str | None:

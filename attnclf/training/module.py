@@ -14,6 +14,7 @@ from torchmetrics.classification import MulticlassAccuracy, MulticlassConfusionM
 
 from attnclf.errors import AttnclfError
 from attnclf.models.classifier import ClassifierNet
+from attnclf.settings.attention import AttentionConfig
 from attnclf.settings.model import (
     CLASSIFIER,
     ClassifierConfig,
@@ -217,18 +218,25 @@ class ClassifierModule(TrainingModule):
         *,
         kind: str = CLASSIFIER,
         attention: str | None = None,
+        attention_class: str | None = None,
+        attention_keys: dict | None = None,
         model: dict | None = None,
         optimizer: dict | None = None,
         regularizer: dict | None = None,
     ):
         """`config`: the settings as train() built and checked them. Or, as a checkpoint holds them (its
-        hyperparameters as load_checkpoint gives them, whatever form it was written in: `kind`, `attention`,
-        `model`, `optimizer`, `regularizer`, the last three the dicts ClassifierConfig.as_dict() saves),
-        checked here."""
+        hyperparameters as load_checkpoint gives them, whatever form it was written in: `kind`, `attention`
+        (its name), `attention_class`, `attention_keys`, `model`, `optimizer`, `regularizer`, the last three
+        the dicts ClassifierConfig.as_dict() saves), checked here."""
         super().__init__()
         if config is None:
+            mechanism = AttentionConfig(attention_class, dict(attention_keys), attention)
+            try:
+                mechanism.check()
+            except AttnclfError as e:
+                raise AttnclfError(f"this checkpoint's attention, {attention}, is {attention_class}: {e}") from e
             config = ClassifierConfig(
-                attention, ModelConfig(**model), OptimizerConfig(**optimizer), RegularizerConfig(**regularizer)
+                mechanism, ModelConfig(**model), OptimizerConfig(**optimizer), RegularizerConfig(**regularizer)
             )
             config.check()
         self.config = config
@@ -317,6 +325,11 @@ class ClassifierModule(TrainingModule):
             penalty = self.model.last_conicity.mean()
             self.log("train/conicity", penalty, batch_size=len(y))
             loss = clean = clean + self.config.model.diversity_weight * penalty
+        # the attention's own term (structured attention: its hops kept apart), weighted by its own setting
+        attention_penalty = self.model.attention.penalty()
+        if attention_penalty is not None:
+            self.log("train/attention_penalty", attention_penalty, batch_size=len(y))
+            loss = clean = clean + attention_penalty
         self._check_finite(loss)
         self.train_acc(logits.argmax(-1), y)
         # the cross-entropy (weighted per class where optimizer.class_weights says), whatever regulariser is on top

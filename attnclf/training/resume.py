@@ -15,6 +15,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from attnclf.data.splits import RECORD
 from attnclf.errors import AttnclfError
+from attnclf.settings.attention import name_of_target
 from attnclf.settings.compose import CONF_MODULE, compose_config
 from attnclf.settings.data import PATH_KEYS, RECORDED, DataConfig, as_recorded
 from attnclf.settings.model import CLASSIFIER, ClassifierConfig, setting_differences
@@ -251,6 +252,9 @@ def with_run_settings(cfg: DictConfig, overrides: list[str] | None, command: str
         if recorded or is_runtime(key):
             continue
         given, was = OmegaConf.select(cfg, key), OmegaConf.select(merged, key)
+        # the mechanism by its name, as the command line chose it
+        if given != was and key == "attention._target_":
+            key, given, was = "attention", name_of_target(given), name_of_target(was)
         if given != was:
             raise AttnclfError(
                 f"{key}={given!r}: the run resumed was trained with {key}={was!r} ({run / RUN_CONFIG}); leave "

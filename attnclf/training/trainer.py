@@ -54,7 +54,7 @@ def hparams_of(settings, batch_size: int) -> dict:
     every setting of the classifier (settings.classifier), and the run's seed, data sizes and epochs,
     data.batch_size as trained (`batch_size`: auto's choice)."""
     config = settings.classifier
-    flat = {"attention": config.attention}
+    flat = {"attention": config.attention.name, **{f"attention.{k}": v for k, v in config.attention.keys.items()}}
     for section in ("model", "optimizer", "regularizer"):
         for key, value in asdict(getattr(config, section)).items():
             flat[f"{section}.{key}"] = value
