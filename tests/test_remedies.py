@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 from helpers.classifier import net
 from helpers.config import compose_cfg, tiny_overrides
+from helpers.reference import reference_entmax
 from torch import nn
 
 from attnclf.commands.train import train
@@ -81,18 +82,6 @@ def test_conicity_is_the_mean_absolute_cosine_with_the_reviews_mean_state():
     np.testing.assert_allclose(got.numpy(), expected, rtol=1e-9)
     same = torch.ones(1, 5, 3, dtype=torch.float64)  # states all one way: 1
     assert conicity(same, torch.ones(1, 5, dtype=torch.bool)).item() == pytest.approx(1.0)
-
-
-def reference_entmax(z: np.ndarray, alpha: float) -> np.ndarray:
-    """alpha-entmax by its definition, p_i = [(alpha - 1) z_i - tau]_+ ^ (1 / (alpha - 1)), tau found by bisection
-    so that p sums to 1 (sparsemax: alpha = 2)."""
-    z = (alpha - 1) * z
-    lo, hi = z.max() - 1, z.max()
-    for _ in range(200):
-        tau = (lo + hi) / 2
-        total = (np.clip(z - tau, 0, None) ** (1 / (alpha - 1))).sum()
-        lo, hi = (tau, hi) if total > 1 else (lo, tau)
-    return np.clip(z - tau, 0, None) ** (1 / (alpha - 1))
 
 
 @pytest.mark.parametrize("normalizer,alpha", [("sparsemax", 2.0), ("entmax15", 1.5)])
