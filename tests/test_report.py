@@ -224,6 +224,17 @@ def test_each_run_has_its_own_colour_and_one_validation_its_time(tmp_path):
     assert step == 390 and 85 < seconds < 95 and abs(value - 0.8) < 1e-6
 
 
+def test_each_attention_has_its_own_colour_family_the_same_in_every_figure():
+    """Five mechanisms and one of a user's own: six families, none shared; a mechanism keeps its family when
+    others are left out (general is green beside dot alone too)."""
+    from attnclf.presentation.figures import attention_families
+
+    six = attention_families(["structured", "cosine", "dot", "general", "additive", "multihead"])
+    assert len(set(six.values())) == 6 and six["dot"] == "Blues" and six["additive"] == "Oranges"
+    assert attention_families(["general", "dot"]) == {"dot": "Blues", "general": six["general"]}
+    assert list(six) == ["dot", "additive", "cosine", "general", "multihead", "structured"]
+
+
 def test_the_bootstrap_interval_resamples_runs_and_spans_their_spread():
     """The 95% interval of the mean resamples the runs (with replacement): for five runs 2 points apart it
     spans about +-1.8 points around their mean, not a collapsed interval at the mean."""
@@ -234,3 +245,41 @@ def test_the_bootstrap_interval_resamples_runs_and_spans_their_spread():
     assert 0.80 <= lo < 0.83 and 0.85 < hi <= 0.88, (lo, hi)
     assert report_module.bootstrap_ci(xs) == (lo, hi)  # (seeded)
     assert report_module.bootstrap_ci([0.9, 0.9, 0.9]) == (0.9, 0.9)
+
+
+def test_holm_adjusts_each_p_by_its_rank_and_keeps_the_order():
+    """Holm (1979) by hand: p sorted 0.005, 0.01, 0.03, 0.04 of m = 4 -> x4, x3, x2, x1, each at least the one
+    before: 0.02, 0.03, 0.06, 0.06; a nan (no spread) stays outside the family."""
+    r = load_report_module()
+    got = r.holm({"a": 0.01, "b": 0.04, "c": 0.03, "d": 0.005, "e": float("nan")})
+    assert {k: round(v[1], 10) for k, v in got.items() if k != "e"} == {"d": 0.02, "a": 0.03, "c": 0.06, "b": 0.06}
+    assert got["e"][1] != got["e"][1]  # (nan)
+
+
+def test_five_attentions_every_pair_paired_by_seed_and_holm_corrected(tmp_path):
+    """Five mechanisms x 4 seeds: one row per pair (10), each paired by seed; multihead is 1 pt ahead of dot in
+    every seed (t-test p tiny, so significant after Holm); general and dot differ by noise only."""
+    gains = {"dot": 0.0, "additive": 0.004, "general": 0.0, "multihead": 0.01, "structured": -0.003}
+    noise = {1: 0.001, 2: -0.002, 3: 0.0015, 4: -0.0005}
+    for attention, gain in gains.items():
+        for seed in (1, 2, 3, 4):
+            wobble = noise[seed] * (attention == "general") + seed / 10000 * (attention == "multihead")
+            acc = 0.85 + gain + wobble
+            config = {"attention": {"_target_": f"pkg.{attention}", "k": 1}, "seed": seed}
+            write_run(tmp_path, f"{attention}_s{seed}", attention, seed, None, None, acc, 1 - acc,
+                      [f"attention={attention}", f"seed={seed}"], config)  # fmt: skip
+    r = report(tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    text = (tmp_path / "report.md").read_text()
+    assert "p-values Holm-corrected over the 10 pairs compared" in text
+    table = text.split("Holm-corrected")[1].split("\n\n")[1].splitlines()[2:]
+    assert len(table) == 10
+    rows = {tuple(ln.split(" | ")[:2]): ln.split(" | ") for ln in table if ln.startswith("| dot | ")}
+    assert sorted(rows) == [("| dot", b) for b in ("additive", "general", "multihead", "structured")]
+    assert rows[("| dot", "multihead")][2] == "4" and rows[("| dot", "multihead")][3].startswith("+1.0")
+    assert rows[("| dot", "multihead")][-1] == "multihead more accurate |"
+    assert rows[("| dot", "general")][-1] == "no significant difference |"
+    # (Holm's p is never below the raw one)
+    for cells in rows.values():
+        if cells[4] not in ("nan", "-"):
+            assert float(cells[5]) >= float(cells[4])

@@ -144,22 +144,31 @@ def test_compare_attention(tiny_run, tiny_run_additive, tiny_imdb, tmp_path, mon
     assert sorted(p.name for p in tmp_path.glob("review_*.png")) == ["review_0.png", "review_1.png"]
     page = (tmp_path / "compare.html").read_text()
     assert page.count("<b>dot</b>") == 2 and page.count("<b>additive</b>") == 2
+    assert page.index("<b>dot</b>") < page.index("<b>additive</b>")  # (in the order given)
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     events = EventAccumulator(str(tmp_path / "tensorboard"), size_guidance={"images": 0})
     events.Reload()
     assert events.Tags()["images"] == ["compare/review_0", "compare/review_1"]
     capsys.readouterr()
-    # key=value, as the other commands that read a checkpoint take it
-    swapped = [f"ckpt=[{ckpts[1]},{ckpts[0]}]", f"data={tiny_imdb}", f"out={tmp_path / 'x'}"]
-    assert attnclf_in_process(["compare-attention", *swapped], monkeypatch) == 2
-    assert capsys.readouterr().err == "error: dot checkpoint was trained with attention=additive\n"
+    # key=value, as the other commands that read a checkpoint take it: any number of runs (run folders too), in the
+    # order given, two of one attention told apart by their folders
+    three = [f"ckpt=[{tiny_run_additive},{ckpts[0]},{tiny_run}]", f"data={tiny_imdb}", "n=1", f"out={tmp_path / 'x'}"]
+    assert attnclf_in_process(["compare-attention", *three], monkeypatch) == 0, capsys.readouterr().err[-2000:]
+    page = (tmp_path / "x" / "compare.html").read_text()
+    assert (
+        page.index("<b>additive</b>") < page.index(f"<b>dot ({tiny_run.name})</b>")
+        and page.count(f"<b>dot ({tiny_run.name}) #3</b>") == 1
+    )
     from attnclf.commands.compare_attention import as_flags
 
     # key=value, as the other commands that read a checkpoint take it: the same flags
     assert as_flags([f"ckpt=[{ckpts[0]},{ckpts[1]}]", f"data={tiny_imdb}", "n=2", "min_tokens=5", "--out", "o"]) == [
         *ckpts, "--data", str(tiny_imdb), "--n", "2", "--min-tokens", "5", "--out", "o"]  # fmt: skip
-    for bad, words in (("nosuch=1", "'nosuch' is not a setting of compare-attention"), ("ckpt=[a]", "give two")):
+    for bad, words in (
+        ("nosuch=1", "'nosuch' is not a setting of compare-attention"),
+        ("ckpt=[]", "give one run or more"),
+    ):
         with pytest.raises(AttnclfError, match=re.escape(words)):
             as_flags([bad])
 
@@ -208,6 +217,26 @@ def test_bench_lm_runs():
 
 
 @pytest.mark.slow  # (a process of its own, or more training than a tiny run)
+def test_compare_datasets_compares_the_attentions_it_is_given(tmp_path, monkeypatch, capsys):
+    """attention=[...] (or --attention): every mechanism named, on every fold or seed; a name that is not a
+    mechanism is one line naming those that are, before any run."""
+    import argparse
+
+    from attnclf.commands.compare_datasets import attention_flag, runs
+
+    assert attention_flag(["--cr", "x", "attention=[dot,general,structured]"]) == [
+        "--cr", "x", "--attention", "dot", "general", "structured"]  # fmt: skip
+    args = argparse.Namespace(attention=["dot", "general", "structured"], folds=3, seeds=[1, 2])
+    overrides, n = runs("cr", "x.csv", args, [], own_test=False)
+    assert "attention=dot,general,structured" in overrides and n == 9
+    assert runs("imdb", "imdb", args, [], own_test=True)[1] == 6
+    (tmp_path / "cr.csv").write_text("text,label\na,0\n")
+    assert attnclf_in_process(["compare-datasets", "--cr", str(tmp_path / "cr.csv"), "attention=[dot,nope]"],
+                              monkeypatch) == 2  # fmt: skip
+    err = capsys.readouterr().err
+    assert "error: --attention 'nope'; allowed: additive, dot, general, multihead, structured" in err
+
+
 def test_compare_datasets_runs_each_protocol_and_reports_each_dataset_apart(tiny_imdb, tmp_path, monkeypatch, capsys):
     """Cross-validation for a file without a test split, seeds for data with one; one report, a section each;
     a second call skips what is done."""

@@ -34,7 +34,7 @@ COMMANDS = {
         "serve runs over HTTP: a JSON API and a page where their attentions read a text side by side",
     ),
     "pretrain": ("attnclf.commands.pretrain", "pretrain the encoder as two language models"),
-    "report": ("attnclf.commands.report", "summarise a sweep folder: ranking, mean ± sd, dot vs additive paired"),
+    "report": ("attnclf.commands.report", "summarise a sweep folder: ranking, mean ± sd, every two attentions paired"),
     "compare-datasets": (
         "attnclf.commands.compare_datasets",
         "dot vs additive on several datasets, each by its protocol, then one report",
@@ -45,7 +45,7 @@ COMMANDS = {
     ),
     "compare-attention": (
         "attnclf.commands.compare_attention",
-        "a dot and an additive run's attention maps over the same reviews",
+        "several runs' attention maps over the same reviews, any attentions",
     ),
     "agreement": ("attnclf.commands.agreement", "how far runs' attention maps agree, across seeds and attentions"),
     "imbalance": ("attnclf.commands.imbalance", "a copy of a dataset with a rare class (class-weight experiments)"),

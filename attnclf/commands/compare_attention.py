@@ -1,18 +1,20 @@
-"""The two attentions' weights on the same reviews, one above the other.
+"""Several runs' attention weights on the same reviews, one above the other: any number of runs, of any
+attentions (dot, additive, general, multihead, structured, one of your own), in the order given.
 
-    attnclf compare-attention 'ckpt=[<dot run>,<additive run>]' [data=/path/to/imdb] [n=6] [texts=FILE]
+    attnclf compare-attention 'ckpt=[<run>,<run>,...]' [data=/path/to/imdb] [n=6] [texts=FILE]
         [out=outputs/compare_attention]
-    attnclf compare-attention <ckpt_dot> <ckpt_additive> [--data /path/to/imdb] [--n 6]
+    attnclf compare-attention <run> [<run> ...] [--data /path/to/imdb] [--n 6]
         [--out outputs/compare_attention] [--logdir outputs/compare_attention/tensorboard]
 
 Each flag may be given as key=value too, as the other commands that read a checkpoint take their
-arguments (ckpt=[dot,additive] for the two checkpoints; min_tokens=, max_tokens= for --min-tokens ...).
+arguments (ckpt=[a,b,c] for the checkpoints or run folders; min_tokens=, max_tokens= for --min-tokens ...).
 
 Takes a fixed set of test reviews (the first --n of the test split, in its
 order, whose length is between --min-tokens and --max-tokens), or --texts FILE
-(one review per line), runs both checkpoints on them, and writes per review a
-PNG (dot heatmap above additive), one HTML page with the words shaded by each
-attention, and the same figures to TensorBoard (`compare/review_<i>`).
+(one review per line), runs every checkpoint on them, and writes per review a
+PNG (one heatmap a run, in the order given), one HTML page with the words shaded by each
+attention, and the same figures to TensorBoard (`compare/review_<i>`). Each run is
+named by its attention (and its run folder, where two runs share an attention).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from attnclf.errors import AttnclfError
 from attnclf.inference import TrainedClassifier
 from attnclf.presentation.figures import attention_pair_figure
 from attnclf.presentation.html import page, shade_words
+from attnclf.training.checkpoint import best_checkpoint, run_dir_of
 
 
 def pick_reviews(data: str, n: int, lo: int, hi: int) -> list[str]:
@@ -41,7 +44,7 @@ KEYS = ("ckpt", "data", "texts", "n", "min_tokens", "max_tokens", "out", "logdir
 
 
 def as_flags(argv: list[str]) -> list[str]:
-    """key=value arguments as the flags they stand for (ckpt=[a,b]: the two checkpoints); flags as given."""
+    """key=value arguments as the flags they stand for (ckpt=[a,b,...]: the checkpoints); flags as given."""
     out = []
     for a in argv:
         key, eq, value = a.partition("=")
@@ -51,12 +54,24 @@ def as_flags(argv: list[str]) -> list[str]:
             raise AttnclfError(f"{key!r} is not a setting of compare-attention; allowed: {', '.join(KEYS)}")
         elif key == "ckpt":
             ckpts = [c.strip() for c in value.strip("[]").split(",") if c.strip()]
-            if len(ckpts) != 2:
-                raise AttnclfError(f"ckpt={value}: give two, the dot run's and the additive's: 'ckpt=[a,b]'")
+            if not ckpts:
+                raise AttnclfError(f"ckpt={value}: give one run or more: 'ckpt=[a,b,...]'")
             out += ckpts
         else:
             out += [f"--{key.replace('_', '-')}", value]
     return out
+
+
+def named_runs(ckpts: list[Path]) -> dict[str, TrainedClassifier]:
+    """{name: the run loaded}: each run by its attention's name, and by its run folder too where two share one
+    (a run given twice: numbered)."""
+    runs = [TrainedClassifier.from_checkpoint(c) for c in ckpts]
+    names = [r.module.hparams.attention for r in runs]
+    named = {}
+    for name, c, r in zip(names, ckpts, runs, strict=True):
+        label = name if names.count(name) == 1 else f"{name} ({run_dir_of(c).name})"
+        named[label if label not in named else f"{label} #{len(named) + 1}"] = r
+    return named
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,8 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="attnclf compare-attention", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    p.add_argument("ckpt_dot")
-    p.add_argument("ckpt_additive")
+    p.add_argument("ckpt", nargs="+", help="checkpoints or run folders, one or more")
     p.add_argument("--data", default="stanfordnlp/imdb")
     p.add_argument("--texts", type=Path, help="one review per line instead of test reviews")
     p.add_argument("--n", type=int, default=6)
@@ -75,13 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--logdir", type=Path, help="TensorBoard folder (default: <out>/tensorboard)")
     args = p.parse_args(argv)
 
-    models = {
-        "dot": TrainedClassifier.from_checkpoint(args.ckpt_dot),
-        "additive": TrainedClassifier.from_checkpoint(args.ckpt_additive),
-    }
-    for name, clf in models.items():
-        if clf.module.hparams.attention != name:
-            raise AttnclfError(f"{name} checkpoint was trained with attention={clf.module.hparams.attention}")
+    models = named_runs([best_checkpoint(c) for c in args.ckpt])
     if args.texts:
         texts = [t for t in args.texts.read_text(encoding="utf-8").splitlines() if t.strip()][: args.n]
     else:
@@ -94,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     writer = SummaryWriter(str(args.logdir or args.out / "tensorboard"))
     body = []
     for i in range(len(texts)):
-        pair = [(name, preds[name][i]) for name in ("dot", "additive")]
+        pair = [(name, preds[name][i]) for name in models]
         fig = attention_pair_figure(
             [(f"{n}: predicted {q.label_name} (p={q.prob:.2f})", q.tokens, q.weights) for n, q in pair]
         )
@@ -103,6 +111,6 @@ def main(argv: list[str] | None = None) -> int:
         body.append(f"<h3>review {i}</h3>")
         body += [f"<p><b>{n}</b> ({html.escape(q.label_name)}, {q.prob:.2f}): {shade_words(q)}</p>" for n, q in pair]
     writer.close()
-    (args.out / "compare.html").write_text(page("dot vs additive attention", body), encoding="utf-8")
+    (args.out / "compare.html").write_text(page(f"attention compared: {', '.join(models)}", body), encoding="utf-8")
     print(f"{len(texts)} reviews: {args.out}/review_*.png, {args.out}/compare.html, TensorBoard compare/review_*")
     return 0

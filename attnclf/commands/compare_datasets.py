@@ -1,13 +1,15 @@
-"""Dot against additive attention beyond IMDb: the short-text suite of Kim (2014), or any datasets by name,
-each by its protocol, then one report of every dataset.
+"""Attentions compared beyond IMDb: the short-text suite of Kim (2014), or any datasets by name, each by its
+protocol, then one report of every dataset.
 
     attnclf compare-datasets --mr /path/to/mr.csv --subj /path/to/subj.jsonl --cr /path/to/cr.txt \
         --sst5 /path/to/sst5 [--imdb /path/to/imdb] [--data NAME=PATH ...] [--out outputs/compare_datasets] \
-        [--folds 10] [--seeds 1 2 3] [-- key=value ...]
+        [--folds 10] [--seeds 1 2 3] [--attention dot additive ...] [-- key=value ...]
 
 - data without a test split of its own (MR, Subj, CR: one file each): `--folds`-fold cross-validation,
-  both attentions on every fold (`data.folds=K 'data.fold=range(K)'`);
-- data with one (SST-5, IMDb): `--seeds`, both attentions.
+  every attention on every fold (`data.folds=K 'data.fold=range(K)'`);
+- data with one (SST-5, IMDb): `--seeds`, every attention.
+`--attention` (or `attention=[dot,additive,general,...]`): the mechanisms compared, by their names in
+conf/attention/ (default: dot and additive).
 `--data NAME=PATH` (repeated) adds any dataset under its own name, its protocol chosen the same way from its
 splits (read as train.py reads them); `--mr PATH` is `--data mr=PATH`, and so on.
 
@@ -26,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from attnclf.settings.attention import COMPARED, package_attentions
+
 # has a test split of its own
 BUILT_IN = {"mr": False, "subj": False, "cr": False, "sst5": True, "imdb": True}
 
@@ -43,17 +47,19 @@ PROTOCOL_KEYS = {
     "data.folds": "--folds K",
     "data.fold": "every fold of --folds",
     "seed": "--seeds",
-    "attention": "both, dot and additive",
+    "attention": "--attention",
 }
 
 
 def runs(name: str, path: str, args, extra: list[str], own_test: bool) -> tuple[list[str], int]:
     """The `attnclf train` multirun arguments for one dataset, and how many runs it makes."""
-    common = [f"data.path={path}", "attention=dot,additive", "callbacks.rich_progress_bar=null", *extra]
+    attentions = "attention=" + ",".join(args.attention)
+    common = [f"data.path={path}", attentions, "callbacks.rich_progress_bar=null", *extra]
+    n = len(args.attention)
     if not own_test:
         folds = args.folds
-        return [*common, f"data.folds={folds}", f"data.fold=range({folds})"], 2 * folds
-    return [*common, "seed=" + ",".join(str(s) for s in args.seeds)], 2 * len(args.seeds)
+        return [*common, f"data.folds={folds}", f"data.fold=range({folds})"], n * folds
+    return [*common, "seed=" + ",".join(str(s) for s in args.seeds)], n * len(args.seeds)
 
 
 def first_run_refused(overrides: list[str]) -> str | None:
@@ -131,6 +137,17 @@ def clock(seconds: float) -> str:
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
+def attention_flag(argv: list[str]) -> list[str]:
+    """`attention=[dot,additive,general]` (as a train sweep spells it) as the flag it stands for."""
+    out = []
+    for a in argv:
+        if a.startswith("attention="):
+            out += ["--attention", *[n.strip() for n in a.split("=", 1)[1].strip("[]").split(",") if n.strip()]]
+        else:
+            out.append(a)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
         prog="attnclf compare-datasets", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -141,9 +158,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=Path("outputs/compare_datasets"))
     p.add_argument("--folds", type=int, default=10)
     p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
+    p.add_argument("--attention", nargs="+", default=list(COMPARED), help="the mechanisms compared (conf/attention/)")
     argv = sys.argv[1:] if argv is None else argv
     extra = argv[argv.index("--") + 1 :] if "--" in argv else []
-    args = p.parse_args(argv[: argv.index("--")] if "--" in argv else argv)
+    args = p.parse_args(attention_flag(argv[: argv.index("--")] if "--" in argv else argv))
+    allowed = package_attentions()
+    for name in args.attention:
+        if name not in allowed:
+            p.error(f"--attention {name!r}; allowed: {', '.join(allowed)}")
     # the protocol's own keys would be replaced by it without a word
     for item in extra:
         key = item.split("=", 1)[0].lstrip("+~")

@@ -1,4 +1,4 @@
-"""Summarise a multirun or sweep folder: ranking, and the dot vs additive comparison.
+"""Summarise a multirun or sweep folder: ranking, and the attentions compared, every pair of them.
 
     attnclf report outputs/multirun/<date_time> [--objective val/acc] [--target 0.85]
 
@@ -6,9 +6,10 @@ Reads every run's metrics.json (and its TensorBoard scalars) under the folder,
 prints the runs ranked by the objective and the best overrides, and writes
 report.md and PNG plots into the folder:
 - per attention: test accuracy mean +- sd and a 95% bootstrap interval over runs;
-  the paired difference between runs that differ only in the attention (same
-  seed and every other setting) with a paired t-test and an exact sign-flip
-  permutation test;
+  for every pair of attentions present, the paired difference between runs that
+  differ only in the attention (same seed, fold and every other setting) with a
+  paired t-test and an exact sign-flip permutation test, each p-value corrected
+  for the number of pairs (Holm);
 - seconds per epoch, useful training tokens/s, evaluation reviews/s, and time
   to reach the target validation accuracy, each mean +- sd;
 - validation accuracy against step and against wall-clock (val_acc.png);
@@ -33,6 +34,8 @@ import statistics as st
 import sys
 from collections import defaultdict
 from pathlib import Path
+
+from attnclf.settings.attention import attention_order
 
 # config keys that do not make a run a different setting: replicates (seeds, cross-validation folds), and
 # where a run is logged and shown, which does not change what it learns (a group's keys: the prefix)
@@ -268,48 +271,99 @@ def compare(runs: list[dict], target: float) -> list[str]:
             col("test/attn_top5"),
         ]
         lines.append("| " + " | ".join(cells) + " |")
-    if {"dot", "additive"} <= set(by_att):
-        pairs = paired_by_setting(runs)
-        if pairs:
-            diffs = [add["test/acc"] - dot["test/acc"] for dot, add in pairs]
-            mean = st.mean(diffs) * 100
-            who = "additive" if mean > 0 else "dot"
-            settings = len({setting_key(dot)[0] for dot, _ in pairs})
-            for test, p in (("paired t-test", paired_t_p(diffs)), ("exact sign-flip test", sign_flip_p(diffs))):
-                verdict = (
-                    f"{who} is {abs(mean):.2f} pt more accurate, p = {p:.3g}"
-                    if p < 0.05
-                    else f"no significant difference (mean difference additive − dot {mean:+.2f} pt, p = {p:.3g})"
-                )
-                lines += [
-                    "",
-                    f"Paired runs that differ only in the attention ({len(pairs)} pairs over {settings} "
-                    f"setting(s), {test}): {verdict}.",
-                ]
-            if len(pairs) < 6:
-                lines.append(
-                    f"(With {len(pairs)} pairs the sign-flip test's smallest possible p is {2 / 2 ** len(pairs):.3g}; "
-                    "the t-test assumes the differences are roughly normal.)"
-                )
-        else:
-            lines += ["", "No dot and additive runs differ only in the attention: nothing to pair."]
+    names = attention_order(by_att)
+    pairs_of = {(a, b): paired_by_setting(runs, a, b) for a, b in itertools.combinations(names, 2)}
+    if len(names) == 2:
+        lines += pair_sentences(*names, pairs_of[tuple(names)])
+    if len(names) > 2:
+        lines += ["", *pairs_table(pairs_of)]
     return lines
+
+
+def pair_sentences(a: str, b: str, pairs: list[tuple[dict, dict]]) -> list[str]:
+    """Two attentions: their paired difference b − a in words, by each test."""
+    if not pairs:
+        return ["", f"No {a} and {b} runs differ only in the attention: nothing to pair."]
+    diffs = [y["test/acc"] - x["test/acc"] for x, y in pairs]
+    mean = st.mean(diffs) * 100
+    who = b if mean > 0 else a
+    settings = len({setting_key(x)[0] for x, _ in pairs})
+    lines = []
+    for test, p in (("paired t-test", paired_t_p(diffs)), ("exact sign-flip test", sign_flip_p(diffs))):
+        verdict = (
+            f"{who} is {abs(mean):.2f} pt more accurate, p = {p:.3g}"
+            if p < 0.05
+            else f"no significant difference (mean difference {b} − {a} {mean:+.2f} pt, p = {p:.3g})"
+        )
+        lines += [
+            "",
+            f"Paired runs that differ only in the attention ({len(pairs)} pairs over {settings} "
+            f"setting(s), {test}): {verdict}.",
+        ]
+    if len(pairs) < 6:
+        lines.append(
+            f"(With {len(pairs)} pairs the sign-flip test's smallest possible p is {2 / 2 ** len(pairs):.3g}; "
+            "the t-test assumes the differences are roughly normal.)"
+        )
+    return lines
+
+
+def pairs_table(pairs_of: dict) -> list[str]:
+    """Every pair of attentions: the paired difference B − A, each test's p and its Holm correction over the
+    pairs compared (a family per test)."""
+    diffs = {k: [y["test/acc"] - x["test/acc"] for x, y in v] for k, v in pairs_of.items()}
+    t_p = holm({k: paired_t_p(d) for k, d in diffs.items() if d})
+    flip_p = holm({k: sign_flip_p(d) for k, d in diffs.items() if d})
+    lines = [
+        f"Every pair of attentions: runs that differ only in the attention, paired (same seed, fold and setting); "
+        f"p-values Holm-corrected over the {len(t_p)} pairs compared.",
+        "",
+        "| A | B | pairs | B − A (pt, mean ± sd) | paired t p | Holm | sign-flip p | Holm | verdict (Holm, t-test) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for (a, b), d in diffs.items():
+        if not d:
+            lines.append(f"| {a} | {b} | 0 | - | - | - | - | - | nothing to pair |")
+            continue
+        (tp, t_holm), (fp, f_holm) = t_p[(a, b)], flip_p[(a, b)]
+        mean = st.mean(d) * 100
+        spread = f" ± {st.stdev(d) * 100:.2f}" if len(d) > 1 else ""
+        verdict = f"{b if mean > 0 else a} more accurate" if t_holm < 0.05 else "no significant difference"
+        lines.append(
+            f"| {a} | {b} | {len(d)} | {mean:+.2f}{spread} | {tp:.3g} | {t_holm:.3g} | {fp:.3g} | {f_holm:.3g} | "
+            f"{verdict} |"
+        )
+    return lines
+
+
+def holm(p: dict) -> dict:
+    """{key: (p, Holm's adjusted p)}: with m p-values in ascending order p(1) <= ... <= p(m), the i-th adjusted is
+    max over j <= i of min(1, (m - j + 1) p(j)) (Holm 1979). A p that is nan (no spread) stays nan, outside the
+    family."""
+    finite = sorted((v, k) for k, v in p.items() if not math.isnan(v))
+    m, running, out = len(finite), 0.0, {k: (v, math.nan) for k, v in p.items()}
+    for j, (v, k) in enumerate(finite):
+        running = max(running, min(1.0, (m - j) * v))
+        out[k] = (v, running)
+    return out
 
 
 def setting_key(run: dict) -> tuple[tuple, object]:
     """(everything but the attention, the seed and the fold; (the seed, the fold)): runs equal in both differ
-    only in the attention (with k-fold cross-validation, dot and additive are paired fold by fold)."""
-    return tuple(sorted(w for w in run["setting"] if not w.startswith("attention="))), (run["seed"], run.get("fold"))
+    only in the attention (with k-fold cross-validation, two attentions are paired fold by fold). The attention
+    is its name and its own keys (attention._target_, attention.<key>; attention=<name> in runs of before)."""
+    setting = tuple(sorted(w for w in run["setting"] if not w.startswith(("attention=", "attention."))))
+    return setting, (run["seed"], run.get("fold"))
 
 
-def paired_by_setting(runs: list[dict]) -> list[tuple[dict, dict]]:
-    """(dot run, additive run) pairs that differ only in the attention, both with a test accuracy."""
+def paired_by_setting(runs: list[dict], a: str, b: str) -> list[tuple[dict, dict]]:
+    """(`a` run, `b` run) pairs that differ only in the attention, both with a test accuracy."""
     by_key: dict = defaultdict(dict)
     for m in runs:
-        if m["attention"] in ("dot", "additive") and not math.isnan(m.get("test/acc", math.nan)):
+        if m["attention"] in (a, b) and not math.isnan(m.get("test/acc", math.nan)):
             setting, seed = setting_key(m)
             by_key[(setting, seed)][m["attention"]] = m
-    return [(v["dot"], v["additive"]) for _, v in sorted(by_key.items(), key=str) if len(v) == 2]
+    return [(v[a], v[b]) for _, v in sorted(by_key.items(), key=str) if len(v) == 2]
 
 
 def plot(runs: list[dict], out: Path) -> None:
@@ -346,7 +400,7 @@ def dataset_section(data: str, group: list[dict], i: int, several: bool, args) -
     show_markdown("\n".join(versus))
     return [
         *head,
-        f"{h} Dot vs additive",
+        f"{h} The attentions compared",
         "",
         *versus,
         "",
@@ -363,17 +417,25 @@ def dataset_section(data: str, group: list[dict], i: int, several: bool, args) -
     ]
 
 
-def differences(groups: dict, path: Path) -> None:
-    """The paired additive − dot differences of every dataset in one figure."""
+def differences(groups: dict, path: Path) -> str:
+    """The paired differences of every dataset in one figure: each attention's against the first (the
+    default); its caption."""
     from attnclf.presentation.figures import differences_figure, pyplot
 
-    rows = [
-        (data, [add["test/acc"] - dot["test/acc"] for dot, add in paired_by_setting(group)])
-        for data, group in sorted(groups.items())
-    ]
-    fig = differences_figure([(Path(d).name or d, diffs) for d, diffs in rows if diffs])
+    rows = []
+    for data, group in sorted(groups.items()):
+        names = attention_order({m["attention"] for m in group})
+        for b in names[1:]:
+            diffs = [y["test/acc"] - x["test/acc"] for x, y in paired_by_setting(group, names[0], b)]
+            label = Path(data).name or data
+            rows.append((label if len(names) == 2 else f"{label}: {b} − {names[0]}", diffs))
+    fig = differences_figure([(label, diffs) for label, diffs in rows if diffs])
     fig.savefig(path, dpi=110)
     pyplot().close(fig)
+    pairs = sorted(
+        {(n[0], b) for n in [attention_order({m["attention"] for m in g}) for g in groups.values()] for b in n[1:]}
+    )
+    return ", ".join(f"{b} − {a}" for a, b in pairs)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -407,8 +469,8 @@ def main(argv: list[str] | None = None) -> int:
         report += dataset_section(data, group, i, len(groups) > 1, args)
     # the per-dataset differences in one figure
     if len(groups) > 1:
-        differences(groups, args.folder / "differences.png")
-        report[4:4] = ["![additive − dot per dataset](differences.png)", ""]
+        caption = differences(groups, args.folder / "differences.png")
+        report[4:4] = [f"![{caption} per dataset](differences.png)", ""]
     (args.folder / "report.md").write_text("\n".join(report))
     print(f"written {args.folder / 'report.md'} and its figures (val_acc*.png)")
     return 0

@@ -10,6 +10,7 @@ import logging
 import numpy as np
 
 from attnclf.data.text import UNK
+from attnclf.settings.attention import attention_order, package_attentions
 
 log = logging.getLogger(__name__)
 
@@ -267,8 +268,30 @@ def adversarial_figure(r: dict, arrays: dict):
 
 
 def attentions_of(results: list[dict]) -> list[str]:
-    """The attentions among results (each with an "attention"), dot first, then by name."""
-    return sorted({r["attention"] for r in results}, key=lambda a: (a != "dot", a))
+    """The attentions among results (each with an "attention"), the default first, then by name."""
+    return attention_order(r["attention"] for r in results)
+
+
+# matplotlib's sequential colour maps, one family an attention: light to dark shades tell its runs apart
+FAMILIES = ("Blues", "Oranges", "Greens", "Purples", "Reds", "YlOrBr", "PuRd", "BuGn", "RdPu", "Greys")
+
+
+def attention_families(names) -> dict[str, str]:
+    """A colour family per attention, the same in every figure: the package's mechanisms in their fixed order
+    (the default's first), an attention of one's own from the families left (by name; grey past them)."""
+    known = attention_order(package_attentions())
+    spare = iter(FAMILIES[len(known) :])
+    return {
+        n: FAMILIES[known.index(n)] if n in known[: len(FAMILIES)] else next(spare, "Greys")
+        for n in attention_order(names)
+    }
+
+
+def attention_colour(family: str):
+    """The colour that stands for a family where one colour is drawn (a bar, a legend)."""
+    from matplotlib import colormaps
+
+    return colormaps[family](0.7)
 
 
 def aopc_by_attention_figure(results: list[dict]):
@@ -276,6 +299,7 @@ def aopc_by_attention_figure(results: list[dict]):
     run): comprehensiveness (higher: more faithful) and sufficiency (lower: more faithful)."""
     plt = pyplot()
     atts = attentions_of(results)
+    families = attention_families(atts)
     sources = list(results[0]["eraser"]["sources"])
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
     x = np.arange(len(sources))
@@ -285,7 +309,8 @@ def aopc_by_attention_figure(results: list[dict]):
             runs = [r for r in results if r["attention"] == att]
             values = np.array([[r["eraser"]["sources"][n][f"aopc_{score}"] for n in sources] for r in runs])
             at = x + (j - (len(atts) - 1) / 2) * width
-            ax.bar(at, values.mean(0), width, color=f"C{j}", alpha=0.75, label=f"{att} ({len(runs)} runs)")
+            colour = attention_colour(families[att])
+            ax.bar(at, values.mean(0), width, color=colour, alpha=0.75, label=f"{att} ({len(runs)} runs)")
             for row in values:
                 ax.plot(at, row, "o", color="black", ms=3)
         ax.axhline(0, color="grey", lw=0.8)
@@ -298,19 +323,19 @@ def aopc_by_attention_figure(results: list[dict]):
 
 
 def run_colours(runs: list[dict]) -> dict[str, tuple]:
-    """A colour per run (by its folder, `dir`): a family per attention (dot blue, additive orange, others
-    grey) and a shade of it per run, so that each seed's curve can be told apart."""
+    """A colour per run (by its folder, `dir`): a family per attention (attention_families: dot blue, additive
+    orange, general green, ...) and a shade of it per run, so that each seed's curve can be told apart."""
     from collections import defaultdict
 
     from matplotlib import colormaps
 
-    families = {"dot": "Blues", "additive": "Oranges"}
     by_att = defaultdict(list)
     for m in runs:
         by_att[m["attention"]].append(m)
+    families = attention_families(by_att)
     colours = {}
     for att, ms in by_att.items():
-        cmap = colormaps[families.get(att, "Greys")]
+        cmap = colormaps[families[att]]
         for i, m in enumerate(sorted(ms, key=lambda m: (m["seed"], str(m["dir"])))):
             colours[str(m["dir"])] = cmap(0.45 + 0.5 * i / max(len(ms) - 1, 1))
     return colours

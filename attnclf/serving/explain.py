@@ -47,8 +47,19 @@ def explain(clf: TrainedClassifier, reading: Reading) -> tuple[Prediction, dict]
             "leave_one_out": left_out.tolist(),
             "tau": {"gradient": float(tau_g[0]), "leave_one_out": float(tau_l[0])},
             "tau_p_value": {"gradient": float(p_g[0]), "leave_one_out": float(p_l[0])},
+            "rows": weight_rows(model, reading),
         }
     )
+
+
+def weight_rows(model, reading: Reading) -> list[list[float]] | None:
+    """Each head's or hop's row of weights over the read words (the weights shown are their mean); None for a
+    mechanism of one row."""
+    ids = torch.as_tensor(reading.ids, dtype=torch.long, device=next(model.parameters()).device)
+    with torch.no_grad():
+        model(ids[None], torch.tensor([len(reading.ids)]))
+    rows = model.attention.rows
+    return None if rows is None else rows[0, :, 0].float().cpu().tolist()
 
 
 def gradient_taus(clf: TrainedClassifier, readings: list[Reading], batch_tokens: int = 16384):

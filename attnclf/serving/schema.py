@@ -35,6 +35,10 @@ class ExplainResponse(PredictionOut):
     leave_one_out: list[float | None] = Field(description="|change of p(predicted)| with the word deleted")
     tau: dict[str, float | None] = Field(description="Kendall tau of the weights against gradient and leave_one_out")
     tau_p_value: dict[str, float | None] = Field(description="each tau's two-sided p-value")
+    rows: list[list[float]] | None = Field(
+        description="a mechanism with several rows of weights (multihead's heads, structured's hops): each row "
+        "over the read words; `weights` is their mean. null where the mechanism has one row"
+    )
 
 
 class Health(BaseModel):

@@ -14,6 +14,8 @@ from attnclf.models.registry import attention_class, attention_name, check_keys
 
 # the default mechanism (train.yaml's defaults list says it to Hydra)
 DEFAULT_ATTENTION = "dot"
+# the mechanisms a comparison across datasets runs unless told (attnclf compare-datasets --attention)
+COMPARED = (DEFAULT_ATTENTION, "additive")
 # the folder whose YAMLs are the package's mechanisms (attention=<name>); custom.yaml is the start for a class
 # of the user's own
 GROUP = "attention"
@@ -24,6 +26,11 @@ def package_attentions() -> list[str]:
     """The mechanisms the package ships, by their YAMLs' names (conf/attention/), custom's start aside."""
     names = [p.name.removesuffix(".yaml") for p in files("attnclf.conf").joinpath(GROUP).iterdir()]
     return sorted(n for n in names if n != CUSTOM and not n.startswith("_"))
+
+
+def attention_order(names) -> list[str]:
+    """Attentions in the order every comparing view shows them: the default mechanism first, then by name."""
+    return sorted(set(names), key=lambda a: (a != DEFAULT_ATTENTION, a))
 
 
 def attention_node(name: str) -> dict:
