@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The attention table's runs (docs/results.md, "Five attentions"): for each seed and mechanism, a classifier
 # (IMDb: the default settings; SST: binary SST in Jain & Wallace's protocol), then `attnclf faithfulness` on it.
-# Two runs at a time, one thread each, a seed's mechanisms side by side; a run already measured is skipped and
+# Two runs at a time (JOBS=n: n), one thread each, a seed's mechanisms side by side; a run already measured is skipped and
 # one stopped mid-training resumes, so the script goes on where it stopped.
 #   bash scripts/run_attentions.sh imdb /path/to/imdb outputs/attentions/imdb "1 2 3"
 #   bash scripts/run_attentions.sh sst /path/to/sst5 outputs/attentions/sst "1 2 3"
 #   python scripts/attentions_table.py outputs/attentions/imdb      # the table, then attnclf report on it
 set -u
 kind=$1 data=$2 out=$3 seeds=${4:-"1 2 3"} attentions=${5:-"dot additive general multihead structured"}
-attnclf=${ATTNCLF:-attnclf}
+attnclf=${ATTNCLF:-attnclf} jobs=${JOBS:-2}
 case $kind in
   imdb) data_args="data.path=$data"; faith="reviews=300 max_tokens=400 min_tokens=6" ;;
   sst) data_args="experiment=jain_wallace data=sst_binary data.path=$data"; faith="reviews=1500 max_tokens=400 min_tokens=6" ;;
@@ -32,6 +32,6 @@ running=0
 for seed in $seeds; do for attention in $attentions; do
   one "$seed" "$attention" &
   running=$((running + 1))
-  if [ $running -ge 2 ]; then wait -n; running=$((running - 1)); fi
+  if [ $running -ge "$jobs" ]; then wait -n; running=$((running - 1)); fi
 done; done
 wait

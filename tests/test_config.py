@@ -386,6 +386,13 @@ def test_the_old_key_model_gru_kernel_is_read_as_model_rnn_kernel_with_a_note(ca
     assert classifier_config(compose_cfg(["paths.output_dir=/tmp/x"])).model.rnn_kernel == "auto"
 
 
+def load_checkpoint_of(folder, ckpt: dict, hparams: dict) -> dict:
+    """The hyperparameters load_checkpoint reads from `ckpt` saved with `hparams`."""
+    path = folder / "form.ckpt"
+    torch.save({**ckpt, "hyper_parameters": hparams}, path)
+    return load_checkpoint(path)["hyper_parameters"]
+
+
 def test_a_checkpoint_of_every_form_written_loads_as_todays_and_predicts_the_same(tiny_run, tmp_path):
     """As this release writes it; as the release before (model.gru_kernel); as the releases before the
     nesting (flat, and `pack` before the kernel was a choice): each reads as today's form, and the
@@ -395,18 +402,25 @@ def test_a_checkpoint_of_every_form_written_loads_as_todays_and_predicts_the_sam
     best = json.loads((tiny_run / "metrics.json").read_text())["best_checkpoint"]
     ckpt = torch.load(best, weights_only=True)
     hp = ckpt["hyper_parameters"]
+    # before attentions were classes: the attention by its name, its keys among the model's
     model = {("gru_kernel" if k == "rnn_kernel" else k): v for k, v in hp["model"].items()}
+    model.update(attention_scale=True, attention_init="xavier")
+    named = {k: v for k, v in hp.items() if k not in ("attention_class", "attention_keys")}
     flat = {**{k: hp[k] for k in ("vocab_size", "num_classes", "attention")}, **model, **hp["optimizer"],
             "regularizer": "none", "pack": False}  # fmt: skip
     del flat["gru_kernel"]
     texts = ["a wonderful film, truly great", "dull and boring, a waste of time"]
     today = [q for p in TrainedClassifier.from_checkpoint(best).predict(texts) for q in p.probs]
-    for name, form in (("before", {**hp, "model": model}), ("flat", flat)):
+    unscaled = load_checkpoint_of(tmp_path, ckpt, {**named, "model": {**model, "attention_scale": False}})
+    assert (unscaled["attention_class"], unscaled["attention_keys"]) == (hp["attention_class"], {"scale": False})
+    for name, form in (("today", hp), ("before", {**named, "model": model}), ("flat", flat)):
         path = tmp_path / "checkpoints" / f"{name}.ckpt"
         path.parent.mkdir(exist_ok=True)
         (tmp_path / "vocab.json").write_bytes((tiny_run / "vocab.json").read_bytes())
         torch.save({**ckpt, "hyper_parameters": form}, path)
         read = load_checkpoint(path)["hyper_parameters"]
+        mechanism = (read["attention"], read["attention_class"], read["attention_keys"])
+        assert mechanism == ("dot", "attnclf.models.attention.DotAttention", {"scale": True}), name
         assert read["model"]["rnn_kernel"] == ("padded" if name == "flat" else hp["model"]["rnn_kernel"])
         assert "gru_kernel" not in read["model"] and read["optimizer"] == hp["optimizer"], name
         got = [q for p in TrainedClassifier.from_checkpoint(path).predict(texts) for q in p.probs]
