@@ -1,20 +1,19 @@
 """Where a training step's time goes: each part of the model timed alone, as a share of the whole step.
 
     python scripts/bench_step.py [--batch 64] [--length 220] [--threads 2] [--repeats 9] [--attention-dim 64]
+        [--attention dot additive general multihead structured]
 
-On one batch of random reviews (B reviews of about `--length` tokens, lengths
-within 10% of it as the product's length buckets make them), for both
-attentions: the whole training step (forward, backward, gradient clipping,
-AdamW; with the model's default GRU kernel, then with `rnn_kernel=padded`, the
-two directions one after the other), and alone, forward + backward of the
-embedding with its dropout, the BiGRU encoder, the attention pooling (also
-through autograd's own path instead of the model's fused Functions,
-attnclf/models/attention.py), the classifier with the loss, and the optimizer step.
-For additive attention also the three matrix products its key projection needs
-at the least (W_k k_t for every token, forward, and the input and weight
-gradients), alone: the floor under its pooling. Medians of `--repeats`, after a
-warm-up, all parts of both attentions timed in turn in each repeat. Timings,
-not a test.
+On one batch of random reviews (B reviews of about `--length` tokens, lengths within 10% of it as
+the product's length buckets make them), for each attention (default: every mechanism of the
+package, conf/attention/): the whole training step (forward, backward, gradient clipping, AdamW;
+with the model's default GRU kernel, then with `rnn_kernel=padded`, the two directions one after the
+other), and alone, forward + backward of the embedding with its dropout, the BiGRU encoder, the
+attention pooling (also through autograd's own path instead of the model's fused Functions,
+attnclf/models/attention.py), the classifier with the loss, and the optimizer step. For additive
+attention also the three matrix products its key projection needs at the least (W_k k_t for every
+token, forward, and the input and weight gradients), alone: the floor under its pooling. Medians of
+`--repeats`, after a warm-up, all parts of every attention timed in turn in each repeat, and each
+attention's whole step as a ratio to the first's (the default's). Timings, not a test.
 """
 
 from __future__ import annotations
@@ -26,8 +25,9 @@ import torch
 import torch.nn.functional as F
 from harness import medians_ms  # (scripts/harness.py: what the benchmarks share)
 
+from attnclf.models.attention import AdditiveAttention
 from attnclf.models.classifier import ClassifierNet, real_tokens
-from attnclf.settings.attention import AttentionConfig
+from attnclf.settings.attention import AttentionConfig, attention_order, package_attentions
 from attnclf.settings.model import ModelConfig
 from attnclf.training.module import adamw
 
@@ -89,7 +89,7 @@ def parts(args, attention: str) -> dict:
     timed = {"whole step": step, "  same, padded kernel": lambda: step(serial, serial_opt)}
     timed |= {"embedding + dropout": embedding, "encoder (BiGRU)": encoder, "attention pooling": attention_pooling}
     timed["  same, autograd's path"] = plain_pooling
-    if attention == "additive":
+    if isinstance(model.attention, AdditiveAttention):
         # the floor under additive pooling: W_k k_t for every token, and its two backward products (input and
         # weight gradients), as three plain matmuls with nothing else
         keys = out.detach().reshape(B * T, -1)  # (B*T, 2H)
@@ -110,19 +110,26 @@ def main() -> None:
     p.add_argument("--vocab", type=int, default=30000)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--repeats", type=int, default=9)
+    p.add_argument("--attention", nargs="+", default=package_attentions(), help="the mechanisms (conf/attention/)")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
-    fns = {(a, name): fn for a in ("dot", "additive") for name, fn in parts(args, a).items()}
+    names = attention_order(args.attention)
+    fns = {(a, name): fn for a in names for name, fn in parts(args, a).items()}
     ms = medians_ms(fns, args.repeats)
-    results = {a: {name: t for (b, name), t in ms.items() if b == a} for a in ("dot", "additive")}
+    results = {a: {name: t for (b, name), t in ms.items() if b == a} for a in names}
     print(
         f"batch {args.batch}, ~{args.length} tokens, embed {args.embed_dim}, hidden {args.hidden_dim}, "
         f"{args.threads} threads; forward + backward, median ms (share of the whole step)"
     )
-    print(f"{'part':<28} {'dot':>16} {'additive':>16}")
-    for name in results["additive"]:
+    print(f"{'part':<28} " + " ".join(f"{a:>16}" for a in names))
+    for name in dict.fromkeys(n for r in results.values() for n in r):
         cells = [f"{r[name]:8.1f} ({r[name] / r['whole step']:4.0%})" if name in r else "-" for r in results.values()]
-        print(f"{name:<28} {cells[0]:>16} {cells[1]:>16}")
+        print(f"{name:<28} " + " ".join(f"{c:>16}" for c in cells))
+    first = results[names[0]]["whole step"]
+    print(
+        f"{'whole step x ' + names[0] + chr(39) + 's':<28} "
+        + " ".join(f"{r['whole step'] / first:>16.2f}" for r in results.values())
+    )
 
 
 if __name__ == "__main__":

@@ -64,10 +64,22 @@ def test_bench_train_quick(tiny_imdb, tmp_path):
 @pytest.mark.bench  # (a benchmark script on tiny inputs, in a process of its own)
 @pytest.mark.slow
 def test_bench_step_tiny():
-    """The step breakdown runs for both attentions and prints every part (additive: its matmul floor too)."""
+    """The step breakdown runs for every mechanism asked and prints every part (additive: its matmul floor too),
+    and each whole step as a ratio to the first's."""
     args = ["--batch", "4", "--length", "12", "--embed-dim", "8", "--hidden-dim", "8", "--vocab", "50"]
     r = subprocess.run(
-        [sys.executable, "scripts/bench_step.py", *args, "--repeats", "1", "--threads", "1"],
+        [
+            sys.executable,
+            "scripts/bench_step.py",
+            *args,
+            "--repeats",
+            "1",
+            "--threads",
+            "1",
+            "--attention",
+            "dot",
+            "additive",
+        ],  # fmt: skip
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -77,6 +89,7 @@ def test_bench_step_tiny():
     for part in ("whole step", "embedding + dropout", "encoder (BiGRU)", "attention pooling", "optimizer step"):
         assert re.search(rf"^{re.escape(part)} +[\d.]+ \( *\d+%\) +[\d.]+ \( *\d+%\)$", r.stdout, re.M), r.stdout
     assert re.search(r"^  its key-projection matmuls +- +[\d.]+ \( *\d+%\)$", r.stdout, re.M), r.stdout
+    assert re.search(r"^whole step x dot's +1\.00 +\d+\.\d\d$", r.stdout, re.M), r.stdout
 
 
 def test_bench_regularizer_tiny():
@@ -359,3 +372,33 @@ def test_bench_serve_tiny(tiny_run, tiny_imdb, tmp_path):
     result = json.loads(out.read_text())
     assert [(x["clients"], x["texts"], x["requests"]) for x in result["rows"]] == [(1, 1, 8), (2, 1, 8), (1, 3, 8),
                                                                                     (2, 3, 8)]  # fmt: skip
+
+
+def test_the_attention_table_is_the_mean_and_sd_over_each_mechanisms_seeds(tmp_path):
+    """scripts/attentions_table.py: a row per mechanism found, the default's first, each figure the mean ± sd
+    of its runs, and the fastest run's seconds an epoch as a ratio to the default's fastest."""
+
+    def run(name, acc, tau, epoch_s):
+        folder = tmp_path / name
+        (folder / "faithfulness_test").mkdir(parents=True)
+        agree = {"mean": tau, "significant": 0.5}
+        eraser = {"attention": {"aopc_comprehensiveness": 0.2, "aopc_sufficiency": 0.1}}
+        faith = {"agreement": {"magnitude": {"gradient": agree, "loo": agree}}, "eraser": {"sources": eraser}}
+        (folder / "metrics.json").write_text(json.dumps({"test/acc": acc, "epoch_seconds": epoch_s}))
+        (folder / "faithfulness_test" / "faithfulness.json").write_text(json.dumps(faith))
+
+    run("structured_s1", 0.90, 0.3, 30.0)
+    run("dot_s1", 0.80, 0.1, 20.0)
+    run("dot_s2", 0.84, 0.3, 50.0)
+    run("general_s1", 0.82, 0.4, 25.0)
+    (tmp_path / "multihead_s1").mkdir()  # (a run not measured yet: left out)
+    r = subprocess.run([sys.executable, "scripts/attentions_table.py", str(tmp_path)], cwd=ROOT, capture_output=True,
+                       text=True, timeout=60)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    rows = r.stdout.splitlines()[2:]
+    assert [row.split(" | ")[0] for row in rows] == ["| dot", "| general", "| structured"]
+    assert (
+        rows[0]
+        == "| dot | 2 | 82.00 ± 2.83 | 0.20 ± 0.14 | 0.20 ± 0.14 | 0.200 ± 0.000 | 0.100 ± 0.000 | 20.0 | 1.00 |"
+    )
+    assert rows[2].endswith("| 30.0 | 1.50 |") and "× dot's" in r.stdout.splitlines()[0]
