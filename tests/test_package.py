@@ -4,6 +4,7 @@
 import ast
 import csv
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -171,3 +172,17 @@ def test_every_planted_defect_targets_code_that_is_there_and_names_tests_that_ar
             if not source or (function and f"def {function.split('[')[0]}(" not in source):
                 missing.append(f"{name}: {test}")
     assert stale == [] and missing == []
+
+
+def test_no_mechanism_is_named_outside_its_own_code_the_default_and_the_old_checkpoints_conversion():
+    """A mechanism is one class and one YAML: no literal "dot" or "additive" in the package but in their own
+    module, the settings' default and the conversion of checkpoints written before attentions were classes."""
+    allowed = {"attnclf/models/attention.py", "attnclf/settings/attention.py", "attnclf/training/checkpoint.py"}
+    named = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in sorted((ROOT / "attnclf").rglob("*.py"))
+        if str(path.relative_to(ROOT)) not in allowed
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if re.search(r"""["'](dot|additive)["']""", line)
+    ]
+    assert named == []
