@@ -35,7 +35,8 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from attnclf.settings.attention import attention_order
+from attnclf.errors import AttnclfError
+from attnclf.settings.attention import attention_node, attention_order
 
 # config keys that do not make a run a different setting: replicates (seeds, cross-validation folds), and
 # where a run is logged and shown, which does not change what it learns (a group's keys: the prefix)
@@ -82,7 +83,7 @@ def load_runs(root: Path) -> list[dict]:
         m["dir"] = path.parent
         m["overrides"] = [ln[2:].strip() for ln in overrides.read_text().splitlines()] if overrides.exists() else []
         if config.exists():
-            words = flatten(yaml.safe_load(config.read_text()) or {})
+            words = attention_words(flatten(yaml.safe_load(config.read_text()) or {}), m.get("attention"))
             # (a key set to null is no setting: runs from before the key existed read the same)
             m["setting"] = sorted(w for w in words if is_setting(w) and not w.endswith("=null"))
         else:
@@ -102,6 +103,23 @@ def load_runs(root: Path) -> list[dict]:
         m["data"] = " ".join(str(d) for d in data if d not in (None, "null", "None")) or "(the default data)"
         runs.append(m)
     return runs
+
+
+def attention_words(words: list[str], name: str | None) -> list[str]:
+    """A run's config words with its attention said as the command line says it: attention=<name> for its
+    class (attention._target_), and only the keys of its own that differ from its YAML's (conf/attention/)."""
+    if not name or not any(w.startswith("attention._target_=") for w in words):
+        return words
+    try:
+        defaults = flatten({"attention": attention_node(name)})
+    # a class of one's own: every key of its run is said
+    except AttnclfError:
+        defaults = []
+    return [
+        f"attention={name}" if w.startswith("attention._target_=") else w
+        for w in words
+        if w.startswith("attention._target_=") or w not in defaults
+    ]
 
 
 # the compare table, the by-setting table and the plot all read the same curves
