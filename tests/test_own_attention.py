@@ -136,7 +136,35 @@ def test_six_attentions_served_reported_and_compared_side_by_side(runs, importab
     assert all(f"<b>{n}</b>" in html for n in CHOICE)
 
 
+def without_pythonpath() -> dict:
+    import os
+
+    return {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+
+
 def write_texts(folder):
     path = folder / "texts.txt"
     path.write_text("a wonderful film , really moving\nthe plot was dull\n")
     return path
+
+
+@pytest.mark.slow  # (a process of its own: the installed command, run from the user's folder)
+def test_a_yaml_in_the_users_config_folder_picks_a_class_in_the_folder_it_is_run_from(tiny_imdb, tmp_path):
+    """`attnclf train hydra.searchpath=[file://<their conf>] attention=cosine`, run from the folder holding
+    my_attention.py (not on PYTHONPATH): the run is named by the mechanism and trained with the YAML's keys."""
+    import subprocess
+
+    (tmp_path / "my_attention.py").write_text(OWN)
+    (tmp_path / "my_conf" / "attention").mkdir(parents=True)
+    (tmp_path / "my_conf" / "attention" / "cosine.yaml").write_text("_target_: my_attention.Cosine\ntemperature: 0.3\n")
+    overrides = [o for o in tiny_overrides(tiny_imdb, tmp_path / "run") if not o.startswith("paths.output_dir")]
+    r = subprocess.run(
+        [sys.executable, "-m", "attnclf", "train", f"hydra.searchpath=[file://{tmp_path / 'my_conf'}]",
+         "attention=cosine", "experiment=smoke", "trainer.max_steps=2", "test=false", "logger=none", *overrides],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300, env=without_pythonpath(),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr[-2000:]
+    [run] = (tmp_path / "outputs" / "runs").iterdir()
+    assert run.name.endswith("_cosine_s42")
+    hp = torch.load(run / "checkpoints" / "last.ckpt", weights_only=True)["hyper_parameters"]
+    assert hp["attention_class"] == "my_attention.Cosine" and hp["attention_keys"] == {"temperature": 0.3}

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
+import sys
 import typing
 
 from attnclf.errors import AttnclfError
@@ -16,6 +18,10 @@ def attention_class(target: str) -> type[Attention]:
     module_name, _, class_name = str(target).rpartition(".")
     if not module_name:
         raise AttnclfError(f"attention._target_={target!r} must name a class as module.Class")
+    # the folder a command is run from, as `python -m` reads it (last: it shadows no installed package), so that
+    # a module of one's own beside the data is found by the installed `attnclf` too
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.append(os.getcwd())
     try:
         module = importlib.import_module(module_name)
     except ImportError as e:
