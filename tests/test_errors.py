@@ -35,6 +35,13 @@ MECHANISMS = "additive, custom, dot, general, multihead, structured"
         ("data.truncation=middle", "data.truncation='middle'; allowed: head, tail, head_tail"),
         ("optimized_metric=test/f1", "optimized_metric='test/f1'; allowed"),
         ("attention=additive attention.init=zeros", "attention.init='zeros'; allowed: xavier, default"),
+        ("attention=custom", "attention._target_ is not given: name the class, attention=custom attention._target_="),
+        (
+            "attention._target_=torch.nn.Linear",
+            "attention._target_='torch.nn.Linear' is class Linear, not an attention",
+        ),
+        ("attention=multihead attention.heads=3", "attention.heads=3 must be a whole number >= 1 that divides"),
+        ("attention._target_=nosuch.Thing", "module 'nosuch' cannot be imported here (No module named 'nosuch')"),
         ("model.attention_dim=-5", "model.attention_dim=-5 must be a positive integer or null"),
         ("model.attention_dim=0", "model.attention_dim=0 must be a positive integer or null"),
         ("optimizer.weight_decay=-3", "optimizer.weight_decay=-3 must be a number >= 0"),

@@ -79,6 +79,8 @@ class AttentionConfig:
 def name_of_target(target) -> str:
     """The name of the mechanism `target` names, for the run folder (${attention_name:...}); a target that is
     not given or cannot be imported is named by its last part, and the run's check says why in one line."""
+    if target is None:
+        return CUSTOM
     try:
         return attention_name(attention_class(str(target)))
     except AttnclfError:
