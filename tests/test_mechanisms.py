@@ -68,7 +68,7 @@ def test_general_is_luongs_bilinear_score(normalizer, Tq):
 
 
 @pytest.mark.parametrize("normalizer", NORMALIZERS)
-@pytest.mark.parametrize("Tq", [1, 3])
+@pytest.mark.parametrize("Tq", [1, 3, 7])  # (fewer queries than keys: the values pooled before their projection)
 def test_multihead_is_heads_of_scaled_dot_concatenated_and_projected(normalizer, Tq):
     torch.manual_seed(0)
     att = mechanism("multihead", 8, 8, dim=6, normalizer=normalizer, heads=3).double()

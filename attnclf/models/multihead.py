@@ -42,14 +42,41 @@ class MultiHeadAttention(Attention):
 
     def forward(self, query, keys, values, mask=None):
         B, Tq, Tk = query.size(0), query.size(1), keys.size(1)
-        q, k, v = self.split(self.q_proj(query)), self.split(self.k_proj(keys)), self.split(self.v_proj(values))
-        scores = q @ k.transpose(-1, -2) / math.sqrt(self.head_dim)  # (B, H, Tq, Tk)
+        q = self.split(self.q_proj(query))  # (B, H, Tq, d/H)
+        if Tq < Tk:
+            # fewer queries than keys (pooling: one): bring each head's query into key space and pool the values
+            # before projecting them, rather than project every key and value (as dot attention does)
+            scores, pool = self.pooled_scores(q, keys), self.pooled_values
+        else:
+            scores = q @ self.split(self.k_proj(keys)).transpose(-1, -2)  # (B, H, Tq, Tk)
+            pool = self.projected_values
+        scores = scores / math.sqrt(self.head_dim)
         # every head's rows normalised under the review's mask: (B, H*Tq, Tk)
         rows = masked_weights(scores.reshape(B, -1, Tk), mask, self.normalizer).view(B, self.heads, Tq, Tk)
         self.rows = rows.detach()
-        context = (rows @ v).transpose(1, 2).reshape(B, Tq, -1)  # (B, Tq, d)
+        context = pool(rows, values).transpose(1, 2).reshape(B, Tq, -1)  # (B, Tq, d)
         # (B, Tq, Dv), (B, Tq, Tk): each head's rows are 0 on padding, so their mean is too
         return self.o_proj(context), rows.mean(1)
+
+    def pooled_scores(self, q: torch.Tensor, keys: torch.Tensor) -> torch.Tensor:
+        """q_h . (W_k,h k + b_k,h) = (q_h W_k,h) . k + q_h . b_k,h: (B, H, Tq, d/H), (B, Tk, Dk) -> (B, H, Tq, Tk)."""
+        w = self.k_proj.weight.view(self.heads, self.head_dim, -1)  # (H, d/H, Dk)
+        qk = torch.einsum("bhqe,hek->bhqk", q, w)  # (B, H, Tq, Dk)
+        shift = (q * self.k_proj.bias.view(self.heads, 1, self.head_dim)).sum(-1, keepdim=True)  # (B, H, Tq, 1)
+        B, H, Tq, Dk = qk.shape
+        # one (B, H*Tq, Dk) x (B, Dk, Tk) product: no copy of the keys for each head
+        return torch.bmm(qk.reshape(B, H * Tq, Dk), keys.transpose(1, 2)).view(B, H, Tq, -1) + shift
+
+    def pooled_values(self, rows: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        """sum_t w_t (W_v,h v_t + b_v,h) = W_v,h (sum_t w_t v_t) + (sum_t w_t) b_v,h: (B, H, Tq, d/H)."""
+        B, H, Tq, Tk = rows.shape
+        pooled = torch.bmm(rows.reshape(B, H * Tq, Tk), values).view(B, H, Tq, -1)  # (B, H, Tq, Dv)
+        w = self.v_proj.weight.view(self.heads, self.head_dim, -1)  # (H, d/H, Dv)
+        bias = self.v_proj.bias.view(self.heads, 1, self.head_dim)
+        return torch.einsum("bhqv,hev->bhqe", pooled, w) + rows.sum(-1, keepdim=True) * bias
+
+    def projected_values(self, rows: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
+        return rows @ self.split(self.v_proj(values))  # (B, H, Tq, d/H)
 
     def pool(self, weights, values):
         # the same weights for every head: the heads' contexts are then slices of w @ W_v v
