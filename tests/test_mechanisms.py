@@ -2,6 +2,8 @@
 computed here with numpy, one review and one query at a time; and every mechanism of the package under
 padding, on every encoder kernel, with every normaliser and both query forms."""
 
+import itertools
+
 import numpy as np
 import pytest
 import torch
@@ -134,10 +136,10 @@ def test_pool_under_the_mechanisms_own_single_row_is_its_forward(name):
 @pytest.mark.parametrize("query", ["final", "learned"])
 def test_each_mechanism_is_exact_under_padding_on_every_kernel(name, kernel, query):
     """A review alone and the same review padded in a batch beside a longer one: the same logits and weights,
-    and exactly 0 on its padding, under each normaliser."""
-    for normalizer in NORMALIZERS:
+    and exactly 0 on its padding, under each normaliser, with the GRU and the LSTM."""
+    for normalizer, rnn in itertools.product(NORMALIZERS, ("gru", "lstm")):
         torch.manual_seed(1)
-        clf = net(40, 2, embed_dim=6, hidden_dim=4, attention=name, rnn_kernel=kernel, query=query,
+        clf = net(40, 2, embed_dim=6, hidden_dim=4, attention=name, rnn_kernel=kernel, query=query, rnn=rnn,
                   attention_normalizer=normalizer).eval()  # fmt: skip
         ids = torch.randint(2, 40, (2, 9))
         with torch.no_grad():
@@ -145,7 +147,7 @@ def test_each_mechanism_is_exact_under_padding_on_every_kernel(name, kernel, que
             alone, w_alone = clf(ids[1:, :5], torch.tensor([5]))
         torch.testing.assert_close(both[1], alone[0], atol=1e-6, rtol=1e-5)
         torch.testing.assert_close(w_both[1, :5], w_alone[0], atol=1e-6, rtol=1e-5)
-        assert (w_both[1, 5:] == 0).all(), (name, kernel, query, normalizer)
+        assert (w_both[1, 5:] == 0).all(), (name, kernel, query, normalizer, rnn)
 
 
 def test_the_structured_penalty_is_added_to_the_loss(tiny_imdb, tmp_path):
