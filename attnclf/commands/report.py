@@ -264,7 +264,7 @@ def compare(runs: list[dict], target: float) -> list[str]:
         f"train tokens/s | eval reviews/s | s to val/acc ≥ {target} | attention entropy | top-5 share |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for att, ms in sorted(by_att.items()):
+    for att, ms in ((a, by_att[a]) for a in attention_order(by_att)):
         # nan: run with test=false
         accs = [m["test/acc"] for m in ms if not math.isnan(m["test/acc"])]
         lo, hi = bootstrap_ci(accs) if len(accs) > 1 else ((accs[0], accs[0]) if accs else (math.nan, math.nan))
