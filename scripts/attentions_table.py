@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import json
 import re
-import statistics
 import sys
 from pathlib import Path
+
+from harness import mean_sd_cell  # (scripts/harness.py: what the scripts share)
 
 from attnclf.settings.attention import attention_order
 
@@ -42,13 +43,6 @@ def read_run(folder: Path) -> dict | None:
             "eraser": faith["eraser"]["sources"]["attention"]}  # fmt: skip
 
 
-def cell(values: list[float], fmt: str) -> str:
-    if not values:
-        return "–"
-    mean = fmt.format(statistics.fmean(values))
-    return f"{mean} ± {fmt.format(statistics.stdev(values))}" if len(values) > 1 else mean
-
-
 def table(root: Path) -> str:
     runs: dict[str, list[dict]] = {}
     for folder in sorted(root.iterdir()):
@@ -63,7 +57,7 @@ def table(root: Path) -> str:
     lines = [f"| attention | seeds | {' | '.join(heads)} | fastest s / epoch | × {first}'s |",
              "|---|---|" + "---|" * (len(heads) + 2)]  # fmt: skip
     for a in names:
-        cells = [cell([read(r) for r in runs[a]], fmt) for _, read, fmt in COLUMNS.values()]
+        cells = [mean_sd_cell([read(r) for r in runs[a]], fmt) for _, read, fmt in COLUMNS.values()]
         ratio = fastest[a] / fastest[first]
         lines.append(f"| {a} | {len(runs[a])} | " + " | ".join(cells) + f" | {fastest[a]:.1f} | {ratio:.2f} |")
     return "\n".join(lines)

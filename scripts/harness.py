@@ -1,6 +1,7 @@
-"""What the benchmarks of scripts/ share: timing (each callable's median over repeats, timed round robin after a
-warm-up) and process isolation (a command in a process of its own, its output back). Each prints its own table:
-their columns have nothing in common."""
+"""What the scripts of scripts/ share: timing (each callable's median over repeats, timed round robin after a
+warm-up), process isolation (a command in a process of its own, its output back), and the mean ± sd cell of the
+results tables (remedies_table.py, attentions_table.py). Each prints its own table: their columns have nothing
+in common."""
 
 from __future__ import annotations
 
@@ -33,3 +34,11 @@ def isolated(cmd: list[str], **kwargs) -> subprocess.CompletedProcess:
     if r.returncode != 0:
         sys.exit(f"error: {' '.join(cmd[:4])} ... exited {r.returncode}: {r.stderr.strip().splitlines()[-1:]}")
     return r
+
+
+def mean_sd_cell(values: list[float], fmt: str) -> str:
+    """A table cell: the mean ± sd of `values` in `fmt` (the mean alone for one value, – for none)."""
+    if not values:
+        return "–"
+    mean = fmt.format(statistics.fmean(values))
+    return f"{mean} ± {fmt.format(statistics.stdev(values))}" if len(values) > 1 else mean

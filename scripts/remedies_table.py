@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 import re
-import statistics
 import sys
 from pathlib import Path
+
+from harness import mean_sd_cell  # (scripts/harness.py: what the scripts share)
 
 REMEDIES = ("softmax", "orthogonal", "diversity", "sparsemax", "entmax15")
 ATTENTIONS = ("dot", "additive")
@@ -51,13 +52,6 @@ def read_run(folder: Path) -> dict | None:
             "eraser": faith["eraser"]["sources"]["attention"], "diag": diag["weights"]}  # fmt: skip
 
 
-def cell(values: list[float], fmt: str) -> str:
-    if not values:
-        return "–"
-    mean = fmt.format(statistics.fmean(values))
-    return f"{mean} ± {fmt.format(statistics.stdev(values))}" if len(values) > 1 else mean
-
-
 def table(root: Path) -> str:
     runs: dict[tuple[str, str], list[dict]] = {}
     for folder in sorted(root.iterdir()):
@@ -73,7 +67,7 @@ def table(root: Path) -> str:
         plain_s = min(map(EPOCH_S[1], plain), default=None)
         for remedy in REMEDIES:
             group = runs.get((attention, remedy), [])
-            cells = [cell([read(r) for r in group], fmt) for _, read, fmt in COLUMNS.values()]
+            cells = [mean_sd_cell([read(r) for r in group], fmt) for _, read, fmt in COLUMNS.values()]
             fastest = min(map(EPOCH_S[1], group), default=None)
             cells.append("–" if fastest is None else EPOCH_S[2].format(fastest))
             ratio = "–" if fastest is None or not plain_s else f"{fastest / plain_s:.2f}"
