@@ -1375,6 +1375,13 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "n: FAMILIES[attention_order(names).index(n)]",
         ["tests/test_report.py::test_each_attention_has_its_own_colour_family_the_same_in_every_figure"],
     ),
+    (
+        "a-served-lstm-said-a-bigru",
+        "attnclf/commands/serve.py",
+        r'return "BiLSTM" if clf\.module\.config\.model\.rnn == "lstm" else "BiGRU"',
+        'return "BiLSTM" if getattr(clf.module.hparams, "rnn", "gru") == "lstm" else "BiGRU"',
+        ["tests/test_serve.py::test_a_served_model_is_said_with_its_own_encoder"],
+    ),
 ]
 
 args = sys.argv[1:]

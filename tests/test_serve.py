@@ -394,3 +394,16 @@ def test_serve_help_says_what_each_key_does(capsys, in_process):
         main(["serve", "--help"])
     out = capsys.readouterr().out
     assert e.value.code == 0 and "max_texts" in out and "Ctrl-C or SIGTERM" in out and "api_key" in out
+
+
+def test_a_served_model_is_said_with_its_own_encoder():
+    """The page's line on each model names its encoder as trained: an LSTM run's is a BiLSTM (it said BiGRU for
+    every run, reading a key the checkpoint does not hold at its top level)."""
+    from types import SimpleNamespace
+
+    from attnclf.commands.serve import rnn_of
+
+    def run(rnn):
+        return SimpleNamespace(module=SimpleNamespace(config=SimpleNamespace(model=SimpleNamespace(rnn=rnn))))
+
+    assert (rnn_of(run("lstm")), rnn_of(run("gru"))) == ("BiLSTM", "BiGRU")

@@ -76,7 +76,8 @@ def load_models(s: ServeConfig) -> list:
 
 
 def rnn_of(clf) -> str:
-    return "BiLSTM" if getattr(clf.module.hparams, "rnn", "gru") == "lstm" else "BiGRU"
+    """The encoder a served model reads with, as its page names it."""
+    return "BiLSTM" if clf.module.config.model.rnn == "lstm" else "BiGRU"
 
 
 def run_server(app, sock: socket.socket) -> None:
