@@ -378,6 +378,21 @@ def test_the_readme_is_short_and_names_only_paths_a_user_has():
         assert "../shared" not in path.read_text(), path
 
 
+def test_the_old_attention_keys_of_the_model_are_read_as_the_attentions_with_a_note(caplog):
+    """model.attention_scale (dot's) and model.attention_init (additive's) are attention.scale and attention.init
+    now: a command line or config of before still sets them, said in one line; a mechanism that takes no such
+    key refuses it in one line."""
+    with caplog.at_level(logging.WARNING):
+        dot = classifier_config(compose_cfg(["model.attention_scale=false", "paths.output_dir=/tmp/x"]))
+        additive = classifier_config(
+            compose_cfg(["attention=additive", "model.attention_init=default", "paths.output_dir=/tmp/x"])
+        )
+    assert dot.attention.keys == {"scale": False} and additive.attention.keys == {"init": "default"}
+    assert "model.attention_scale is now attention.scale: read as attention.scale=False" in caplog.text
+    with pytest.raises(AttnclfError, match="attention.init: attnclf.models.attention.DotAttention takes no such"):
+        classifier_config(compose_cfg(["model.attention_init=default", "paths.output_dir=/tmp/x"]))
+
+
 def test_the_old_key_model_gru_kernel_is_read_as_model_rnn_kernel_with_a_note(caplog):
     with caplog.at_level(logging.WARNING):
         config = classifier_config(compose_cfg(["model.gru_kernel=padded", "paths.output_dir=/tmp/x"]))
