@@ -148,7 +148,7 @@ def attention_flag(argv: list[str]) -> list[str]:
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="attnclf compare-datasets", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -159,6 +159,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--folds", type=int, default=10)
     p.add_argument("--seeds", type=int, nargs="+", default=[1, 2, 3])
     p.add_argument("--attention", nargs="+", default=list(COMPARED), help="the mechanisms compared (conf/attention/)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = parser()
     argv = sys.argv[1:] if argv is None else argv
     extra = argv[argv.index("--") + 1 :] if "--" in argv else []
     args = p.parse_args(attention_flag(argv[: argv.index("--")] if "--" in argv else argv))

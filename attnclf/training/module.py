@@ -206,6 +206,17 @@ class TrainingModule(L.LightningModule):
             torch.cuda.set_rng_state(own["cuda"].cpu().clone(), device)
 
 
+def saved_attention(name: str, target: str, keys: dict) -> AttentionConfig:
+    """A checkpoint's attention, its class importable here (one line saying which module to make importable
+    where not)."""
+    mechanism = AttentionConfig(target, dict(keys), name)
+    try:
+        mechanism.check()
+    except AttnclfError as e:
+        raise AttnclfError(f"this checkpoint's attention, {name}, is {target}: {e}") from e
+    return mechanism
+
+
 class ClassifierModule(TrainingModule):
     """The classifier's LightningModule, built from a ClassifierConfig (attnclf/settings/model.py), which
     it saves in its checkpoint, nested, beside the data's vocabulary size and classes and its kind."""
@@ -230,11 +241,7 @@ class ClassifierModule(TrainingModule):
         the dicts ClassifierConfig.as_dict() saves), checked here."""
         super().__init__()
         if config is None:
-            mechanism = AttentionConfig(attention_class, dict(attention_keys), attention)
-            try:
-                mechanism.check()
-            except AttnclfError as e:
-                raise AttnclfError(f"this checkpoint's attention, {attention}, is {attention_class}: {e}") from e
+            mechanism = saved_attention(attention, attention_class, attention_keys)
             config = ClassifierConfig(
                 mechanism, ModelConfig(**model), OptimizerConfig(**optimizer), RegularizerConfig(**regularizer)
             )
