@@ -115,6 +115,8 @@ def test_structured_is_lins_hops_concatenated_with_their_penalty(normalizer):
     # ||A A^T - I||_F^2 / r^2, averaged over the reviews (the authors' code), times the coefficient
     want = np.mean([((A @ A.T - np.eye(3)) ** 2).sum() / 9 for A in hops.values()])
     assert att.penalty().item() == pytest.approx(0.7 * want, rel=1e-9)
+    att.eval()(q, k, k, mask)  # (the training loss's only: not computed to evaluate)
+    assert att.penalty() is None
     # query-free: another query gives the same
     torch.testing.assert_close(att(q.flip(0), k, k, mask)[0], att(q, k, k, mask)[0])
 

@@ -440,20 +440,18 @@ def differences(groups: dict, path: Path) -> str:
     default); its caption."""
     from attnclf.presentation.figures import differences_figure, pyplot
 
-    rows = []
+    rows, pairs = [], set()
     for data, group in sorted(groups.items()):
         names = attention_order({m["attention"] for m in group})
         for b in names[1:]:
             diffs = [y["test/acc"] - x["test/acc"] for x, y in paired_by_setting(group, names[0], b)]
             label = Path(data).name or data
             rows.append((label if len(names) == 2 else f"{label}: {b} − {names[0]}", diffs))
+            pairs.add((names[0], b))
     fig = differences_figure([(label, diffs) for label, diffs in rows if diffs])
     fig.savefig(path, dpi=110)
     pyplot().close(fig)
-    pairs = sorted(
-        {(n[0], b) for n in [attention_order({m["attention"] for m in g}) for g in groups.values()] for b in n[1:]}
-    )
-    return ", ".join(f"{b} − {a}" for a, b in pairs)
+    return ", ".join(f"{b} − {a}" for a, b in sorted(pairs))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -55,19 +55,20 @@ def own_keys(cls: type) -> dict:
     return {p.name: None if p.default is p.empty else p.default for p in params if p.kind in kinds}
 
 
-def check_keys(target: str, keys: dict) -> None:
-    """Each key given is one the class takes (one line naming it and the class's keys where not)."""
-    cls = attention_class(target)
-    takes = own_keys(cls)
-    if any(p.kind == p.VAR_KEYWORD for p in inspect.signature(cls.__init__).parameters.values()):
-        return check_types(cls, keys)
-    for key in keys:
-        if key not in takes:
-            allowed = ", ".join(takes) or "none"
-            raise AttnclfError(
-                f"attention.{key}: {target} takes no such setting (its settings: {allowed}); for a class of your "
-                f"own start from no keys: attention=custom attention._target_=<module.Class>"
-            )
+def check_keys(cls: type, keys: dict) -> None:
+    """Each key given is one the class takes (one line naming it and the class's keys where not), of its
+    annotated type."""
+    params = inspect.signature(cls.__init__).parameters.values()
+    if not any(p.kind == p.VAR_KEYWORD for p in params):
+        takes = own_keys(cls)
+        for key in keys:
+            if key not in takes:
+                allowed = ", ".join(takes) or "none"
+                raise AttnclfError(
+                    f"attention.{key}: {cls.__module__}.{cls.__name__} takes no such setting (its settings: "
+                    f"{allowed}); for a class of your own start from no keys: attention=custom "
+                    "attention._target_=<module.Class>"
+                )
     check_types(cls, keys)
 
 
@@ -97,7 +98,7 @@ def check_types(cls: type, keys: dict) -> None:
 def build_attention(target: str, keys: dict, shape: AttentionShape) -> Attention:
     """`target`'s class built as cls(shape, **keys); a constructor that refuses its settings is one line."""
     cls = attention_class(target)
-    check_keys(target, keys)
+    check_keys(cls, keys)
     try:
         return cls(shape, **keys)
     except AttnclfError:

@@ -47,8 +47,11 @@ class StructuredAttention(Attention):
         scores = self.w2(torch.tanh(self.w1(keys))).transpose(1, 2)  # (B, r, Tk)
         a = masked_weights(scores, mask, self.normalizer)  # (B, r, Tk)
         self.rows = a.detach().unsqueeze(2).expand(-1, -1, Tq, -1)  # (B, r, Tq, Tk)
-        eye = torch.eye(self.hops, device=a.device, dtype=a.dtype)
-        self.last_penalty = (a @ a.transpose(1, 2) - eye).square().mean()
+        # the penalty is the training loss's only: not computed to evaluate or explain
+        self.last_penalty = None
+        if self.training and self.coefficient:
+            eye = torch.eye(self.hops, device=a.device, dtype=a.dtype)
+            self.last_penalty = (a @ a.transpose(1, 2) - eye).square().mean()
         context = (a @ values).reshape(B, 1, -1).expand(-1, Tq, -1)  # (B, Tq, r*Dv)
         # (B, Tq, r*Dv), (B, Tq, Tk): each hop's row is 0 on padding, so their mean is too
         return context, a.mean(1, keepdim=True).expand(-1, Tq, -1)
@@ -57,4 +60,4 @@ class StructuredAttention(Attention):
         return torch.bmm(weights.to(values.dtype), values).repeat(1, 1, self.hops)  # (B, Tq, r*Dv)
 
     def penalty(self):
-        return None if self.last_penalty is None or not self.coefficient else self.coefficient * self.last_penalty
+        return None if self.last_penalty is None else self.coefficient * self.last_penalty

@@ -60,15 +60,15 @@ def model_view(view: dict) -> str:
     p, ex = view["prediction"], view["explained"]
     scores = {"attention": None, "gradient": ex["gradient"], "loo": ex["leave_one_out"]}
     shaded = "".join(f"<p class='by by-{m}'>{shade_words(p, scores[m], hover)}</p>" for m, _, hover in MEASURES)
-    cut = "<p class='about'>Cut to the run's length: the grey words were not read.</p>" if p.truncated else ""
+    notes = "<p class='about'>Cut to the run's length: the grey words were not read.</p>" if p.truncated else ""
     rows = ex.get("rows")
     if rows:
-        cut += f"<p class='about'>Its weights are the mean of its {len(rows)} rows (heads or hops).</p>"
+        notes += f"<p class='about'>Its weights are the mean of its {len(rows)} rows (heads or hops).</p>"
     return (
         f"<section class='model' data-model='{html.escape(view['name'])}'><h2>{html.escape(view['name'])}</h2>"
         f"<p class='about'>{html.escape(view['about'])}</p>"
         f"<p>predicted <b class='label'>{html.escape(p.label_name)}</b> (p = {p.prob:.3f})</p>"
-        f"<p class='about'>{tau_text(ex['tau'])}</p>{cut}{shaded}</section>"
+        f"<p class='about'>{tau_text(ex['tau'])}</p>{notes}{shaded}</section>"
     )
 
 

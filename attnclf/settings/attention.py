@@ -55,7 +55,7 @@ class AttentionConfig:
         self.name = self.name or attention_name(attention_class(self.target))
 
     def check(self) -> None:
-        check_keys(self.target, self.keys)
+        check_keys(attention_class(self.target), self.keys)
 
     @classmethod
     def named(cls, name: str) -> AttentionConfig:
