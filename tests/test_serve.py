@@ -141,10 +141,10 @@ def test_each_bad_request_is_a_4xx_with_one_line_one_log_line_and_the_next_is_an
 @pytest.mark.parametrize(
     "method,path,body,status,words",
     [
-        ("get", "/nosuch", None, 404, "no such path: /nosuch; paths: /, /browse"),
+        ("get", "/nosuch", None, 404, "no such path: /nosuch; paths: /health, /predict, /explain, /, /browse"),
         ("get", "/predict", None, 405, "GET is not allowed on /predict; allowed: POST"),
         ("put", "/explain", None, 405, "PUT is not allowed on /explain"),
-        ("post", "/health", None, 405, "POST is not allowed on /health; allowed: GET"),
+        ("post", "/health", None, 405, "POST is not allowed on /health; allowed: GET, HEAD"),
         ("post", "/explain", {"texts": ["a"]}, 422, "'texts' is not a field; allowed: text, model"),
         ("post", "/explain", {"model": "dot"}, 422, "text is missing"),
         ("post", "/explain", {"text": ""}, 422, "text is empty"),
@@ -167,9 +167,9 @@ def test_with_several_models_a_request_names_one(two):
 def test_an_api_key_is_asked_of_every_path_but_health(tiny_run):
     with client_of([tiny_run], api_key="s3cret") as c:
         assert c.get("/health").status_code == 200
-        for path in ("/", "/docs", "/nosuch"):
+        for path in ("/", "/docs", "/browse", "/openapi.json"):
             r = c.get(path)
-            assert r.status_code == 401 and "API key" in r.json()["error"], path
+            assert r.status_code == 401 and "API key" in r.text and "/?key=" in r.text, path
         assert c.post("/predict", json={"texts": ["a"]}, headers={"X-API-Key": "wrong"}).status_code == 401
         assert c.post("/predict", json={"texts": ["a"]}, headers={"X-API-Key": "s3cret"}).status_code == 200
         assert c.post("/predict", json={"texts": ["a"]}, headers={"Authorization": "Bearer s3cret"}).status_code == 200
@@ -275,13 +275,12 @@ def test_browse_lists_the_runs_test_rows_orders_them_and_opens_each(two, tiny_ru
 
 def test_docs_describes_every_endpoint_and_the_limits_without_fetching_anything(two):
     r = two.get("/docs")
-    assert r.status_code == 200 and "http" not in r.text.replace("/openapi.json", "")
+    assert r.status_code == 200 and "src=" not in r.text and "href='http" not in r.text
     for what in ("POST /predict", "POST /explain", "GET /health", "max_texts: 64", "texts"):
         assert what in r.text
     schema = two.get("/openapi.json").json()
-    assert schema["paths"]["/predict"]["post"]["requestBody"]["content"]["application/json"]["schema"]["required"] == [
-        "texts"
-    ]
+    body = schema["paths"]["/predict"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert schema["components"]["schemas"][body["$ref"].rsplit("/", 1)[1]]["required"] == ["texts", "model"]
 
 
 def test_the_batcher_runs_what_arrived_while_the_model_was_busy_as_one_batch_sorted_by_length():
@@ -407,3 +406,76 @@ def test_a_served_model_is_said_with_its_own_encoder():
         return SimpleNamespace(module=SimpleNamespace(config=SimpleNamespace(model=SimpleNamespace(rnn=rnn))))
 
     assert (rnn_of(run("lstm")), rnn_of(run("gru"))) == ("BiLSTM", "BiGRU")
+
+
+def documented(schema: dict, method: str, path: str, status: int) -> bool:
+    """The route's answer `status` is in the schema, as the one-line error where a refusal."""
+    answer = schema["paths"][path][method]["responses"].get(str(status))
+    if answer is None:
+        return False
+    json_error = answer.get("content", {}).get("application/json", {}).get("schema", {})
+    return status < 400 or json_error.get("$ref", "").endswith("/ErrorOut")
+
+
+def test_each_bad_requests_answer_is_one_the_schema_describes_and_the_schema_holds_the_limits(one):
+    schema = one.get("/openapi.json").json()
+    for sent, status, _ in BAD:
+        assert one.post("/predict", **sent).status_code == status and documented(schema, "post", "/predict", status)
+    body = schema["components"]["schemas"]["PredictRequest"]
+    texts = body["properties"]["texts"]
+    assert (texts["minItems"], texts["maxItems"], texts["items"]["maxLength"]) == (1, 4, 2000)
+    assert texts["items"]["minLength"] == 1 and body["additionalProperties"] is False
+    # only real answers: FastAPI's own 422 'Validation Error' is gone where the route says its own
+    assert "HTTPValidationError" not in json.dumps(schema) and set(schema["paths"]["/health"]["get"]["responses"]) == {
+        "200"
+    }
+    assert set(schema["paths"]["/"]["get"]["responses"]) == {"200", "404", "413", "500", "503"}
+
+
+def test_every_value_a_page_writes_back_is_escaped_key_order_and_row(tiny_run):
+    markup = "<b id=x>'\""
+    with client_of([tiny_run], api_key=markup) as c:
+        page = c.get("/", params={"key": markup, "text": "superb"}).text
+        assert "<b id=x>" not in page and "&lt;b id=x&gt;" in page
+        for params in ({"key": markup, "order": markup}, {"key": markup, "row": markup}):
+            r = c.get("/browse" if "order" in params else "/", params=params)
+            assert r.status_code in (404, 422) and "<b id=x>" not in r.text and "&lt;b id=x&gt;" in r.text
+
+
+def test_a_batch_whose_model_call_fails_gives_its_places_back_and_each_request_one_line():
+    def run_batch(readings):
+        if any(r == "boom" for r in readings):
+            raise RuntimeError("out of memory\nand more")
+        return list(readings)
+
+    async def main():
+        b = Batcher(run_batch, ThreadPoolExecutor(1), batch_tokens=1000, max_queue=3)
+        b.start()
+        for _ in range(20):
+            failed = await asyncio.gather(b.submit(["boom", "a"], [1, 1]), return_exceptions=True)
+            assert str(failed[0]) == "the model failed on this request's batch: RuntimeError: out of memory"
+        assert b.queued == 0 and await b.submit(["a", "b", "c"], [1, 1, 1]) == ["a", "b", "c"]
+        await b.stop()
+
+    asyncio.run(main())
+
+
+def test_a_failed_batch_is_a_one_line_500_through_the_app(tiny_run, monkeypatch):
+    monkeypatch.setattr(TrainedClassifier, "predict_readings", lambda *a, **k: 1 / 0)
+    with client_of([tiny_run]) as c:
+        r = c.post("/predict", json={"texts": ["superb"]})
+        assert r.status_code == 500 and r.json() == {
+            "error": "the model failed on this request's batch: ZeroDivisionError: division by zero"
+        }
+
+
+def test_explain_and_pages_wait_in_the_bounded_queue_counted_by_their_texts(tiny_run):
+    """An /explain of n words runs n+2 texts and counts so in max_queue: over it, a 503 (a page: its 503 page)."""
+    words = " ".join(["superb"] * 20)
+    with client_of([tiny_run], max_queue=21) as c:
+        assert c.post("/predict", json={"texts": [words] * 21}).status_code == 200
+        r = c.post("/explain", json={"text": words})
+        assert r.status_code == 503 and "(at most 21: max_queue)" in r.json()["error"]
+        page = c.get("/", params={"text": words})
+        assert page.status_code == 503 and page.headers["content-type"].startswith("text/html")
+        assert c.post("/explain", json={"text": " ".join(["superb"] * 19)}).status_code == 200

@@ -22,7 +22,7 @@ from attnclf.inference.as_trained import split_as_trained
 from attnclf.inference.trained import TrainedClassifier
 from attnclf.settings.data import DataConfig
 from attnclf.settings.defaults import store_run_reader_defaults
-from attnclf.settings.run import check_device, checkpoints_given, on_a_run
+from attnclf.settings.run import check_device, check_quantize, checkpoints_given, on_a_run
 from attnclf.training.checkpoint import best_checkpoint, run_dir_of
 from attnclf.utils.checks import positive_int
 from attnclf.utils.files import check_writable_file
@@ -57,7 +57,7 @@ def evaluate_as_set(s: EvalConfig, cfg: DictConfig) -> dict:
         out = Path(cfg.paths.output_dir) / f"ensemble_{s.split}.json"
     # before any data work: a read-only run folder is one line
     check_writable_file("output", out)
-    clfs = [TrainedClassifier.from_checkpoint(ckpt, s.device) for ckpt in ckpts]
+    clfs = [TrainedClassifier.from_checkpoint(ckpt, s.device, s.quantize) for ckpt in ckpts]
     # before any evaluation, not after the first
     for ckpt, clf in zip(ckpts[1:], clfs[1:], strict=True):
         if clf.labels != clfs[0].labels:
@@ -171,6 +171,8 @@ class EvalConfig:
     # data.split on the command line: any split of the data, or the test/validation rows the run carved from
     # its training split
     split: str = "test"
+    # none, or int8: the encoder's recurrent layers and the output layer in int8 (CPU)
+    quantize: str = "none"
     data: dict = field(default_factory=dict)
 
     def normalize(self) -> None:
@@ -180,6 +182,7 @@ class EvalConfig:
         positive_int("batch_size", self.batch_size)
         positive_int("num_threads", self.num_threads, "PyTorch's default")
         check_device(self.device)
+        check_quantize(self.quantize, self.device)
 
 
 # conf/eval.yaml starts from these defaults

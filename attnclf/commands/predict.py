@@ -21,7 +21,7 @@ from attnclf.data.loading import decode_utf8
 from attnclf.errors import AttnclfError
 from attnclf.inference.trained import Prediction, TrainedClassifier, check_not_empty
 from attnclf.presentation.html import predictions_page
-from attnclf.settings.run import check_device
+from attnclf.settings.run import check_device, check_quantize
 from attnclf.training.checkpoint import best_checkpoint
 from attnclf.utils.checks import first_few
 from attnclf.utils.files import check_writable_file, write_atomic, write_text_atomic
@@ -40,7 +40,8 @@ HELP = """usage: attnclf predict ckpt=<.ckpt or run folder> (text="a review" | i
   top_k=N          top-weighted words shown (default 5)
   batch_size=N     reviews per batch (default 64)
   device=DEVICE    cpu (default) or cuda
-  num_threads=N    torch CPU threads (default: PyTorch's)"""
+  num_threads=N    torch CPU threads (default: PyTorch's)
+  quantize=int8    the recurrent and output layers in int8 (CPU; default: none)"""
 
 
 def read_rows(path: Path, column: str = "text") -> tuple[list[str], list[dict]]:
@@ -150,7 +151,7 @@ def predict_as_set(args: PredictConfig) -> list[Prediction]:
     else:
         texts, rows = read_rows(Path(args.input), args.column)
         check_not_empty(texts, f"input={args.input}: the {args.column!r} of rows", first=1)
-    clf = TrainedClassifier.from_checkpoint(best_checkpoint(args.ckpt), args.device)
+    clf = TrainedClassifier.from_checkpoint(best_checkpoint(args.ckpt), args.device, args.quantize)
     preds = clf.predict(texts, batch_size=args.batch_size)
     cut = [i + 1 for i, p in enumerate(preds) if p.truncated]
     # as the run's test read them: said, not silent
@@ -201,6 +202,8 @@ class PredictConfig:
     label_column: str = "label"
     # torch CPU threads, as train.py's; None: PyTorch's default
     num_threads: int | None = None
+    # none, or int8: the encoder's recurrent layers and the output layer in int8 (CPU)
+    quantize: str = "none"
 
     def check(self) -> None:
         if self.ckpt is None:
@@ -224,6 +227,7 @@ class PredictConfig:
         if self.html is not None:
             check_writable_file("html", self.html)
         check_device(self.device)
+        check_quantize(self.quantize, self.device)
 
 
 def predict_settings(argv: list[str]) -> PredictConfig:

@@ -69,8 +69,9 @@ def load_models(s: ServeConfig) -> list:
     names = s.names or [a if attentions.count(a) == 1 else c.run.name for a, c in zip(attentions, clfs, strict=True)]
     if len(set(names)) < len(names):
         raise AttnclfError(f"the models' names clash ({', '.join(names)}); name them: 'names=[a,b,...]'")
+    int8 = s.quantize == "int8"
     return [
-        Model(name, clf, ckpt, f"{clf.run.name}: {attention} attention, {rnn_of(clf)}")
+        Model(name, clf, ckpt, f"{clf.run.name}: {attention} attention, {rnn_of(clf)}", clf.int8() if int8 else clf)
         for name, clf, ckpt, attention in zip(names, clfs, ckpts, attentions, strict=True)
     ]
 

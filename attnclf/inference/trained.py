@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,8 +16,9 @@ from attnclf.data.dataset import TextDataset, collate, truncate
 from attnclf.data.sampling import BucketBatchSampler, chunks
 from attnclf.data.text import UNK, Vocab, tokenize
 from attnclf.errors import AttnclfError
+from attnclf.inference.quantized import quantized
 from attnclf.models.language_model import KIND as LANGUAGE_MODEL
-from attnclf.settings.run import check_device
+from attnclf.settings.run import check_device, check_quantize
 from attnclf.training.checkpoint import best_checkpoint, checkpoint_kind, load_checkpoint, run_dir_of
 from attnclf.training.module import ClassifierModule
 from attnclf.utils.checks import first_few
@@ -76,10 +79,11 @@ class TrainedClassifier:
     run: Path | None = None
 
     @classmethod
-    def from_checkpoint(cls, path: str | Path, device: str = "cpu") -> TrainedClassifier:
+    def from_checkpoint(cls, path: str | Path, device: str = "cpu", quantize: str = "none") -> TrainedClassifier:
         """Load a checkpoint, or a run folder's best checkpoint (no code is unpickled), and the vocabulary its
-        run saved beside it, onto `device`."""
+        run saved beside it, onto `device`; `quantize=int8`: its layers in int8 (attnclf.inference.quantized)."""
         check_device(device)
+        check_quantize(quantize, device)
         path = best_checkpoint(path)
         ckpt = load_checkpoint(path, map_location=device)
         if checkpoint_kind(ckpt.get("hyper_parameters") or {}) == LANGUAGE_MODEL:
@@ -106,9 +110,16 @@ class TrainedClassifier:
         labels = meta.get("labels") or [str(i) for i in range(n)]
         # as the run's validation and test read (runs before data.eval_max_length read as in training)
         max_length = meta["eval_max_length"] if "eval_max_length" in meta else meta.get("max_length", 400)
-        return cls(
+        clf = cls(
             module.to(device).eval(), vocab, max_length, meta.get("truncation", "head_tail"), labels, run_dir_of(path)
         )
+        return clf.int8() if quantize == "int8" else clf
+
+    def int8(self) -> TrainedClassifier:
+        """A copy with its recurrent and linear layers in int8 (this one stays float)."""
+        module = copy.deepcopy(self.module)
+        module.model = quantized(module.model)
+        return dataclasses.replace(self, module=module)
 
     @property
     def device(self) -> torch.device:

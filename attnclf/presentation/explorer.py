@@ -41,7 +41,7 @@ def head(title: str, key: str | None) -> str:
     nav = f"<a href='{link('/', key)}'>explorer</a> · <a href='{link('/browse', key)}'>browse test rows</a> · "
     return (
         f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title>{STYLE}{EXPLORER_STYLE}"
-        f"<p><b>attnclf</b> · {nav}<a href='/docs'>API</a></p>"
+        f"<p><b>attnclf</b> · {nav}<a href='{link('/docs', key)}'>API</a></p>"
     )
 
 
@@ -127,13 +127,16 @@ def ordered(rows: list[dict], order: str) -> list[dict]:
     return sorted(rows, key=keys[order])
 
 
-def browse_page(rows: list[dict], names: list[str], order: str, about: str, key: str | None = None) -> str:
-    """/browse: the sampled test rows, each model's label, probability and tau; each row opens in the explorer."""
+def browse_page(
+    rows: list[dict], names: list[str], order: str, about: str, key: str | None = None, offered=tuple(ORDERS)
+) -> str:
+    """/browse: the sampled test rows, each model's label, probability and tau; each row opens in the explorer.
+    `offered`: the orders that apply (the models' disagreement only where two or more are served)."""
     orders = " · ".join(
-        f"<b>{html.escape(what)}</b>"
+        f"<b>{html.escape(ORDERS[o])}</b>"
         if o == order
-        else f"<a href='{link('/browse', key, order=o)}'>{html.escape(what)}</a>"
-        for o, what in ORDERS.items()
+        else f"<a href='{link('/browse', key, order=o)}'>{html.escape(ORDERS[o])}</a>"
+        for o in offered
     )
     header = "".join(f"<th>{html.escape(n)}</th><th>tau</th>" for n in names)
     body = []
@@ -159,25 +162,55 @@ def browse_page(rows: list[dict], names: list[str], order: str, about: str, key:
     )
 
 
-def docs_page(schema: dict, limits: list[tuple[str, str]]) -> str:
-    """/docs: each endpoint of the OpenAPI schema with its request and answer, the limits, and curl examples."""
+def request_body(op: dict, schema: dict | None = None) -> dict | None:
+    """A route's JSON request body's schema, its reference to the components followed where `schema` is given."""
+    body = op.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
+    if body and schema and "$ref" in body:
+        return schema["components"]["schemas"][body["$ref"].rsplit("/", 1)[1]]
+    return body
+
+
+def curl_example(method: str, path: str, op: dict, keyed: bool) -> str:
+    """A curl command for one route, the API key read from the environment where one is asked."""
+    parts = ["curl -s"]
+    if keyed:
+        parts.append('-H "X-API-Key: $ATTNCLF_API_KEY"')
+    if method == "head":
+        parts.append("-I")
+    body = request_body(op)
+    if body:
+        example = {"texts": ["a wonderful film"]} if "texts" in json.dumps(body) else {"text": "a wonderful film"}
+        parts.append(f"-H 'Content-Type: application/json' -d '{json.dumps(example)}'")
+    parts.append(f"http://127.0.0.1:8000{path}")
+    return " ".join(parts)
+
+
+def docs_page(schema: dict, limits: list[tuple[str, str]], key: str | None = None) -> str:
+    """/docs: each endpoint of the OpenAPI schema with its request, its answers and a curl example, and the
+    limits; its links carry the API key where one is in use."""
     parts = [
-        head("attnclf API", None),
+        head("attnclf API", key),
         "<h1>attnclf API</h1>",
-        "<p>The whole schema, as OpenAPI JSON: <a href='/openapi.json'>/openapi.json</a>.</p>",
+        f"<p>The whole schema, as OpenAPI JSON: <a href='{link('/openapi.json', key)}'>/openapi.json</a>.</p>",
     ]
+    keyed = bool(schema.get("components", {}).get("securitySchemes"))
+    if keyed:
+        parts.append(
+            "<p>Every endpoint but /health asks for the API key: the header X-API-Key, or Authorization: Bearer, "
+            "or key= in the address.</p>"
+        )
     for path, methods in schema.get("paths", {}).items():
         for method, op in methods.items():
             parts.append(f"<h2>{method.upper()} {html.escape(path)}</h2><p>{html.escape(op.get('summary', ''))}</p>")
-            if op.get("description"):
-                parts.append(f"<p>{html.escape(op['description'])}</p>")
-            body = op.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
+            body = request_body(op, schema)
             if body:
                 parts.append(f"<p>Request body:</p><pre>{html.escape(json.dumps(body, indent=1))}</pre>")
             codes = ", ".join(
                 f"{c} {html.escape(r.get('description', ''))}" for c, r in op.get("responses", {}).items()
             )
             parts.append(f"<p>Answers: {codes}</p>")
+            example = curl_example(method, path, op, keyed and "security" in op)
+            parts.append(f"<pre>{html.escape(example)}</pre>")
     parts.append("<h2>Limits</h2><ul>" + "".join(f"<li>{html.escape(k)}: {html.escape(v)}</li>" for k, v in limits))
     parts.append("</ul>")
     return "\n".join(parts) + "\n"

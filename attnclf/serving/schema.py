@@ -1,19 +1,18 @@
-"""The API's requests and answers as pydantic models: what /docs and /openapi.json describe. Requests are
-checked by hand (attnclf.serving.requests), so that each refusal is one line naming the field."""
+"""The API described once: the requests and answers as pydantic models, which are the routes' parameters (their
+checks) and the OpenAPI schema (/openapi.json, /docs) at once. The limits are the models' constraints, set from
+the server's settings when the app is built; a field not described is refused."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from typing import Annotated, Literal
 
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
-class PredictRequest(BaseModel):
-    texts: list[str] = Field(description="the texts to classify, each non-empty (at most max_texts a request)")
-    model: str | None = Field(None, description="the served model's name; may be left out where one is served")
+from attnclf.settings.serve import ServeConfig
 
-
-class ExplainRequest(BaseModel):
-    text: str = Field(description="one non-empty text")
-    model: str | None = Field(None, description="the served model's name; may be left out where one is served")
+# a text holds something besides spaces
+NOT_BLANK = r"\S"
+FORBID = ConfigDict(extra="forbid")
 
 
 class PredictionOut(BaseModel):
@@ -42,7 +41,7 @@ class ExplainResponse(PredictionOut):
 
 
 class Health(BaseModel):
-    status: str
+    status: Literal["ok"]
     models: list[str]
 
 
@@ -50,19 +49,53 @@ class ErrorOut(BaseModel):
     error: str = Field(description="one line naming the field and what is allowed")
 
 
-ERRORS = {
-    code: {"model": ErrorOut, "description": what}
-    for code, what in (
-        (400, "the body is not JSON"),
-        (401, "no API key, or a wrong one (where the server requires one)"),
-        (413, "a text, the list of texts or the body is over its limit"),
-        (415, "the body is not application/json"),
-        (422, "a field is missing or holds what is not allowed"),
-        (503, "the queue is full: try again shortly"),
+def text_type(s: ServeConfig):
+    """One text: a string with something besides spaces, of at most max_text_chars characters."""
+    return Annotated[str, Field(min_length=1, max_length=s.max_text_chars, pattern=NOT_BLANK)]
+
+
+def model_field(names: list[str]) -> tuple:
+    """The `model` field: one of the served names; required where several are served."""
+    served = Literal[tuple(names)]
+    what = "the served model's name"
+    if len(names) == 1:
+        return served | None, Field(None, description=f"{what}; may be left out (one is served)")
+    return served, Field(description=what)
+
+
+def request_models(s: ServeConfig, names: list[str]) -> tuple[type[BaseModel], type[BaseModel]]:
+    """/predict's and /explain's request bodies, their limits set from `s`."""
+    text = text_type(s)
+    predict = create_model(
+        "PredictRequest",
+        __config__=FORBID,
+        texts=(list[text], Field(min_length=1, max_length=s.max_texts, description="the texts to classify")),
+        model=model_field(names),
     )
-}
+    explain = create_model(
+        "ExplainRequest",
+        __config__=FORBID,
+        text=(text, Field(description="one text")),
+        model=model_field(names),
+    )
+    return predict, explain
 
 
-def body_of(model: type[BaseModel]) -> dict:
-    """A request body's OpenAPI description (the route reads and checks the body itself)."""
-    return {"requestBody": {"required": True, "content": {"application/json": {"schema": model.model_json_schema()}}}}
+def answers(*codes: int, keyed: bool = False, page: bool = False) -> dict:
+    """The refusals a route gives (`codes`; 401 where a key is required), each described."""
+    what = {
+        400: "the body is not JSON (malformed, nested too deeply, not UTF-8)",
+        401: "no API key, or a wrong one, or key= given more than once",
+        404: "no such row of /browse, or /browse's test rows are not in the run folder",
+        408: "the body did not arrive whole within body_timeout seconds (the connection is closed)",
+        413: "a text, the list of texts or the body is over its limit",
+        415: "the body is not application/json",
+        422: "a field is missing or holds what is not allowed",
+        500: "the model failed on the batch that held this request's texts",
+        503: "the queue is full: try again shortly",
+    }
+    if keyed:
+        codes = (*codes, 401)
+    if page:
+        return {c: {"description": what[c], "content": {"text/html": {}}} for c in sorted(codes)}
+    return {c: {"model": ErrorOut, "description": what[c]} for c in sorted(codes)}

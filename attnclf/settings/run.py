@@ -248,6 +248,16 @@ def run_paths_trainer(cfg: DictConfig, run_config: type[RunConfig]) -> tuple:
     return run, paths, trainer
 
 
+# how a trained model is read for inference (attnclf.inference.quantized)
+QUANTIZE = ("none", "int8")
+
+
+def check_quantize(quantize: str, device: str = "cpu") -> None:
+    one_of("quantize", quantize, QUANTIZE)
+    if quantize == "int8" and device != "cpu":
+        raise AttnclfError(f"quantize=int8 runs on the CPU only (PyTorch's dynamic quantization); device={device}")
+
+
 def check_device(device: str) -> None:
     """A device torch knows and this machine has, refused in one line before any checkpoint is read."""
     try:

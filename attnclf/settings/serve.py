@@ -12,9 +12,9 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from attnclf.errors import AttnclfError
-from attnclf.settings.run import DEFAULT_SEED, check_device, checkpoints_given
+from attnclf.settings.run import DEFAULT_SEED, check_device, check_quantize, checkpoints_given
 from attnclf.settings.typed import typed
-from attnclf.utils.checks import positive_int, repeated
+from attnclf.utils.checks import positive_int, positive_number, repeated
 
 # the environment variable read where api_key= is not given
 API_KEY_VARIABLE = "ATTNCLF_API_KEY"
@@ -39,12 +39,17 @@ class ServeConfig:
     device: str = "cpu"
     # torch CPU threads; None: PyTorch's default
     num_threads: int | None = None
+    # /predict's model: none (float), or int8 (the encoder's recurrent layers and the output layer; CPU);
+    # /explain and the pages read the float model (int8 layers pass no gradient back)
+    quantize: str = "none"
     # texts a /predict request may hold
     max_texts: int = 64
     # characters a text may hold (413 past it)
     max_text_chars: int = 100_000
     # bytes a request body may hold (413 past it)
     max_body_bytes: int = 2_000_000
+    # seconds a request's body may take to arrive whole (408 and the connection closed past it)
+    body_timeout: float = 30.0
     # padded tokens a dynamic batch holds at most
     batch_tokens: int = 16_384
     # texts waiting for the model; a request past it is refused (503) until it drains
@@ -69,9 +74,11 @@ class ServeConfig:
         for key in ("max_texts", "max_text_chars", "max_body_bytes", "batch_tokens", "max_queue", "browse_rows"):
             positive_int(key, getattr(self, key))
         positive_int("num_threads", self.num_threads, "PyTorch's default")
+        positive_number("body_timeout", self.body_timeout)
         if not 0 <= self.port <= 65535:
             raise AttnclfError(f"port={self.port} must be in 0..65535 (0: any free port)")
         check_device(self.device)
+        check_quantize(self.quantize, self.device)
         if not is_loopback(self.host) and not self.api_key:
             raise AttnclfError(
                 f"host={self.host!r} serves beyond this machine: give an API key (api_key=... or "

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import queue
 import re
 import subprocess
 import sys
 import threading
+import time
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,6 +39,25 @@ class Served:
                 self.url = m.group(1)
                 return self.url
 
+    def lines_for(self, seconds: float) -> list[str]:
+        """What it prints within the next `seconds` (it goes on running)."""
+        got, end = [], time.monotonic() + seconds
+        while (left := end - time.monotonic()) > 0:
+            try:
+                line = self.lines.get(timeout=left)
+            except queue.Empty:
+                break
+            if line is None:
+                break
+            got.append(line)
+        self.printed.extend(got)
+        return got
+
+    def rss_mb(self) -> float:
+        """Its resident memory now, in MB (Linux)."""
+        status = Path(f"/proc/{self.proc.pid}/status").read_text()
+        return int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1)) / 1024
+
     def rest(self) -> str:
         """What it printed after the address (once it has ended)."""
         while True:
@@ -61,10 +82,11 @@ class Served:
 
 
 @contextmanager
-def served(args: list[str], cwd: Path, timeout: float = 120) -> Iterator[Served]:
-    """`python -m attnclf serve port=0 <args>` in `cwd`, ready (its address printed); stopped after the block
-    where it still runs (SIGTERM, then a kill after 20 s)."""
+def served(args: list[str], cwd: Path, timeout: float = 120, env: dict | None = None) -> Iterator[Served]:
+    """`python -m attnclf serve port=0 <args>` in `cwd` (with `env` added to the environment), ready (its address
+    printed); stopped after the block where it still runs (SIGTERM, then a kill after 20 s)."""
     proc = subprocess.Popen([sys.executable, "-m", "attnclf", "serve", "port=0", *args], cwd=cwd,
+                            env={**os.environ, **(env or {})},
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
     lines: queue.Queue = queue.Queue()
 

@@ -1,0 +1,169 @@
+"""The routes, over the served models by name. Each takes its request as the schema's models (pydantic checks
+it) and gives its answer as one; the API key is a Security dependency (attnclf.serving.keys).
+
+Texts are read (tokenised) off the event loop, so that a large request does not hold up the others; the model
+work of /predict, /explain and the pages goes through each model's bounded queue (attnclf.serving.batching)."""
+
+# (no `from __future__ import annotations`: the request models are made when the app is, and FastAPI reads
+# the routes' annotations as objects)
+
+import asyncio
+from functools import partial
+from typing import Annotated, Literal
+
+from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response
+from fastapi.responses import HTMLResponse, JSONResponse
+
+from attnclf.errors import AttnclfError
+from attnclf.presentation.explorer import ORDERS, browse_page, docs_page, explorer_page
+from attnclf.serving import schema
+from attnclf.serving.browse import browse_rows
+from attnclf.serving.explain import explain, prediction_json
+from attnclf.serving.keys import key_required
+from attnclf.serving.refusals import shown
+from attnclf.settings.serve import ServeConfig
+
+# the routes that answer pages (their refusals too)
+PAGES = ("/", "/browse", "/docs")
+# what the limits a client meets are called, as /docs lists them
+LIMITS = ("max_texts", "max_text_chars", "max_body_bytes", "body_timeout", "max_queue", "batch_tokens")
+
+
+async def json_content(request: Request) -> None:
+    """A body's Content-Type: application/json (FastAPI reads no other as JSON)."""
+    ctype = request.headers.get("content-type", "")
+    if ctype.split(";")[0].strip().lower() != "application/json":
+        given = shown(ctype) if ctype else "(none)"
+        raise HTTPException(415, f"Content-Type {given} is not accepted; send application/json")
+
+
+def get_and_head(app: FastAPI, path: str, **kw):
+    """A GET route that answers HEAD too (described once, as GET)."""
+
+    def add(fn):
+        app.get(path, **kw)(fn)
+        app.head(path, **{**kw, "include_in_schema": False})(fn)
+        return fn
+
+    return add
+
+
+def explain_weight(reading) -> int:
+    """The texts an /explain of `reading` runs: each word deleted, the text, its gradient."""
+    return len(reading.ids) + 2
+
+
+class Api:
+    """The routes, over the served models by name."""
+
+    def __init__(self, models: dict, s: ServeConfig):
+        self.models, self.s = models, s
+        self.names = list(models)
+        self.browsed: list[dict] | None = None
+        # two first visits at once compute the rows once
+        self.browsing = asyncio.Lock()
+
+    def routes(self, app: FastAPI) -> None:
+        self.api_routes(app)
+        self.page_routes(app)
+        app.state.body_fields = {"/predict": ["texts", "model"], "/explain": ["text", "model"]}
+
+    def api_routes(self, app: FastAPI) -> None:
+        predict_body, explain_body = schema.request_models(self.s, self.names)
+        keyed = self.s.api_key is not None
+        checks = [Depends(key_required(self.s.api_key)), Depends(json_content)]
+        refusals = schema.answers(400, 408, 413, 415, 422, 500, 503, keyed=keyed)
+
+        @get_and_head(app, "/health", response_model=schema.Health, summary="200 once every model is loaded")
+        async def health():
+            return {"status": "ok", "models": self.names}
+
+        @app.post("/predict", response_model=schema.PredictResponse, responses=refusals, dependencies=checks,
+                  summary="classify texts")  # fmt: skip
+        async def predict(body: predict_body):
+            m = self.models[body.model or self.names[0]]
+            readings = await asyncio.to_thread(lambda: [m.clf.read(t) for t in body.texts])
+            preds = await m.batcher.submit(readings, [len(r.ids) for r in readings])
+            return {"predictions": [prediction_json(m.name, p, m.clf.labels) for p in preds]}
+
+        @app.post("/explain", response_model=schema.ExplainResponse, responses=refusals, dependencies=checks,
+                  summary="one text, with what its decision rests on beside the attention")  # fmt: skip
+        async def explain_route(body: explain_body):
+            m = self.models[body.model or self.names[0]]
+            pred, explained = await self.explained(m, body.text)
+            return {**prediction_json(m.name, pred, m.clf.labels), **explained}
+
+    async def explained(self, m, text: str):
+        """`text` read off the loop, then explained on the model thread in its turn in `m`'s queue."""
+        reading = await asyncio.to_thread(m.clf.read, text)
+        return await m.batcher.run_alone(partial(explain, m.clf, reading), explain_weight(reading))
+
+    def page_routes(self, app: FastAPI) -> None:
+        key = Annotated[str | None, Depends(key_required(self.s.api_key))]
+        keyed = self.s.api_key is not None
+        page = {"response_class": HTMLResponse}
+        orders = tuple(o for o in ORDERS if o != "disagree" or len(self.names) > 1)
+        text_query = Query(max_length=self.s.max_text_chars, description="a text every model reads")
+
+        @get_and_head(app, "/", **page, responses=schema.answers(404, 413, 500, 503, keyed=keyed, page=True),
+                       summary="the explorer page")  # fmt: skip
+        async def explorer(key: key, text: Annotated[str | None, text_query] = None, row: str | None = None):
+            gold = None
+            if row is not None:
+                text, gold = await self.row_text(row)
+            views = await self.views(text) if text and text.strip() else []
+            return HTMLResponse(explorer_page(text or "", views, key, gold))
+
+        @get_and_head(app, "/browse", **page, responses=schema.answers(404, 422, 500, 503, keyed=keyed, page=True),
+                       summary="the first model's test rows")  # fmt: skip
+        async def browse(key: key, order: Literal[orders] = "row"):
+            rows = await self.rows()
+            first = next(iter(self.models.values()))
+            about = (
+                f"{len(rows)} test rows of {first.about}, sampled with seed {self.s.seed}; each opens in the explorer"
+            )
+            return HTMLResponse(browse_page(rows, self.names, order, about, key, orders))
+
+        @get_and_head(app, "/docs", **page, include_in_schema=False)
+        async def docs(request: Request, key: key):
+            limits = [(k, str(getattr(self.s, k))) for k in LIMITS]
+            return HTMLResponse(docs_page(request.app.openapi(), limits, key))
+
+        @get_and_head(app, "/openapi.json", include_in_schema=False)
+        async def openapi(request: Request, key: key):
+            return JSONResponse(request.app.openapi())
+
+        # a browser asks for it on every visit: answered with nothing, and no log line
+        @app.get("/favicon.ico", include_in_schema=False)
+        async def favicon():
+            return Response(status_code=204)
+
+    async def views(self, text: str) -> list[dict]:
+        """Each model's reading of `text`, for the page."""
+        out = []
+        for m in self.models.values():
+            pred, explained = await self.explained(m, text)
+            out.append({"name": m.name, "about": m.about, "prediction": pred, "explained": explained})
+        return out
+
+    async def rows(self) -> list[dict]:
+        """/browse's rows, computed at the first call in the first model's queue (then read from the run folder
+        at later starts); 404 where the run's test rows are not at hand."""
+        async with self.browsing:
+            if self.browsed is None:
+                s, models = self.s, list(self.models.values())
+                job = partial(browse_rows, models, s.browse_rows, s.seed, s.batch_tokens)
+                try:
+                    self.browsed = await models[0].batcher.run_alone(job, min(s.browse_rows, s.max_queue))
+                except AttnclfError as e:
+                    why = f"/browse reads the first model's test rows, which are not here: {e}"
+                    raise HTTPException(404, why) from None
+        return self.browsed
+
+    async def row_text(self, row: str) -> tuple[str, str]:
+        """The text and true label of /browse's row `row`."""
+        rows = {str(r["row"]): r for r in await self.rows()}
+        if row not in rows:
+            first = ", ".join(list(rows)[:3])
+            raise HTTPException(404, f"row={shown(row)} is not one of /browse's rows (its rows: {first}, ...)")
+        return rows[row]["text"], rows[row]["label"]
