@@ -2,7 +2,7 @@
 text and with 16 texts a request, beside offline `TrainedClassifier.predict` on the same texts in the same run.
 
     python scripts/bench_serve.py --ckpt <run> --data /path/to/imdb [--requests 400] [--clients 1,8,32]
-        [--texts 1,16] [--reviews 2000] [--threads 2] [--memory 10000] [--out bench_serve.json]
+        [--texts 1,16] [--reviews 2000] [--threads 2] [--memory 10000] [--quantize int8] [--out bench_serve.json]
 
 The server is a process of its own (`python -m attnclf serve port=0`), on 127.0.0.1 only; the clients are
 one asyncio loop in this process, each with one keep-alive connection, sending POST /predict in turn over a
@@ -13,7 +13,9 @@ over the same reviews, in this process, with the server's thread count, measured
 batches of as many texts as the setting keeps waiting (what the server's batching can give at most).
 --memory N: after the table, N one-text requests from 8 clients, the server's resident memory after the
 first 100 and after all N. --litserve: the same /predict served by LitServe (`pip install litserve`; its
-batching: up to 64 requests, 5 ms), the comparison behind docs/decisions.md's choice. Timings, not a test.
+batching: up to 64 requests, 5 ms), the comparison behind docs/decisions.md's choice. --quantize int8: the
+server's /predict in int8, the offline reference still float (the targets are ratios to float offline).
+Timings, not a test.
 """
 
 from __future__ import annotations
@@ -78,9 +80,11 @@ class Offline:
         return len(readings) / (time.perf_counter() - t)
 
 
-def start_server(ckpt: str, threads: int, cwd: Path, litserve: bool = False) -> tuple[subprocess.Popen, str, int]:
+def start_server(
+    ckpt: str, threads: int, cwd: Path, litserve: bool = False, quantize: str = "none"
+) -> tuple[subprocess.Popen, str, int]:
     cmd = [sys.executable, "-m", "attnclf", "serve", f"ckpt={ckpt}", "port=0", f"num_threads={threads}",
-           "hydra.run.dir=" + str(cwd / "serve_run")]  # fmt: skip
+           f"quantize={quantize}", "hydra.run.dir=" + str(cwd / "serve_run")]  # fmt: skip
     if litserve:
         cmd = [sys.executable, __file__, "--ckpt", ckpt, "--data", "-", "--threads", str(threads), "--serve-litserve"]
     # (a session of its own: the stop at the end reaches LitServe's worker processes too)
@@ -293,6 +297,7 @@ def main() -> None:
     ap.add_argument("--memory", type=int, default=0, help="one-text requests of the memory check (0: none)")
     ap.add_argument("--out", type=Path, help="the figures as JSON too")
     ap.add_argument("--litserve", action="store_true", help="serve with LitServe instead (the comparison)")
+    ap.add_argument("--quantize", default="none", help="the server's quantize= (int8: offline stays float)")
     ap.add_argument("--budgets", help="instead: the model alone under these batch_tokens, e.g. 4096,16384")
     ap.add_argument("--explain", action="store_true", help="instead: /explain's seconds on short to long reviews")
     ap.add_argument("--serve-litserve", action="store_true", help=argparse.SUPPRESS)  # (the LitServe process)
@@ -308,7 +313,7 @@ def main() -> None:
         return print_budgets(ref, [int(b) for b in args.budgets.split(",")], [c * k for k in per for c in clients])
     work = Path(args.out.parent if args.out else ".").resolve() / "bench_serve_work"
     work.mkdir(parents=True, exist_ok=True)
-    proc, host, port = start_server(args.ckpt, args.threads, work, args.litserve)
+    proc, host, port = start_server(args.ckpt, args.threads, work, args.litserve, args.quantize)
     if args.litserve:  # (it prints its port before it answers)
         wait_health(host, port)
     try:
