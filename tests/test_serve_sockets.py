@@ -5,8 +5,12 @@ list of bad requests leaves. Every server is a process of its own on 127.0.0.1, 
 
 from __future__ import annotations
 
+import html
 import json
+import os
+import re
 import socket
+import subprocess
 import threading
 import time
 import urllib.error
@@ -159,6 +163,17 @@ def test_the_key_is_carried_by_every_link_and_asked_for_in_a_way_a_browser_can_f
         assert urlopen(keyed, "/openapi.json", headers=headers)[0] == 200
     schemes = json.loads(urlopen(keyed, "/openapi.json?key=s3cret")[2])["components"]["securitySchemes"]
     assert {s["type"] for s in schemes.values()} == {"apiKey", "http"}
+
+
+def test_the_curl_examples_on_docs_answer_as_shown(keyed):
+    """Each route's curl example on /docs, run as a user copies it (the key from the environment)."""
+    page = html.unescape(urlopen(keyed, "/docs?key=s3cret")[2].decode())
+    examples = re.findall(r"<pre>(curl [^<]*)</pre>", page)
+    assert len(examples) == 5, examples
+    for example in examples:
+        run = subprocess.run(["bash", "-c", example + " -o /dev/null -w '%{http_code}'"], capture_output=True,
+                             text=True, timeout=60, env={**os.environ, "ATTNCLF_API_KEY": "s3cret"})  # fmt: skip
+        assert run.stdout == "200", (example, run.stdout, run.stderr)
 
 
 def bad_requests(server) -> None:

@@ -170,24 +170,28 @@ def request_body(op: dict, schema: dict | None = None) -> dict | None:
     return body
 
 
-def curl_example(method: str, path: str, op: dict, keyed: bool) -> str:
-    """A curl command for one route, the API key read from the environment where one is asked."""
+def curl_example(method: str, path: str, op: dict, schema: dict, base: str) -> str:
+    """A curl command for one route at `base` (the server's address), the API key read from the environment
+    where one is asked."""
+    keyed = bool(schema.get("components", {}).get("securitySchemes")) and "security" in op
     parts = ["curl -s"]
     if keyed:
         parts.append('-H "X-API-Key: $ATTNCLF_API_KEY"')
     if method == "head":
         parts.append("-I")
-    body = request_body(op)
+    body = request_body(op, schema)
     if body:
         example = {"texts": ["a wonderful film"]} if "texts" in json.dumps(body) else {"text": "a wonderful film"}
         parts.append(f"-H 'Content-Type: application/json' -d '{json.dumps(example)}'")
-    parts.append(f"http://127.0.0.1:8000{path}")
+    parts.append(base.rstrip("/") + path)
     return " ".join(parts)
 
 
-def docs_page(schema: dict, limits: list[tuple[str, str]], key: str | None = None) -> str:
-    """/docs: each endpoint of the OpenAPI schema with its request, its answers and a curl example, and the
-    limits; its links carry the API key where one is in use."""
+def docs_page(
+    schema: dict, limits: list[tuple[str, str]], key: str | None = None, base: str = "http://127.0.0.1:8000"
+) -> str:
+    """/docs: each endpoint of the OpenAPI schema with its request, its answers and a curl example (at `base`,
+    the server's address), and the limits; its links carry the API key where one is in use."""
     parts = [
         head("attnclf API", key),
         "<h1>attnclf API</h1>",
@@ -209,7 +213,7 @@ def docs_page(schema: dict, limits: list[tuple[str, str]], key: str | None = Non
                 f"{c} {html.escape(r.get('description', ''))}" for c, r in op.get("responses", {}).items()
             )
             parts.append(f"<p>Answers: {codes}</p>")
-            example = curl_example(method, path, op, keyed and "security" in op)
+            example = curl_example(method, path, op, schema, base)
             parts.append(f"<pre>{html.escape(example)}</pre>")
     parts.append("<h2>Limits</h2><ul>" + "".join(f"<li>{html.escape(k)}: {html.escape(v)}</li>" for k, v in limits))
     parts.append("</ul>")

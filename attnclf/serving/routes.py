@@ -127,7 +127,7 @@ class Api:
         @get_and_head(app, "/docs", **page, include_in_schema=False)
         async def docs(request: Request, key: key):
             limits = [(k, str(getattr(self.s, k))) for k in LIMITS]
-            return HTMLResponse(docs_page(request.app.openapi(), limits, key))
+            return HTMLResponse(docs_page(request.app.openapi(), limits, key, str(request.base_url)))
 
         @get_and_head(app, "/openapi.json", include_in_schema=False)
         async def openapi(request: Request, key: key):
