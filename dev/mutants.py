@@ -898,14 +898,18 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "attnclf/serving/keys.py",
         r'if len\(request\.query_params\.getlist\("key"\)\) > 1:',
         "if False:",
-        ["tests/test_serve_sockets.py::test_the_key_is_carried_by_every_link_and_asked_for_in_a_way_a_browser_can_follow"],
+        [
+            "tests/test_serve_sockets.py::test_the_key_is_carried_by_every_link_and_asked_for_in_a_way_a_browser_can_follow"
+        ],
     ),
     (
         "serve-api-link-drops-the-key",
         "attnclf/presentation/explorer.py",
         r"<a href='\{link\('/docs', key\)\}'>API</a>",
         "<a href='/docs'>API</a>",
-        ["tests/test_serve_sockets.py::test_the_key_is_carried_by_every_link_and_asked_for_in_a_way_a_browser_can_follow"],
+        [
+            "tests/test_serve_sockets.py::test_the_key_is_carried_by_every_link_and_asked_for_in_a_way_a_browser_can_follow"
+        ],
     ),
     (
         "serve-page-refusal-as-json",
@@ -933,7 +937,9 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "attnclf/serving/schema.py",
         r'FORBID = ConfigDict\(extra="forbid"\)',
         'FORBID = ConfigDict(extra="ignore")',
-        ["tests/test_serve.py::test_each_bad_requests_answer_is_one_the_schema_describes_and_the_schema_holds_the_limits"],
+        [
+            "tests/test_serve.py::test_each_bad_requests_answer_is_one_the_schema_describes_and_the_schema_holds_the_limits"
+        ],
     ),
     (
         "serve-failed-batch-keeps-its-places",
