@@ -962,6 +962,35 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "if True",
         ["tests/test_serve_sockets.py::test_pages_answer_pages_api_routes_json_and_echoed_values_are_cut"],
     ),
+    # attnclf export: the Hub's layout, read back to the same predictions, its card from the run
+    (
+        "export-card-metric-not-the-tests",
+        "attnclf/inference/card.py",
+        r'metric_value=round\(float\(metrics\[f"test/\{key\}"\]\), 4\)',
+        'metric_value=round(float(metrics.get(f"val/{key}", 0.0)), 4)',
+        ["tests/test_export.py::test_the_folder_has_the_hubs_layout_and_a_card_huggingface_hub_reads"],
+    ),
+    (
+        "export-folder-not-taken-as-a-run",
+        "attnclf/training/checkpoint.py",
+        r' or \(\(path / "config\.json"\)\.is_file\(\) and \(path / "model\.safetensors"\)\.is_file\(\)\)',
+        "",
+        ["tests/test_export.py::test_predict_eval_and_serve_take_the_folder_as_a_run"],
+    ),
+    (
+        "export-int8-left-float",
+        "attnclf/inference/trained.py",
+        r"module\.model = quantized\(module\.model\)",
+        "module.model = module.model",
+        ["tests/test_quantized.py::test_int8_quantizes_the_recurrent_and_output_layers_and_leaves_the_attention_float"],
+    ),
+    (
+        "int8-packed-kernel-kept",
+        "attnclf/inference/quantized.py",
+        r'    if encoder\.kernel == "packed":\n        encoder\.kernel = "auto"\n',
+        "",
+        ["tests/test_quantized.py::test_every_rnn_kernel_reads_the_int8_model_the_same"],
+    ),
     # the Optuna sweeper's sampler: built by the sweeper, its errors one line
     (
         "sweeper-sampler-built-by-hydra",

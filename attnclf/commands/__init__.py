@@ -34,6 +34,7 @@ COMMANDS = {
         "serve runs over HTTP: a JSON API and a page where their attentions read a text side by side",
     ),
     "pretrain": ("attnclf.commands.pretrain", "pretrain the encoder as two language models"),
+    "export": ("attnclf.commands.export", "a run in the Hugging Face Hub's layout: safetensors, config, model card"),
     "report": ("attnclf.commands.report", "summarise a sweep folder: ranking, mean ± sd, every two attentions paired"),
     "compare-datasets": (
         "attnclf.commands.compare_datasets",

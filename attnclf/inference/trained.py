@@ -16,6 +16,7 @@ from attnclf.data.dataset import TextDataset, collate, truncate
 from attnclf.data.sampling import BucketBatchSampler, chunks
 from attnclf.data.text import UNK, Vocab, tokenize
 from attnclf.errors import AttnclfError
+from attnclf.inference.pretrained import VOCAB, is_exported, read_folder
 from attnclf.inference.quantized import quantized
 from attnclf.models.language_model import KIND as LANGUAGE_MODEL
 from attnclf.settings.run import check_device, check_quantize
@@ -67,6 +68,18 @@ def check_not_empty(texts: list, what: str, first: int = 0) -> None:
         raise AttnclfError(f"{what} {shown}: empty, nothing to classify; drop or fill them")
 
 
+def built(hparams: dict, state: dict, source: Path, vocab: Vocab, vocab_path: Path) -> ClassifierModule:
+    """The classifier module of `hparams` with the weights `state` (from `source`), checked against `vocab`."""
+    try:
+        module = ClassifierModule(**hparams)
+        module.load_state_dict(state)
+    except (TypeError, KeyError, RuntimeError) as e:
+        raise AttnclfError(f"{source} does not match this model: {str(e).splitlines()[0]}") from e
+    if module.hparams.vocab_size != len(vocab):
+        raise AttnclfError(f"{vocab_path} has {len(vocab)} words, the checkpoint {module.hparams.vocab_size}")
+    return module
+
+
 @dataclass
 class TrainedClassifier:
     module: ClassifierModule
@@ -81,9 +94,12 @@ class TrainedClassifier:
     @classmethod
     def from_checkpoint(cls, path: str | Path, device: str = "cpu", quantize: str = "none") -> TrainedClassifier:
         """Load a checkpoint, or a run folder's best checkpoint (no code is unpickled), and the vocabulary its
-        run saved beside it, onto `device`; `quantize=int8`: its layers in int8 (attnclf.inference.quantized)."""
+        run saved beside it, onto `device`; a folder of `attnclf export`: from_pretrained. `quantize=int8`:
+        its layers in int8 (attnclf.inference.quantized)."""
         check_device(device)
         check_quantize(quantize, device)
+        if is_exported(path):
+            return cls.from_pretrained(path, device, quantize)
         path = best_checkpoint(path)
         ckpt = load_checkpoint(path, map_location=device)
         if checkpoint_kind(ckpt.get("hyper_parameters") or {}) == LANGUAGE_MODEL:
@@ -98,13 +114,7 @@ class TrainedClassifier:
                 "beside checkpoints/; copy it back to use this checkpoint)"
             )
         vocab = Vocab.load(vocab_path)
-        try:
-            module = ClassifierModule(**ckpt["hyper_parameters"])
-            module.load_state_dict(ckpt["state_dict"])
-        except (TypeError, KeyError, RuntimeError) as e:
-            raise AttnclfError(f"{path} does not match this model: {str(e).splitlines()[0]}") from e
-        if module.hparams.vocab_size != len(vocab):
-            raise AttnclfError(f"{vocab_path} has {len(vocab)} words, the checkpoint {module.hparams.vocab_size}")
+        module = built(ckpt["hyper_parameters"], ckpt["state_dict"], path, vocab, vocab_path)
         meta = vocab.meta
         n = module.hparams.num_classes
         labels = meta.get("labels") or [str(i) for i in range(n)]
@@ -113,6 +123,21 @@ class TrainedClassifier:
         clf = cls(
             module.to(device).eval(), vocab, max_length, meta.get("truncation", "head_tail"), labels, run_dir_of(path)
         )
+        return clf.int8() if quantize == "int8" else clf
+
+    @classmethod
+    def from_pretrained(cls, folder: str | Path, device: str = "cpu", quantize: str = "none") -> TrainedClassifier:
+        """A folder written by `attnclf export` (the Hub's layout: config.json, model.safetensors, vocab.json):
+        read from JSON and safetensors alone, the same predictions as the checkpoint it came from."""
+        check_device(device)
+        check_quantize(quantize, device)
+        folder = Path(folder)
+        if not is_exported(folder):
+            raise AttnclfError(f"{folder}: no config.json and model.safetensors (attnclf export writes them)")
+        config, state = read_folder(folder, device)
+        vocab = Vocab.load(folder / VOCAB)
+        module = built(config["hyper_parameters"], state, folder, vocab, folder / VOCAB)
+        clf = cls(module.to(device).eval(), vocab, config["max_length"], config["truncation"], config["labels"], folder)
         return clf.int8() if quantize == "int8" else clf
 
     def int8(self) -> TrainedClassifier:

@@ -139,7 +139,8 @@ def best_checkpoint(path: str | Path) -> Path:
     """A .ckpt file as given; a run folder: its best checkpoint (metrics.json's, else the one checkpoint
     that is not last.ckpt), so that eval and predict take run folders as train.py does."""
     path = Path(path).expanduser()
-    if not path.is_dir():
+    # a file, or an exported model (attnclf export: config.json and model.safetensors), read whole
+    if not path.is_dir() or ((path / "config.json").is_file() and (path / "model.safetensors").is_file()):
         return path
     metrics = path / "metrics.json"
     if metrics.is_file():
@@ -157,7 +158,9 @@ def best_checkpoint(path: str | Path) -> Path:
 
 
 def run_dir_of(ckpt: Path) -> Path:
-    """runs/<run>/checkpoints/x.ckpt -> runs/<run>."""
+    """runs/<run>/checkpoints/x.ckpt -> runs/<run>; a folder (an exported model) is its own."""
+    if ckpt.is_dir():
+        return ckpt
     return ckpt.parent.parent if ckpt.parent.name == "checkpoints" else ckpt.parent
 
 
