@@ -991,6 +991,20 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "",
         ["tests/test_quantized.py::test_every_rnn_kernel_reads_the_int8_model_the_same"],
     ),
+    (
+        "key-value-after-a-free-flag-refused",
+        "attnclf/commands/keyvalue.py",
+        r"free = \(free and not a\.startswith\(\"-\"\)\) or a in keys\.free",
+        "free = False",
+        ["tests/test_keyvalue.py::test_each_key_stands_for_its_flag_and_flags_pass_as_given"],
+    ),
+    (
+        "report-path-key-ignored",
+        "attnclf/commands/report.py",
+        r"argv = as_flags\(list\(sys\.argv\[1:\] if argv is None else argv\), KEYS\)",
+        "argv = list(sys.argv[1:] if argv is None else argv)",
+        ["tests/test_keyvalue.py::test_report_reads_the_folder_path_names"],
+    ),
     # the Optuna sweeper's sampler: built by the sweeper, its errors one line
     (
         "sweeper-sampler-built-by-hydra",
@@ -1101,7 +1115,7 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     (
         "compare-attention-key-value-ignored",
         "attnclf/commands/compare_attention.py",
-        r"argv = as_flags\(list\(sys\.argv\[1:\] if argv is None else argv\)\)",
+        r"argv = as_flags\(list\(sys\.argv\[1:\] if argv is None else argv\), KEYS\)",
         "argv = list(sys.argv[1:] if argv is None else argv)",
         ["tests/test_scripts.py::test_compare_attention"],
     ),

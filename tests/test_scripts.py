@@ -173,17 +173,18 @@ def test_compare_attention(tiny_run, tiny_run_additive, tiny_imdb, tmp_path, mon
         page.index("<b>additive</b>") < page.index(f"<b>dot ({tiny_run.name})</b>")
         and page.count(f"<b>dot ({tiny_run.name}) #3</b>") == 1
     )
-    from attnclf.commands.compare_attention import as_flags
+    from attnclf.commands.compare_attention import KEYS
+    from attnclf.commands.keyvalue import as_flags
 
     # key=value, as the other commands that read a checkpoint take it: the same flags
-    assert as_flags([f"ckpt=[{ckpts[0]},{ckpts[1]}]", f"data={tiny_imdb}", "n=2", "min_tokens=5", "--out", "o"]) == [
-        *ckpts, "--data", str(tiny_imdb), "--n", "2", "--min-tokens", "5", "--out", "o"]  # fmt: skip
+    given = [f"ckpt=[{ckpts[0]},{ckpts[1]}]", f"data={tiny_imdb}", "n=2", "min_tokens=5", "--out", "o"]
+    assert as_flags(given, KEYS) == [*ckpts, "--data", str(tiny_imdb), "--n", "2", "--min-tokens", "5", "--out", "o"]
     for bad, words in (
         ("nosuch=1", "'nosuch' is not a setting of compare-attention"),
-        ("ckpt=[]", "give one run or more"),
+        ("ckpt=[]", "give one or more"),
     ):
         with pytest.raises(AttnclfError, match=re.escape(words)):
-            as_flags([bad])
+            as_flags([bad], KEYS)
 
 
 @pytest.mark.bench  # (a benchmark script on tiny inputs, in a process of its own)
@@ -235,9 +236,10 @@ def test_compare_datasets_compares_the_attentions_it_is_given(tmp_path, monkeypa
     mechanism is one line naming those that are, before any run."""
     import argparse
 
-    from attnclf.commands.compare_datasets import attention_flag, runs
+    from attnclf.commands.compare_datasets import KEYS, runs
+    from attnclf.commands.keyvalue import as_flags
 
-    assert attention_flag(["--cr", "x", "attention=[dot,general,structured]"]) == [
+    assert as_flags(["--cr", "x", "attention=[dot,general,structured]"], KEYS) == [
         "--cr", "x", "--attention", "dot", "general", "structured"]  # fmt: skip
     args = argparse.Namespace(attention=["dot", "general", "structured"], folds=3, seeds=[1, 2])
     overrides, n = runs("cr", "x.csv", args, [], own_test=False)

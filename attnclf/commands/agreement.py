@@ -20,12 +20,27 @@ import numpy as np
 
 from attnclf.analysis.measures import attention_weights, js_distance
 from attnclf.commands.faithfulness import load_all
+from attnclf.commands.keyvalue import Keys, as_flags, usage
 from attnclf.errors import AttnclfError
 from attnclf.utils.jsonfile import write_json
 
+KEYS = Keys(
+    "agreement",
+    positional=(("ckpt", "runs"),),
+    flags={
+        k: f"--{k.replace('_', '-')}" for k in ("data", "split", "reviews", "max_tokens", "seed", "cache_dir", "output")
+    }
+    | {"data.path": "--data"},
+)
+
 
 def parse(argv):
-    p = argparse.ArgumentParser(prog="attnclf agreement", description=__doc__.split("\n\n")[0])
+    argv = as_flags(list(argv), KEYS)
+    p = argparse.ArgumentParser(
+        prog="attnclf agreement",
+        usage=usage(KEYS, "'ckpt=[<run>,<run>,...]' [data.path=<data>] [split=test] [reviews=1000] [output=<json>]"),
+        description=__doc__.split("\n\n")[0],
+    )
     p.add_argument("runs", nargs="+", help="run folders or checkpoints (two or more)")
     p.add_argument(
         "--data", help="Hub id, local dataset folder or one file (default: the data the runs were trained on)"

@@ -24,8 +24,8 @@ import html
 import sys
 from pathlib import Path
 
+from attnclf.commands.keyvalue import Keys, as_flags, usage
 from attnclf.data.text import tokenize
-from attnclf.errors import AttnclfError
 from attnclf.inference import TrainedClassifier
 from attnclf.presentation.figures import attention_pair_figure
 from attnclf.presentation.html import page, shade_words
@@ -40,26 +40,12 @@ def pick_reviews(data: str, n: int, lo: int, hi: int) -> list[str]:
     return chosen or list(test[:n])
 
 
-KEYS = ("ckpt", "data", "texts", "n", "min_tokens", "max_tokens", "out", "logdir")
-
-
-def as_flags(argv: list[str]) -> list[str]:
-    """key=value arguments as the flags they stand for (ckpt=[a,b,...]: the checkpoints); flags as given."""
-    out = []
-    for a in argv:
-        key, eq, value = a.partition("=")
-        if a.startswith("-") or not eq:
-            out.append(a)
-        elif key not in KEYS:
-            raise AttnclfError(f"{key!r} is not a setting of compare-attention; allowed: {', '.join(KEYS)}")
-        elif key == "ckpt":
-            ckpts = [c.strip() for c in value.strip("[]").split(",") if c.strip()]
-            if not ckpts:
-                raise AttnclfError(f"ckpt={value}: give one run or more: 'ckpt=[a,b,...]'")
-            out += ckpts
-        else:
-            out += [f"--{key.replace('_', '-')}", value]
-    return out
+KEYS = Keys(
+    "compare-attention",
+    positional=(("ckpt",),),
+    flags={k: f"--{k.replace('_', '-')}" for k in ("data", "texts", "n", "min_tokens", "max_tokens", "out", "logdir")}
+    | {"data.path": "--data"},
+)
 
 
 def named_runs(ckpts: list[Path]) -> dict[str, TrainedClassifier]:
@@ -75,9 +61,12 @@ def named_runs(ckpts: list[Path]) -> dict[str, TrainedClassifier]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = as_flags(list(sys.argv[1:] if argv is None else argv))
+    argv = as_flags(list(sys.argv[1:] if argv is None else argv), KEYS)
     p = argparse.ArgumentParser(
-        prog="attnclf compare-attention", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="attnclf compare-attention",
+        usage=usage(KEYS, "'ckpt=[<run>,<run>,...]' [texts=<file>] [data.path=<data>] [n=6] [out=<folder>]"),
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("ckpt", nargs="+", help="checkpoints or run folders, one or more")
     p.add_argument("--data", default="stanfordnlp/imdb")

@@ -28,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from attnclf.commands.keyvalue import Keys, as_flags, usage
 from attnclf.settings.attention import COMPARED, package_attentions
 
 # has a test split of its own
@@ -137,20 +138,24 @@ def clock(seconds: float) -> str:
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
-def attention_flag(argv: list[str]) -> list[str]:
-    """`attention=[dot,additive,general]` (as a train sweep spells it) as the flag it stands for."""
-    out = []
-    for a in argv:
-        if a.startswith("attention="):
-            out += ["--attention", *[n.strip() for n in a.split("=", 1)[1].strip("[]").split(",") if n.strip()]]
-        else:
-            out.append(a)
-    return out
+KEYS = Keys(
+    "compare-datasets",
+    flags={k: f"--{k}" for k in ("mr", "subj", "cr", "sst5", "imdb", "data", "out", "folds", "seeds", "attention")},
+    each=frozenset({"data"}),
+    free=frozenset({"--data"}),
+)
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="attnclf compare-datasets", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="attnclf compare-datasets",
+        usage=usage(
+            KEYS,
+            "[mr=<file>] [imdb=<folder>] ... ['data=[name=path,...]'] [out=<folder>] [folds=10] "
+            "['seeds=[1,2,3]'] ['attention=[dot,additive,...]'] [-- key=value ...]",
+        ),
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     for name in ("mr", "subj", "cr", "sst5", "imdb"):
         p.add_argument(f"--{name}", help=f"the {name.upper()} data (a file, or a folder with its splits)")
@@ -166,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     p = parser()
     argv = sys.argv[1:] if argv is None else argv
     extra = argv[argv.index("--") + 1 :] if "--" in argv else []
-    args = p.parse_args(attention_flag(argv[: argv.index("--")] if "--" in argv else argv))
+    args = p.parse_args(as_flags(argv[: argv.index("--")] if "--" in argv else argv, KEYS))
     allowed = package_attentions()
     for name in args.attention:
         if name not in allowed:

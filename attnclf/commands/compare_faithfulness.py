@@ -13,10 +13,12 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
 
+from attnclf.commands.keyvalue import Keys, as_flags, usage
 from attnclf.errors import AttnclfError
 from attnclf.utils.jsonfile import not_measured
 
@@ -201,8 +203,23 @@ def figure(results: list[dict], out: str):
     return fig
 
 
+KEYS = Keys(
+    "compare-faithfulness",
+    positional=(("results", "path"),),
+    flags={"out": "--out", "aopc_out": "--aopc-out"},
+    switches=frozenset({"by_attention"}),
+)
+
+
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="attnclf compare-faithfulness", description=__doc__.split("\n\n")[0])
+    argv = as_flags(list(sys.argv[1:] if argv is None else argv), KEYS)
+    p = argparse.ArgumentParser(
+        prog="attnclf compare-faithfulness",
+        usage=usage(
+            KEYS, "'results=[<faithfulness.json or run>,...]' [out=<png>] [by_attention=true] [aopc_out=<png>]"
+        ),
+        description=__doc__.split("\n\n")[0],
+    )
     p.add_argument("results", nargs="+")
     p.add_argument("--out", help="write the figure (PNG) here")
     p.add_argument("--by-attention", action="store_true", help="one column per attention: mean ± sd over its runs")

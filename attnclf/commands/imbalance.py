@@ -12,8 +12,10 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import sys
 from pathlib import Path
 
+from attnclf.commands.keyvalue import Keys, as_flags, usage
 from attnclf.data.loading import json_lines
 from attnclf.errors import AttnclfError
 
@@ -70,8 +72,21 @@ def parsed(flag: str, given: str, value: type) -> tuple[str, float]:
         raise AttnclfError(f"{flag} {given!r}: give NAME=VALUE, VALUE {kind}") from None
 
 
+KEYS = Keys(
+    "imbalance",
+    positional=(("src", "data.path"), ("out",)),
+    flags={"rows": "--rows", "rare": "--rare", "seed": "--seed"},
+    free=frozenset({"--rows", "--rare"}),
+)
+
+
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="attnclf imbalance", description=__doc__.split("\n\n")[0])
+    argv = as_flags(list(sys.argv[1:] if argv is None else argv), KEYS)
+    p = argparse.ArgumentParser(
+        prog="attnclf imbalance",
+        usage=usage(KEYS, "src=<data> out=<folder> 'rows=[train=N,...]' rare=<class>=<share> [seed=0]"),
+        description=__doc__.split("\n\n")[0],
+    )
     p.add_argument("src", type=Path)
     p.add_argument("out", type=Path)
     p.add_argument("--rows", nargs="+", required=True, help="SPLIT=N ...")

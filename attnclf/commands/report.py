@@ -35,6 +35,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from attnclf.commands.keyvalue import Keys, as_flags, usage
 from attnclf.errors import AttnclfError
 from attnclf.settings.attention import attention_node, attention_order
 
@@ -454,9 +455,16 @@ def differences(groups: dict, path: Path) -> str:
     return ", ".join(f"{b} − {a}" for a, b in sorted(pairs))
 
 
+KEYS = Keys("report", positional=(("path", "folder"),), flags={"objective": "--objective", "target": "--target"})
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = as_flags(list(sys.argv[1:] if argv is None else argv), KEYS)
     p = argparse.ArgumentParser(
-        prog="attnclf report", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="attnclf report",
+        usage=usage(KEYS, "path=<folder> [objective=val/acc] [target=0.85]"),
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("folder", type=Path)
     p.add_argument("--objective", default="val/acc", help=f"one of {', '.join(OBJECTIVES)}")
