@@ -39,8 +39,11 @@ def read_run(folder: Path) -> dict | None:
     if not all(f.is_file() for f in files):
         return None
     metrics, faith = (json.loads(f.read_text()) for f in files)
-    return {"metrics": metrics, "agree": faith["agreement"]["magnitude"],
-            "eraser": faith["eraser"]["sources"]["attention"]}  # fmt: skip
+    return {
+        "metrics": metrics,
+        "agree": faith["agreement"]["magnitude"],
+        "eraser": faith["eraser"]["sources"]["attention"],
+    }
 
 
 def table(root: Path) -> str:
@@ -54,8 +57,10 @@ def table(root: Path) -> str:
     fastest = {a: min(r["metrics"]["epoch_seconds"] for r in runs[a]) for a in names}
     heads = [h for h, _, _ in COLUMNS.values()]
     first = names[0] if names else "-"
-    lines = [f"| attention | seeds | {' | '.join(heads)} | fastest s / epoch | × {first}'s |",
-             "|---|---|" + "---|" * (len(heads) + 2)]  # fmt: skip
+    lines = [
+        f"| attention | seeds | {' | '.join(heads)} | fastest s / epoch | × {first}'s |",
+        "|---|---|" + "---|" * (len(heads) + 2),
+    ]
     for a in names:
         cells = [mean_sd_cell([read(r) for r in runs[a]], fmt) for _, read, fmt in COLUMNS.values()]
         ratio = fastest[a] / fastest[first]

@@ -68,9 +68,19 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as cache_all:
             rows.append(("all splits (tokenise + cache)", *python(ALL_SPLITS.format(**{**fmt, "cache": cache_all}))))
         t = time.perf_counter()
-        isolated([sys.executable, "train.py", f"data.path={args.data}", f"paths.cache_dir={cache}",
-                  f"hydra.run.dir={out}", "trainer.max_steps=1", "trainer.limit_val_batches=0", "test=false"],
-                 cwd=ROOT)  # fmt: skip
+        isolated(
+            [
+                sys.executable,
+                "train.py",
+                f"data.path={args.data}",
+                f"paths.cache_dir={cache}",
+                f"hydra.run.dir={out}",
+                "trainer.max_steps=1",
+                "trainer.limit_val_batches=0",
+                "test=false",
+            ],
+            cwd=ROOT,
+        )
         rows.append(("train.py to its first step", time.perf_counter() - t, "warm cache, whole process"))
     for name, secs, what in rows:
         print(f"{name:<32} {secs:6.2f} s   {what}")

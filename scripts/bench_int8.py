@@ -43,8 +43,17 @@ def run_eval(ckpt: str, quantize: str, threads: int) -> dict:
     """`attnclf eval` of `ckpt` on its test split: accuracy and loss, and the process's peak memory."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "eval.json"
-        cmd = [sys.executable, "-m", "attnclf", "eval", f"ckpt={ckpt}", f"quantize={quantize}", f"output={out}",
-               f"num_threads={threads}", f"hydra.run.dir={tmp}/run"]  # fmt: skip
+        cmd = [
+            sys.executable,
+            "-m",
+            "attnclf",
+            "eval",
+            f"ckpt={ckpt}",
+            f"quantize={quantize}",
+            f"output={out}",
+            f"num_threads={threads}",
+            f"hydra.run.dir={tmp}/run",
+        ]
         proc = subprocess.Popen(cmd, cwd=tmp, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         _, status, usage = os.wait4(proc.pid, 0)
         if status:
@@ -54,8 +63,12 @@ def run_eval(ckpt: str, quantize: str, threads: int) -> dict:
 
 
 def offline(ckpt: str, quantize: str, reviews: int, threads: int) -> dict:
-    out = subprocess.run([sys.executable, "-c", OFFLINE, ckpt, quantize, str(reviews), str(threads)],
-                         capture_output=True, text=True, check=True)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", OFFLINE, ckpt, quantize, str(reviews), str(threads)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -82,8 +95,10 @@ def main() -> None:
         for r in (f, q):
             acc = f"{100 * r['accuracy']:.2f}" if "accuracy" in r else "-"
             change = f"{100 * (r['accuracy'] - f['accuracy']):+.2f}" if "accuracy" in r else "-"
-            print(f"| {r['run']} | {'float' if r is f else 'int8'} | {acc} | {change} | {r['reviews_s']:.1f} | "
-                  f"{r['reviews_s'] / f['reviews_s']:.2f} | {r['peak_mib']:.0f} |")  # fmt: skip
+            print(
+                f"| {r['run']} | {'float' if r is f else 'int8'} | {acc} | {change} | {r['reviews_s']:.1f} | "
+                f"{r['reviews_s'] / f['reviews_s']:.2f} | {r['peak_mib']:.0f} |"
+            )
     if args.out:
         args.out.write_text(json.dumps(rows, indent=2) + "\n")
 

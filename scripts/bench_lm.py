@@ -60,11 +60,14 @@ def main(argv=None) -> None:
                 loss = loss + h.square().mean()
         loss.backward()
 
-    results = medians_ms({head: lambda head=head: step(head) for head in ("none", "adaptive", "sampled", "full")},
-                         args.repeats)  # fmt: skip
+    results = medians_ms(
+        {head: lambda head=head: step(head) for head in ("none", "adaptive", "sampled", "full")}, args.repeats
+    )
     gru = results["none"]
-    print(f"vocab {V}, batch {B} x {T} tokens, dim {D}, {args.threads} threads, adaptive cutoffs {args.cutoffs}; "
-          f"sampled softmax {args.samples} words; median of {args.repeats} steps")  # fmt: skip
+    print(
+        f"vocab {V}, batch {B} x {T} tokens, dim {D}, {args.threads} threads, adaptive cutoffs {args.cutoffs}; "
+        f"sampled softmax {args.samples} words; median of {args.repeats} steps"
+    )
     print(f"{'GRUs alone':<28}{gru:9.0f} ms")
     for head in ("adaptive", "sampled", "full"):
         extra = results[head] - gru

@@ -66,8 +66,10 @@ def main() -> None:
     u_ids, u_lengths = random_reviews(args.unlabeled_batch, args.length, args.vocab)
     unlabeled = (u_ids, u_lengths, torch.zeros(args.unlabeled_batch, dtype=torch.long))
     ms = medians_ms({name: step_of(name, args, labelled, unlabeled) for name in REGULARIZERS}, args.repeats)
-    print(f"{args.attention} attention, batch {args.batch} x ~{args.length} tokens, unlabeled batch "
-          f"{args.unlabeled_batch}, {args.threads} threads, median of {args.repeats}")  # fmt: skip
+    print(
+        f"{args.attention} attention, batch {args.batch} x ~{args.length} tokens, unlabeled batch "
+        f"{args.unlabeled_batch}, {args.threads} threads, median of {args.repeats}"
+    )
     for name, t in ms.items():
         print(f"  regularizer={name:<20} {t:8.1f} ms a step   {t / ms['none']:.2f}x")
 

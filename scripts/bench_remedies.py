@@ -62,8 +62,10 @@ def main() -> None:
     torch.manual_seed(0)
     ids, lengths = random_reviews(args.batch, args.length, args.vocab)
     batch = (ids, lengths, torch.randint(0, 2, (args.batch,)))
-    print(f"a training step, {args.batch} reviews of about {args.length} tokens, {args.threads} thread(s), "
-          f"median of {args.repeats}")  # fmt: skip
+    print(
+        f"a training step, {args.batch} reviews of about {args.length} tokens, {args.threads} thread(s), "
+        f"median of {args.repeats}"
+    )
     for attention in ("dot", "additive"):
         steps = {name: step_of(attention, o, batch, args.vocab) for name, o in REMEDIES.items()}
         ms = medians_ms(steps, args.repeats, warmup=2)

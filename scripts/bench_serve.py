@@ -83,13 +83,23 @@ class Offline:
 def start_server(
     ckpt: str, threads: int, cwd: Path, litserve: bool = False, quantize: str = "none"
 ) -> tuple[subprocess.Popen, str, int]:
-    cmd = [sys.executable, "-m", "attnclf", "serve", f"ckpt={ckpt}", "port=0", f"num_threads={threads}",
-           f"quantize={quantize}", "hydra.run.dir=" + str(cwd / "serve_run")]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "attnclf",
+        "serve",
+        f"ckpt={ckpt}",
+        "port=0",
+        f"num_threads={threads}",
+        f"quantize={quantize}",
+        "hydra.run.dir=" + str(cwd / "serve_run"),
+    ]
     if litserve:
         cmd = [sys.executable, __file__, "--ckpt", ckpt, "--data", "-", "--threads", str(threads), "--serve-litserve"]
     # (a session of its own: the stop at the end reaches LitServe's worker processes too)
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(
+        cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True
+    )
     deadline = time.time() + 300
     for line in proc.stdout:
         m = READY.search(line)
@@ -235,9 +245,18 @@ def measure(host: str, port: int, texts: list[str], clients: int, per: int, requ
     lat = asyncio.run(load(host, port, bodies, clients, requests))
     seconds = time.perf_counter() - t
     q = statistics.quantiles(lat, n=100, method="inclusive")
-    return {"clients": clients, "texts": per, "requests": requests, "requests_s": requests / seconds,
-            "reviews_s": requests * per / seconds, "p50_ms": 1000 * q[49], "p95_ms": 1000 * q[94],
-            "p99_ms": 1000 * q[98], "offline_reviews_s": offline_s, "alone_reviews_s": alone_s}  # fmt: skip
+    return {
+        "clients": clients,
+        "texts": per,
+        "requests": requests,
+        "requests_s": requests / seconds,
+        "reviews_s": requests * per / seconds,
+        "p50_ms": 1000 * q[49],
+        "p95_ms": 1000 * q[94],
+        "p99_ms": 1000 * q[98],
+        "offline_reviews_s": offline_s,
+        "alone_reviews_s": alone_s,
+    }
 
 
 def memory(proc: subprocess.Popen, host: str, port: int, texts: list[str], n: int) -> dict:
@@ -253,13 +272,18 @@ def table(rows: list[dict]) -> str:
     """The figures, a row a setting, as ratios to offline measured beside it; `model alone`: the model
     without HTTP on as many texts at once as the setting keeps waiting (clients x texts), what the server's
     batches can give at most."""
-    lines = ["| clients | texts a request | requests/s | reviews/s | x offline | model alone, x offline | p50 ms | "
-             "p95 ms | p99 ms | p99/p50 |", "|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "| clients | texts a request | requests/s | reviews/s | x offline | model alone, x offline | p50 ms | "
+        "p95 ms | p99 ms | p99/p50 |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
         served, alone = r["reviews_s"] / r["offline_reviews_s"], r["alone_reviews_s"] / r["offline_reviews_s"]
-        lines.append(f"| {r['clients']} | {r['texts']} | {r['requests_s']:.1f} | {r['reviews_s']:.1f} | "
-                     f"{served:.2f} | {alone:.2f} | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} | "
-                     f"{r['p99_ms']:.1f} | {r['p99_ms'] / r['p50_ms']:.2f} |")  # fmt: skip
+        lines.append(
+            f"| {r['clients']} | {r['texts']} | {r['requests_s']:.1f} | {r['reviews_s']:.1f} | "
+            f"{served:.2f} | {alone:.2f} | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} | "
+            f"{r['p99_ms']:.1f} | {r['p99_ms'] / r['p50_ms']:.2f} |"
+        )
     return "\n".join(lines)
 
 
@@ -323,13 +347,17 @@ def main() -> None:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(60)
     rates = [r["offline_reviews_s"] for r in rows]
-    print(f"offline TrainedClassifier.predict: {statistics.median(rates):.1f} reviews/s ({len(texts)} reviews, "
-          f"{args.threads} threads; {min(rates):.1f} to {max(rates):.1f} over the settings)")  # fmt: skip
+    print(
+        f"offline TrainedClassifier.predict: {statistics.median(rates):.1f} reviews/s ({len(texts)} reviews, "
+        f"{args.threads} threads; {min(rates):.1f} to {max(rates):.1f} over the settings)"
+    )
     print(table(rows))
     if mem:
         grew = mem["rss_after_all_mib"] / mem["rss_after_100_mib"] - 1
-        print(f"resident memory: {mem['rss_after_100_mib']:.0f} MiB after 100 requests, "
-              f"{mem['rss_after_all_mib']:.0f} MiB after {mem['requests']} ({100 * grew:+.1f}%)")  # fmt: skip
+        print(
+            f"resident memory: {mem['rss_after_100_mib']:.0f} MiB after 100 requests, "
+            f"{mem['rss_after_all_mib']:.0f} MiB after {mem['requests']} ({100 * grew:+.1f}%)"
+        )
     if args.out:
         figures = {"rows": rows, "memory": mem}
         args.out.write_text(json.dumps(figures, indent=2) + "\n")

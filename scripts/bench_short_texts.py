@@ -26,10 +26,22 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def tokens_per_sec(data: str, steps: int, threads: int, extra: list[str], out: Path) -> float:
-    cmd = [sys.executable, "train.py", f"data.path={data}", f"trainer.max_steps={steps}", "trainer.max_epochs=-1",
-           "trainer.limit_val_batches=0", "trainer.num_sanity_val_steps=0", "test=false", "logger=none",
-           "callbacks.rich_progress_bar=null", "callbacks.attention_maps=null", f"num_threads={threads}",
-           f"hydra.run.dir={out}", *extra]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "train.py",
+        f"data.path={data}",
+        f"trainer.max_steps={steps}",
+        "trainer.max_epochs=-1",
+        "trainer.limit_val_batches=0",
+        "trainer.num_sanity_val_steps=0",
+        "test=false",
+        "logger=none",
+        "callbacks.rich_progress_bar=null",
+        "callbacks.attention_maps=null",
+        f"num_threads={threads}",
+        f"hydra.run.dir={out}",
+        *extra,
+    ]
     isolated(cmd, cwd=ROOT)
     return json.loads((out / "metrics.json").read_text())["train_tokens_per_sec"]
 

@@ -43,13 +43,21 @@ EPOCH_S = ("fastest s / epoch", lambda r: r["metrics"]["epoch_seconds"], "{:.1f}
 
 def read_run(folder: Path) -> dict | None:
     """A run's figures, or None where one of its three files is not there yet."""
-    files = [folder / "metrics.json", folder / "faithfulness_test" / "faithfulness.json",
-             folder / "attention_tests" / "diagnostic.json"]  # fmt: skip
+    files = [
+        folder / "metrics.json",
+        folder / "faithfulness_test" / "faithfulness.json",
+        folder / "attention_tests" / "diagnostic.json",
+    ]
     if not all(f.is_file() for f in files):
         return None
     metrics, faith, diag = (json.loads(f.read_text()) for f in files)
-    return {"metrics": metrics, "faith": faith, "agree": faith["agreement"]["magnitude"],
-            "eraser": faith["eraser"]["sources"]["attention"], "diag": diag["weights"]}  # fmt: skip
+    return {
+        "metrics": metrics,
+        "faith": faith,
+        "agree": faith["agreement"]["magnitude"],
+        "eraser": faith["eraser"]["sources"]["attention"],
+        "diag": diag["weights"],
+    }
 
 
 def table(root: Path) -> str:
@@ -60,8 +68,10 @@ def table(root: Path) -> str:
         if run is not None:
             runs.setdefault((m["attention"], m["remedy"]), []).append(run)
     heads = [h for h, _, _ in COLUMNS.values()] + [EPOCH_S[0]]
-    lines = ["| attention | remedy | seeds | " + " | ".join(heads) + " | × plain's time |",
-             "|---|---|---|" + "---|" * (len(heads) + 1)]  # fmt: skip
+    lines = [
+        "| attention | remedy | seeds | " + " | ".join(heads) + " | × plain's time |",
+        "|---|---|---|" + "---|" * (len(heads) + 1),
+    ]
     for attention in ATTENTIONS:
         plain = runs.get((attention, "softmax"), [])
         plain_s = min(map(EPOCH_S[1], plain), default=None)

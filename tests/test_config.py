@@ -46,7 +46,7 @@ from attnclf.training.module import ClassifierModule
         (
             "regularizer=virtual_adversarial regularizer.unlabeled_batch_size=0",
             "regularizer.unlabeled_batch_size=0 must be a positive integer",
-        ),  # fmt: skip
+        ),
     ],
 )
 def test_a_value_of_the_wrong_type_or_range_is_one_line_before_any_data_work(override, message, tmp_path):
@@ -59,8 +59,15 @@ def test_a_value_of_the_wrong_type_or_range_is_one_line_before_any_data_work(ove
 def test_every_flat_regularizer_key_of_an_old_checkpoint_is_read():
     """A checkpoint from before the nesting holds regularizer_epsilon, regularizer_weight, regularizer_xi:
     each is read, none replaced by today's default (an old VAT run resumes with its own xi)."""
-    flat = {"vocab_size": 50, "num_classes": 2, "attention": "dot", "regularizer": "virtual_adversarial",
-            "regularizer_epsilon": 0.05, "regularizer_weight": 0.5, "regularizer_xi": 0.004}  # fmt: skip
+    flat = {
+        "vocab_size": 50,
+        "num_classes": 2,
+        "attention": "dot",
+        "regularizer": "virtual_adversarial",
+        "regularizer_epsilon": 0.05,
+        "regularizer_weight": 0.5,
+        "regularizer_xi": 0.004,
+    }
     reg = classifier_hparams(flat)["regularizer"]
     assert (reg["name"], reg["epsilon"], reg["weight"], reg["xi"]) == ("virtual_adversarial", 0.05, 0.5, 0.004)
     assert ClassifierModule(**classifier_hparams(flat)).config.regularizer.xi == 0.004
@@ -115,11 +122,23 @@ def test_the_module_saves_its_settings_nested_and_reads_the_flat_ones_of_older_c
     assert hp["model"]["hidden_dim"] == 8 and hp["optimizer"]["lr"] == 2e-3 and hp["regularizer"]["name"] == "none"
     assert module.config == config  # (handed down whole)
     # a checkpoint from before: flat, and without the settings added since (their defaults of that time)
-    flat = {"vocab_size": 50, "num_classes": 3, "attention": "additive", "embed_dim": 8, "hidden_dim": 8,
-            "dropout": 0.1, "lr": 1e-2, "regularizer": "adversarial", "regularizer_epsilon": 0.05}  # fmt: skip
+    flat = {
+        "vocab_size": 50,
+        "num_classes": 3,
+        "attention": "additive",
+        "embed_dim": 8,
+        "hidden_dim": 8,
+        "dropout": 0.1,
+        "lr": 1e-2,
+        "regularizer": "adversarial",
+        "regularizer_epsilon": 0.05,
+    }
     nested = classifier_hparams(flat)
-    assert nested["optimizer"]["lr"] == 1e-2 and nested["regularizer"] == {**nested["regularizer"], "name":
-           "adversarial", "epsilon": 0.05} and nested["model"]["embeddings"] == "random"  # fmt: skip
+    assert (
+        nested["optimizer"]["lr"] == 1e-2
+        and nested["regularizer"] == {**nested["regularizer"], "name": "adversarial", "epsilon": 0.05}
+        and nested["model"]["embeddings"] == "random"
+    )
     old = ClassifierModule(**nested)
     assert old.config.regularizer.epsilon == 0.05 and old.config.optimizer.lr == 1e-2
     old.load_state_dict(module.state_dict())  # (the same network)
@@ -147,8 +166,17 @@ def test_a_run_records_every_setting_by_its_config_key(tiny_imdb, tmp_path, capl
     from helpers.files import strict_json
 
     caplog.set_level(logging.INFO)
-    train(compose_cfg(["experiment=smoke", "logger=none", "model.embeddings=random",
-                       *tiny_overrides(tiny_imdb, tmp_path), "data.batch_size=auto"]))  # fmt: skip
+    train(
+        compose_cfg(
+            [
+                "experiment=smoke",
+                "logger=none",
+                "model.embeddings=random",
+                *tiny_overrides(tiny_imdb, tmp_path),
+                "data.batch_size=auto",
+            ]
+        )
+    )
     hparams = strict_json(tmp_path / "metrics.json")["hparams"]
     assert hparams["model.hidden_dim"] == 16 and hparams["optimizer.lr"] == 2e-3 and hparams["seed"] == 42
     # data.batch_size=auto: the batch it chose for the few training rows, and why, in the log
@@ -163,8 +191,17 @@ def test_an_lstm_run_is_an_lstm_where_it_is_loaded(tiny_imdb, tmp_path):
 
     from attnclf.inference.trained import TrainedClassifier
 
-    train(compose_cfg(["experiment=smoke", "logger=none", "model.embeddings=random", "model.rnn=lstm",
-                       *tiny_overrides(tiny_imdb, tmp_path)]))  # fmt: skip
+    train(
+        compose_cfg(
+            [
+                "experiment=smoke",
+                "logger=none",
+                "model.embeddings=random",
+                "model.rnn=lstm",
+                *tiny_overrides(tiny_imdb, tmp_path),
+            ]
+        )
+    )
     assert json.loads((tmp_path / "metrics.json").read_text())["hparams"]["model.rnn"] == "lstm"
     encoder = TrainedClassifier.from_checkpoint(tmp_path).module.model.encoder
     assert all(type(m) is nn.LSTM for m in (*encoder.fwd, *encoder.bwd))
@@ -188,9 +225,12 @@ def test_a_settings_check_only_checks(tiny_run, tmp_path, monkeypatch):
 
     def build() -> list:
         built = [train_settings(compose_cfg([f"paths.output_dir={tmp_path}"]))]
-        built += [eval_settings(compose_cfg(run, "eval")), faithfulness_settings(compose_cfg(run, "faithfulness")),
-                  attention_tests_settings(compose_cfg(run, "attention_tests")),
-                  serve_settings(compose_cfg([*run, "names=[a]"], "serve"))]  # fmt: skip
+        built += [
+            eval_settings(compose_cfg(run, "eval")),
+            faithfulness_settings(compose_cfg(run, "faithfulness")),
+            attention_tests_settings(compose_cfg(run, "attention_tests")),
+            serve_settings(compose_cfg([*run, "names=[a]"], "serve")),
+        ]
         return built
 
     def classes(obj):  # the object's class and every nested settings class
@@ -373,8 +413,12 @@ def test_the_readme_is_short_and_names_only_paths_a_user_has():
     """A README a user scans in five minutes; no command anywhere a user reads points at the development
     machines' ../shared (CONTRIBUTING.md names it, for contributors)."""
     assert len(README.splitlines()) <= 250
-    for path in [ROOT / "README.md", *(ROOT / "docs").glob("*.md"), *(ROOT / "conf").rglob("*.yaml"),
-                 *(ROOT / "scripts").glob("*")]:  # fmt: skip
+    for path in [
+        ROOT / "README.md",
+        *(ROOT / "docs").glob("*.md"),
+        *(ROOT / "conf").rglob("*.yaml"),
+        *(ROOT / "scripts").glob("*"),
+    ]:
         assert "../shared" not in path.read_text(), path
 
 
@@ -421,8 +465,13 @@ def test_a_checkpoint_of_every_form_written_loads_as_todays_and_predicts_the_sam
     model = {("gru_kernel" if k == "rnn_kernel" else k): v for k, v in hp["model"].items()}
     model.update(attention_scale=True, attention_init="xavier")
     named = {k: v for k, v in hp.items() if k not in ("attention_class", "attention_keys")}
-    flat = {**{k: hp[k] for k in ("vocab_size", "num_classes", "attention")}, **model, **hp["optimizer"],
-            "regularizer": "none", "pack": False}  # fmt: skip
+    flat = {
+        **{k: hp[k] for k in ("vocab_size", "num_classes", "attention")},
+        **model,
+        **hp["optimizer"],
+        "regularizer": "none",
+        "pack": False,
+    }
     del flat["gru_kernel"]
     texts = ["a wonderful film, truly great", "dull and boring, a waste of time"]
     today = [q for p in TrainedClassifier.from_checkpoint(best).predict(texts) for q in p.probs]

@@ -328,8 +328,12 @@ def test_the_token_cache_key_holds_what_changes_the_tokens(tmp_path, monkeypatch
         return {p.name for p in cache.glob("*.npz")}
 
     seen = []
-    for ds, text, label in ((split, "text", "label"), (other, "text", "label"), (split, "title", "label"),
-                            (split, "text", "y")):  # fmt: skip
+    for ds, text, label in (
+        (split, "text", "label"),
+        (other, "text", "label"),
+        (split, "title", "label"),
+        (split, "text", "y"),
+    ):
         got = encoding.encode_split(ds, text, label, str(cache))
         assert len(files()) == len(seen) + 1
         seen.append(got)

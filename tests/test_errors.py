@@ -105,8 +105,11 @@ def test_data_that_cannot_train_a_classifier(tmp_path):
         train(compose_cfg([*tiny_overrides(two, tmp_path / "o2"), "data.val_size=1", "data.min_freq=50"]))
     with pytest.raises(AttnclfError, match=r"data.vocab_size=2 must be at least 3 \(<pad>, <unk> and a word\)"):
         train(compose_cfg([*tiny_overrides(two, tmp_path / "o3"), "data.vocab_size=2"]))
-    for name, content, why in (("header.csv", "text,label\n", "only a header"), ("empty.csv", "", "it is empty"),
-                               ("blank.jsonl", "\n\n", "it is empty")):  # fmt: skip
+    for name, content, why in (
+        ("header.csv", "text,label\n", "only a header"),
+        ("empty.csv", "", "it is empty"),
+        ("blank.jsonl", "\n\n", "it is empty"),
+    ):
         (tmp_path / name).write_text(content)
         with pytest.raises(AttnclfError, match=f"data file {tmp_path / name} has no rows \\({why}\\)"):
             train(compose_cfg(tiny_overrides(tmp_path / name, tmp_path / "o4")))
@@ -291,12 +294,18 @@ def test_divergence_stops_and_keeps_the_last_good_checkpoint(lr, tiny_imdb, tmp_
         ("train", "foo=1", "error: foo is not a setting; allowed: seed, num_threads, keep_freed_memory,"),
         ("eval", "data.foo=1", "error: data.foo is not a setting of data; allowed: split, path, name,"),
         ("train", "seed=[1", "error: no viable alternative at input '[1'"),
-        ("train", "hparams_search.pruner=median",
-         "error: hparams_search.pruner belongs to an Optuna search: give hparams_search=imdb_optuna with it"),
-        ("attention-tests", "attention=additive",
-         "error: attention=additive: attention is not a setting here; allowed: paths, ckpt, test, epochs,"),
+        (
+            "train",
+            "hparams_search.pruner=median",
+            "error: hparams_search.pruner belongs to an Optuna search: give hparams_search=imdb_optuna with it",
+        ),
+        (
+            "attention-tests",
+            "attention=additive",
+            "error: attention=additive: attention is not a setting here; allowed: paths, ckpt, test, epochs,",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_command_line_hydra_cannot_compose_is_one_line_naming_what_is_allowed(
     command, override, line, tmp_path, monkeypatch, capsys, in_process
 ):
@@ -311,8 +320,11 @@ def test_a_command_line_error_through_the_root_entry_point_is_the_one_line_it_pr
     """`python train.py <override>` as a process of its own: stderr holds the error's line and nothing else."""
     r = subprocess.run(
         [sys.executable, "train.py", "attention=foo", f"hydra.run.dir={tmp_path / 'run'}"],
-        cwd=ROOT, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2 and r.stderr == f"error: attention='foo'; allowed: {MECHANISMS}\n", r.stderr[-2000:]
     assert not (tmp_path / "run").exists()
 

@@ -26,7 +26,12 @@ def exported(tiny_run, tmp_path_factory):
 
 def test_the_folder_has_the_hubs_layout_and_a_card_huggingface_hub_reads(exported, tiny_run):
     assert sorted(p.name for p in exported.iterdir()) == [
-        "README.md", "config.json", "data.json", "model.safetensors", "vocab.json"]  # fmt: skip
+        "README.md",
+        "config.json",
+        "data.json",
+        "model.safetensors",
+        "vocab.json",
+    ]
     config = json.loads((exported / "config.json").read_text())
     assert config["library_name"] == "attnclf" and config["hyper_parameters"]["attention"] == "dot"
     card = ModelCard.load(exported / "README.md")
@@ -83,8 +88,16 @@ def test_predict_eval_and_serve_take_the_folder_as_a_run(exported, tiny_run, tmp
     measured = []
     for ckpt in (tiny_run, exported):
         out = tmp_path / f"faith_{ckpt.name}"
-        main(["faithfulness", f"ckpt={ckpt}", "reviews=10", "permutations=3", f"output={out}",
-              f"hydra.run.dir={tmp_path / 'f'}"])  # fmt: skip
+        main(
+            [
+                "faithfulness",
+                f"ckpt={ckpt}",
+                "reviews=10",
+                "permutations=3",
+                f"output={out}",
+                f"hydra.run.dir={tmp_path / 'f'}",
+            ]
+        )
         measured.append(json.loads((out / "faithfulness.json").read_text())["agreement"])
     assert measured[0] == measured[1]
 

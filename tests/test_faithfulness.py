@@ -302,7 +302,7 @@ def test_faithfulness_command_writes_json_summary_and_tensorboard(tiny_run, tiny
             "adversarial=0.05",
             "sources=[integrated_gradients,feature_ablation]",
             f"output={out}",
-        ]  # fmt: skip
+        ]
     )
     result = faithfulness(cfg)
     saved = strict_json(out / "faithfulness.json")
@@ -333,8 +333,11 @@ def test_faithfulness_command_writes_json_summary_and_tensorboard(tiny_run, tiny
     events.Reload()
     tags = events.Tags()
     assert {"faithfulness/kendall_tau_gradient", "faithfulness/erasure_flipped/attention_k1"} <= set(tags["scalars"])
-    assert {"faithfulness/kendall_tau_magnitude_gradient", "faithfulness/significant_magnitude_loo",
-            "faithfulness/significant_gradient"} <= set(tags["scalars"])  # fmt: skip
+    assert {
+        "faithfulness/kendall_tau_magnitude_gradient",
+        "faithfulness/significant_magnitude_loo",
+        "faithfulness/significant_gradient",
+    } <= set(tags["scalars"])
     assert "by magnitude: tau mean ± sd" in md
     assert set(captum) <= set(saved["agreement"]["kendall_tau"])
     assert set(saved["seconds_per_review"]) == {"gradient", "gradient_fixed_weights", "loo", *captum}
@@ -347,8 +350,11 @@ def test_faithfulness_command_writes_json_summary_and_tensorboard(tiny_run, tiny
         tags["scalars"]
     )
     assert {"faithfulness/summary", "faithfulness/review_0", "faithfulness/review_3"} <= set(tags["images"])
-    assert {"faithfulness_test/aopc_comprehensiveness/attention", "faithfulness_test/aopc_sufficiency/loo",
-            "faithfulness_test/comprehensiveness_10pct/random"} <= set(tags["scalars"])  # fmt: skip
+    assert {
+        "faithfulness_test/aopc_comprehensiveness/attention",
+        "faithfulness_test/aopc_sufficiency/loo",
+        "faithfulness_test/comprehensiveness_10pct/random",
+    } <= set(tags["scalars"])
     assert "faithfulness_test/aopc" in tags["images"] and "## ERASER: comprehensiveness and sufficiency" in md
     # the same sample every time (seeded)
     again = faithfulness(compose_faith([*cfg_overrides(cfg), f"output={tmp_path / 'again'}"]))
@@ -392,8 +398,14 @@ def test_faithfulness_command_writes_json_summary_and_tensorboard(tiny_run, tiny
 
 
 def cfg_overrides(cfg):
-    return [f"ckpt={cfg.ckpt}", f"data.path={cfg.data.path}", f"paths.cache_dir={cfg.paths.cache_dir}",
-            "reviews=30", "max_tokens=64", "permutations=10"]  # fmt: skip
+    return [
+        f"ckpt={cfg.ckpt}",
+        f"data.path={cfg.data.path}",
+        f"paths.cache_dir={cfg.paths.cache_dir}",
+        "reviews=30",
+        "max_tokens=64",
+        "permutations=10",
+    ]
 
 
 def test_faithfulness_bad_input(tiny_run, tiny_imdb, tmp_path):
@@ -437,8 +449,21 @@ def test_attention_agreement_across_seeds_and_attentions(
     twin = tmp_path / "twin"
     shutil.copytree(tiny_run, twin)
     out = tmp_path / "agreement.json"
-    args = [str(tiny_run), str(twin), str(tiny_run_additive), "--data", str(tiny_imdb), "--reviews", "20",
-            "--max-tokens", "64", "--cache-dir", str(tmp_path), "--output", str(out)]  # fmt: skip
+    args = [
+        str(tiny_run),
+        str(twin),
+        str(tiny_run_additive),
+        "--data",
+        str(tiny_imdb),
+        "--reviews",
+        "20",
+        "--max-tokens",
+        "64",
+        "--cache-dir",
+        str(tmp_path),
+        "--output",
+        str(out),
+    ]
     assert main(args) == 0
     r = json.loads(out.read_text())
     assert r["reviews"] == 20 and r["within"]["dot"]["pairs"] == 1
@@ -500,13 +525,17 @@ def test_magnitude_agreement_is_jain_and_wallace_s_definition_computed_apart(att
             assert np.isnan(taus["gradient_magnitude"][i])
             continue
         left = np.array([abs(p1(s) - p1(np.delete(s, t))) for t in range(len(s))])
-        for name, (a, b) in {"gradient": (attr.weights[i], grad), "loo": (attr.weights[i], left),
-                             "gradient_vs_loo": (grad, left)}.items():  # fmt: skip
+        for name, (a, b) in {
+            "gradient": (attr.weights[i], grad),
+            "loo": (attr.weights[i], left),
+            "gradient_vs_loo": (grad, left),
+        }.items():
             tau, p = kendalltau(a, b)
             want[name].append(tau)
             significant[name].append(p <= 0.05)
-    np.testing.assert_allclose(taus["gradient_magnitude"][np.isfinite(taus["gradient_magnitude"])],
-                               want["gradient"], atol=1e-6)  # fmt: skip
+    np.testing.assert_allclose(
+        taus["gradient_magnitude"][np.isfinite(taus["gradient_magnitude"])], want["gradient"], atol=1e-6
+    )
     np.testing.assert_allclose(taus["loo_magnitude"][np.isfinite(taus["loo_magnitude"])], want["loo"], atol=1e-6)
     for name in want:
         got = result["magnitude"][name]

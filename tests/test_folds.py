@@ -59,8 +59,10 @@ def test_more_folds_than_the_smallest_class_has_rows_are_refused_before_any_work
     data = write(tmp_path / "r.csv", rows, "csv")
     with pytest.raises(AttnclfError) as e:
         fit(data, tmp_path / "run", "data.folds=6", "data.fold=0")
-    assert str(e.value) == "data.folds=6 is more than the 5 rows of the smallest class (of 60 rows, 2 classes); " \
-        "give data.folds=5 or fewer"  # fmt: skip
+    assert (
+        str(e.value) == "data.folds=6 is more than the 5 rows of the smallest class (of 60 rows, 2 classes); "
+        "give data.folds=5 or fewer"
+    )
     assert not (tmp_path / "run" / "checkpoints").exists()
     assert len(fold_rows(np.array(rows["label"]) == "neg", 5, 4, seed=1)) == 12  # (5 folds: one row of neg each)
 
@@ -93,10 +95,22 @@ def test_a_cross_validation_sweep_and_its_report_pair_dot_and_additive_by_fold(
     data = write(tmp_path / "reviews.csv", examples(90, 2, 0, names=["neg", "pos"]), "csv")
     sweep = tmp_path / "sweep"
     # (in this process: Hydra's basic launcher runs the jobs one after another in the process that started it)
-    argv = ["train", "-m", f"data.path={data}", "data.folds=3", "data.fold=range(3)", "attention=dot,additive",
-            "experiment=smoke", "logger=none", "callbacks.rich_progress_bar=null", "model.embed_dim=16",
-            "model.hidden_dim=16", "data.batch_size=16", f"paths.cache_dir={tmp_path / 'c'}",
-            f"hydra.sweep.dir={sweep}"]  # fmt: skip
+    argv = [
+        "train",
+        "-m",
+        f"data.path={data}",
+        "data.folds=3",
+        "data.fold=range(3)",
+        "attention=dot,additive",
+        "experiment=smoke",
+        "logger=none",
+        "callbacks.rich_progress_bar=null",
+        "model.embed_dim=16",
+        "model.hidden_dim=16",
+        "data.batch_size=16",
+        f"paths.cache_dir={tmp_path / 'c'}",
+        f"hydra.sweep.dir={sweep}",
+    ]
     assert attnclf_in_process(argv, monkeypatch) == 0, capfd.readouterr().err[-3000:]
     metrics = [json.loads(p.read_text()) for p in sweep.rglob("metrics.json")]
     tests = sorted((m["attention"], m["splits"]["test"]) for m in metrics)

@@ -80,8 +80,13 @@ def test_eval_command_on_a_run_folder_against_an_independent_computation(tiny_ru
 
     from attnclf.commands.eval import evaluate
 
-    overrides = [f"ckpt={run}", f"data.path={data}", f"paths.cache_dir={tmp_path}", f"paths.output_dir={tmp_path}",
-                 "num_threads=1"]  # fmt: skip
+    overrides = [
+        f"ckpt={run}",
+        f"data.path={data}",
+        f"paths.cache_dir={tmp_path}",
+        f"paths.output_dir={tmp_path}",
+        "num_threads=1",
+    ]
     evaluate(compose_cfg(config_name="eval", overrides=overrides))
     stdout = capsys.readouterr().out
     result = strict_json(run / "eval_test.json")  # the default output: beside the checkpoint's run
@@ -93,8 +98,16 @@ def test_eval_command_on_a_run_folder_against_an_independent_computation(tiny_ru
     p = np.array([q.label for q in preds])
     probs = np.array([q.probs for q in preds])
     confusion = [[int(((y == t) & (p == c)).sum()) for c in (0, 1)] for t in (0, 1)]
-    f1 = [2 * confusion[c][c] / (2 * confusion[c][c] + sum(confusion[t][c] for t in (0, 1) if t != c)
-          + sum(confusion[c][q] for q in (0, 1) if q != c)) for c in (0, 1)]  # fmt: skip
+    f1 = [
+        2
+        * confusion[c][c]
+        / (
+            2 * confusion[c][c]
+            + sum(confusion[t][c] for t in (0, 1) if t != c)
+            + sum(confusion[c][q] for q in (0, 1) if q != c)
+        )
+        for c in (0, 1)
+    ]
     assert result["reviews"] == 80 and result["confusion_matrix"] == confusion
     assert result["accuracy"] == pytest.approx((y == p).mean())
     assert result["macro_f1"] == pytest.approx(np.mean(f1), abs=1e-6)
@@ -121,8 +134,12 @@ def test_eval_of_an_ensemble_averages_the_members_probabilities(tiny_run, tiny_r
     (other / "vocab.json").write_text(json.dumps(vocab))
 
     def run(ckpts, out, data=tiny_imdb):
-        overrides = [f"ckpt=[{','.join(map(str, ckpts))}]", f"data.path={data}", f"paths.cache_dir={tmp_path}",
-                     f"output={out}"]  # fmt: skip
+        overrides = [
+            f"ckpt=[{','.join(map(str, ckpts))}]",
+            f"data.path={data}",
+            f"paths.cache_dir={tmp_path}",
+            f"output={out}",
+        ]
         return evaluate(compose_cfg(overrides, "eval"))
 
     result = run([tiny_run, other], tmp_path / "ensemble.json")

@@ -12,19 +12,41 @@ from attnclf.commands.keyvalue import as_flags
 from attnclf.errors import AttnclfError
 
 CASES = {  # command module: (key=value given, the flags they stand for)
-    "report": (["path=runs/x", "objective=test/acc", "target=0.9"],
-               ["runs/x", "--objective", "test/acc", "--target", "0.9"]),
-    "compare_datasets": (["cr=cr.txt", "data=[a=x.csv,b=y.csv]", "seeds=[1,2]", "attention=[dot,general]"],
-                         ["--cr", "cr.txt", "--data", "a=x.csv", "--data", "b=y.csv", "--seeds", "1", "2",
-                          "--attention", "dot", "general"]),
-    "compare_attention": (["ckpt=[r1,r2]", "data.path=imdb", "max_tokens=50"],
-                          ["r1", "r2", "--data", "imdb", "--max-tokens", "50"]),
-    "compare_faithfulness": (["results=[a.json,b.json]", "by_attention=true", "out=f.png"],
-                             ["a.json", "b.json", "--by-attention", "--out", "f.png"]),
+    "report": (
+        ["path=runs/x", "objective=test/acc", "target=0.9"],
+        ["runs/x", "--objective", "test/acc", "--target", "0.9"],
+    ),
+    "compare_datasets": (
+        ["cr=cr.txt", "data=[a=x.csv,b=y.csv]", "seeds=[1,2]", "attention=[dot,general]"],
+        [
+            "--cr",
+            "cr.txt",
+            "--data",
+            "a=x.csv",
+            "--data",
+            "b=y.csv",
+            "--seeds",
+            "1",
+            "2",
+            "--attention",
+            "dot",
+            "general",
+        ],
+    ),
+    "compare_attention": (
+        ["ckpt=[r1,r2]", "data.path=imdb", "max_tokens=50"],
+        ["r1", "r2", "--data", "imdb", "--max-tokens", "50"],
+    ),
+    "compare_faithfulness": (
+        ["results=[a.json,b.json]", "by_attention=true", "out=f.png"],
+        ["a.json", "b.json", "--by-attention", "--out", "f.png"],
+    ),
     "agreement": (["ckpt=[r1,r2]", "reviews=10", "cache_dir=c"], ["r1", "r2", "--reviews", "10", "--cache-dir", "c"]),
-    "imbalance": (["out=o", "src=imdb", "rows=[train=100,test=50]", "rare=0=0.02"],
-                  ["imdb", "o", "--rows", "train=100", "test=50", "--rare", "0=0.02"]),
-}  # fmt: skip
+    "imbalance": (
+        ["out=o", "src=imdb", "rows=[train=100,test=50]", "rare=0=0.02"],
+        ["imdb", "o", "--rows", "train=100", "test=50", "--rare", "0=0.02"],
+    ),
+}
 
 
 @pytest.mark.parametrize("name", CASES)

@@ -75,8 +75,10 @@ def test_multihead_is_heads_of_scaled_dot_concatenated_and_projected(normalizer,
     torch.manual_seed(0)
     att = mechanism("multihead", 8, 8, dim=6, normalizer=normalizer, heads=3).double()
     q, k, mask, lengths = batch(Tq=Tq)
-    p = {name: (np_of(m.weight), np_of(m.bias)) for name, m in
-         [("q", att.q_proj), ("k", att.k_proj), ("v", att.v_proj), ("o", att.o_proj)]}  # fmt: skip
+    p = {
+        name: (np_of(m.weight), np_of(m.bias))
+        for name, m in [("q", att.q_proj), ("k", att.k_proj), ("v", att.v_proj), ("o", att.o_proj)]
+    }
 
     def lin(name, x):
         return p[name][0] @ x + p[name][1]
@@ -106,8 +108,9 @@ def test_structured_is_lins_hops_concatenated_with_their_penalty(normalizer):
 
     def row(b, i, n):
         keys = np_of(k[b, :n])
-        A = np.stack([normalised(np.array([W2[j] @ np.tanh(W1 @ keys[t]) for t in range(n)]), normalizer)
-                      for j in range(3)])  # fmt: skip
+        A = np.stack(
+            [normalised(np.array([W2[j] @ np.tanh(W1 @ keys[t]) for t in range(n)]), normalizer) for j in range(3)]
+        )
         hops[b] = A
         return np.concatenate([A[j] @ keys for j in range(3)]), A.mean(0)
 
@@ -125,8 +128,16 @@ def test_structured_is_lins_hops_concatenated_with_their_penalty(normalizer):
 def test_pool_under_the_mechanisms_own_single_row_is_its_forward(name):
     """Given weights stand for every head's and hop's: where every row is the same, pool is forward."""
     torch.manual_seed(0)
-    clf = net(40, 2, embed_dim=8, hidden_dim=4, attention=name, attention_keys={"hops": 1} if name == "structured"
-              else {"heads": 1} if name == "multihead" else {}, dropout=0.0, embed_dropout=0.0).eval()  # fmt: skip
+    clf = net(
+        40,
+        2,
+        embed_dim=8,
+        hidden_dim=4,
+        attention=name,
+        attention_keys={"hops": 1} if name == "structured" else {"heads": 1} if name == "multihead" else {},
+        dropout=0.0,
+        embed_dropout=0.0,
+    ).eval()
     ids, lengths = torch.randint(2, 40, (3, 6)), torch.tensor([6, 3, 1])
     logits, w = clf(ids, lengths)
     out, _, _ = clf.encode(clf.embed(ids), lengths)
@@ -141,8 +152,17 @@ def test_each_mechanism_is_exact_under_padding_on_every_kernel(name, kernel, que
     and exactly 0 on its padding, under each normaliser, with the GRU and the LSTM."""
     for normalizer, rnn in itertools.product(NORMALIZERS, ("gru", "lstm")):
         torch.manual_seed(1)
-        clf = net(40, 2, embed_dim=6, hidden_dim=4, attention=name, rnn_kernel=kernel, query=query, rnn=rnn,
-                  attention_normalizer=normalizer).eval()  # fmt: skip
+        clf = net(
+            40,
+            2,
+            embed_dim=6,
+            hidden_dim=4,
+            attention=name,
+            rnn_kernel=kernel,
+            query=query,
+            rnn=rnn,
+            attention_normalizer=normalizer,
+        ).eval()
         ids = torch.randint(2, 40, (2, 9))
         with torch.no_grad():
             both, w_both = clf(ids, torch.tensor([9, 5]))
@@ -156,8 +176,9 @@ def test_the_structured_penalty_is_added_to_the_loss(tiny_imdb, tmp_path):
     """One training step's loss: the cross-entropy plus the penalty times its coefficient (not minus)."""
     from attnclf.training.module import ClassifierModule
 
-    config = classifier_settings("structured", {"hops": 4, "penalty": 0.3}, embed_dim=8, hidden_dim=4, dropout=0.0,
-                                 embed_dropout=0.0)  # fmt: skip
+    config = classifier_settings(
+        "structured", {"hops": 4, "penalty": 0.3}, embed_dim=8, hidden_dim=4, dropout=0.0, embed_dropout=0.0
+    )
     module = ClassifierModule(60, 2, config=config)
     ids, lengths, y = torch.randint(2, 60, (4, 6)), torch.tensor([6, 5, 3, 2]), torch.tensor([0, 1, 1, 0])
     with pytest.warns(UserWarning, match="self.log"):
@@ -182,7 +203,7 @@ def test_the_structured_penalty_is_added_to_the_loss(tiny_imdb, tmp_path):
             "general",
             {"heads": 2},
             "attention.heads: attnclf.models.general.GeneralAttention takes no such setting (its settings: scale)",
-        ),  # fmt: skip
+        ),
         ("dot", {"scale": "maybe"}, "attention.scale='maybe' must be true or false"),
     ],
 )

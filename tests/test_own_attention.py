@@ -50,9 +50,21 @@ def runs(tiny_imdb, tmp_path_factory):
         folders = {}
         for name, choice in CHOICE.items():
             folders[name] = root / f"{name}_s1"
-            train(compose_cfg([*choice, "experiment=smoke", "trainer.max_epochs=2", "optimizer.lr=1e-2", "logger=none",
-                               "callbacks.rich_progress_bar=null", "callbacks.attention_maps=null", "seed=1",
-                               *tiny_overrides(tiny_imdb, folders[name])]))  # fmt: skip
+            train(
+                compose_cfg(
+                    [
+                        *choice,
+                        "experiment=smoke",
+                        "trainer.max_epochs=2",
+                        "optimizer.lr=1e-2",
+                        "logger=none",
+                        "callbacks.rich_progress_bar=null",
+                        "callbacks.attention_maps=null",
+                        "seed=1",
+                        *tiny_overrides(tiny_imdb, folders[name]),
+                    ]
+                )
+            )
     sys.modules.pop("my_attention", None)
     return {"root": root, "own": own, **folders}
 
@@ -67,8 +79,11 @@ def test_a_class_of_ones_own_trains_and_its_checkpoint_names_it(runs, importable
     m = json.loads((runs["cosine"] / "metrics.json").read_text())
     assert m["attention"] == "cosine" and m["attention_class"] == "my_attention.Cosine" and 0 <= m["test/acc"] <= 1
     hp = torch.load(runs["cosine"] / "checkpoints" / "last.ckpt", weights_only=True)["hyper_parameters"]
-    assert (hp["attention"], hp["attention_class"], hp["attention_keys"]) == ("cosine", "my_attention.Cosine",
-                                                                             {"temperature": 0.2})  # fmt: skip
+    assert (hp["attention"], hp["attention_class"], hp["attention_keys"]) == (
+        "cosine",
+        "my_attention.Cosine",
+        {"temperature": 0.2},
+    )
     assert all(json.loads((runs[n] / "metrics.json").read_text())["attention"] == n for n in CHOICE)
 
 
@@ -159,10 +174,25 @@ def test_a_yaml_in_the_users_config_folder_picks_a_class_in_the_folder_it_is_run
     (tmp_path / "my_conf" / "attention" / "cosine.yaml").write_text("_target_: my_attention.Cosine\ntemperature: 0.3\n")
     overrides = [o for o in tiny_overrides(tiny_imdb, tmp_path / "run") if not o.startswith("paths.output_dir")]
     r = subprocess.run(
-        [sys.executable, "-m", "attnclf", "train", f"hydra.searchpath=[file://{tmp_path / 'my_conf'}]",
-         "attention=cosine", "experiment=smoke", "trainer.max_steps=2", "test=false", "logger=none", *overrides],
-        cwd=tmp_path, capture_output=True, text=True, timeout=300, env=without_pythonpath(),
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "attnclf",
+            "train",
+            f"hydra.searchpath=[file://{tmp_path / 'my_conf'}]",
+            "attention=cosine",
+            "experiment=smoke",
+            "trainer.max_steps=2",
+            "test=false",
+            "logger=none",
+            *overrides,
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=without_pythonpath(),
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     [run] = (tmp_path / "outputs" / "runs").iterdir()
     assert run.name.endswith("_cosine_s42")

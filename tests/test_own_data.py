@@ -100,8 +100,12 @@ def test_eval_rebuilds_a_carved_test_split(tmp_path):
     from attnclf.commands.eval import evaluate
 
     def evaluated(split, path=data):
-        over = [f"ckpt={tmp_path / 'run'}", f"data.path={path}", f"data.split={split}",
-                f"output={tmp_path / split}.json"]  # fmt: skip
+        over = [
+            f"ckpt={tmp_path / 'run'}",
+            f"data.path={path}",
+            f"data.split={split}",
+            f"output={tmp_path / split}.json",
+        ]
         return evaluate(compose_cfg(over, "eval"))
 
     test = evaluated("test")
@@ -110,12 +114,18 @@ def test_eval_rebuilds_a_carved_test_split(tmp_path):
     assert test["accuracy"] == pytest.approx(m["test/acc"], abs=1e-6)
     assert evaluated("validation")["reviews"] == 18  # data.val_size=0.1 of the 180 left
     other = write(tmp_path / "other.csv", examples(150, 2, 0, names=["neg", "pos"]), "csv")
-    with pytest.raises(AttnclfError, match=r"^data.split='test': the run carved it from a 'train' split of 200 rows, "
-                       r".* has 150; give the data it was trained on \(or data.split=train for every row "
-                       r"of .*\)$"):  # fmt: skip
+    with pytest.raises(
+        AttnclfError,
+        match=r"^data.split='test': the run carved it from a 'train' split of 200 rows, "
+        r".* has 150; give the data it was trained on \(or data.split=train for every row "
+        r"of .*\)$",
+    ):
         evaluated("test", other)
-    with pytest.raises(AttnclfError, match=r"^data.split='unsupervised'; allowed for .*: train, test \(the rows the "
-                       r"run tested on\), validation \(the rows the run validated on\)$"):  # fmt: skip
+    with pytest.raises(
+        AttnclfError,
+        match=r"^data.split='unsupervised'; allowed for .*: train, test \(the rows the "
+        r"run tested on\), validation \(the rows the run validated on\)$",
+    ):
         evaluated("unsupervised")
 
 
@@ -183,8 +193,14 @@ def test_label_map_merges_classes_and_drops_the_rest_as_binary_sst_is_made(tmp_p
     assert sum(map(sum, m["test/confusion_matrix"])) == 40  # 4 of every 5 rows kept
     recorded = json.loads((tmp_path / "run" / "data.json").read_text())
     assert recorded["data"]["label_map"] == {"0": "negative", "1": "negative", "3": "positive", "4": "positive"}
-    cfg = compose_cfg(config_name="eval", overrides=[f"ckpt={tmp_path / 'run'}", f"output={tmp_path / 'ev.json'}",
-                                                 f"paths.cache_dir={tmp_path / 'run' / 'cache'}"])  # fmt: skip
+    cfg = compose_cfg(
+        config_name="eval",
+        overrides=[
+            f"ckpt={tmp_path / 'run'}",
+            f"output={tmp_path / 'ev.json'}",
+            f"paths.cache_dir={tmp_path / 'run' / 'cache'}",
+        ],
+    )
     ev = evaluate(cfg)
     assert ev["reviews"] == 40 and ev["accuracy"] == pytest.approx(m["test/acc"])
     assert data_config({"path": "x", "label_map": {0: "a", 1: "b"}}).label_map == {"0": "a", "1": "b"}
@@ -206,8 +222,16 @@ def test_balanced_class_weights_count_the_training_rows_only(tmp_path, caplog):
     rows = {k: [v[i] for i in keep] for k, v in rows.items()}
     write(tmp_path / "d.csv", rows, "csv")
     with caplog.at_level(logging.INFO, logger="attnclf"):
-        fit(tmp_path / "d.csv", tmp_path / "run", "optimizer.class_weights=balanced", "trainer.max_epochs=1",
-            "min_epochs=1", "data.val_size=0.2", "data.test_size=0.2", "logger=none")  # fmt: skip
+        fit(
+            tmp_path / "d.csv",
+            tmp_path / "run",
+            "optimizer.class_weights=balanced",
+            "trainer.max_epochs=1",
+            "min_epochs=1",
+            "data.val_size=0.2",
+            "data.test_size=0.2",
+            "logger=none",
+        )
     labels = np.array(rows["label"])
     carved = json.loads((tmp_path / "run" / "data.json").read_text())["carved"]
     _, trained, _, _ = split_rows(carved, labels)

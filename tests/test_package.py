@@ -21,8 +21,11 @@ from attnclf.commands import COMMANDS, main
 def test_the_packages_listed_are_every_package_there():
     """pyproject.toml names its packages one by one (the configs are mapped from conf/): none left out."""
     listed = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
-    found = {".".join(p.parent.relative_to(ROOT).parts) for top in ("attnclf", "hydra_plugins")
-             for p in (ROOT / top).rglob("__init__.py")}  # fmt: skip
+    found = {
+        ".".join(p.parent.relative_to(ROOT).parts)
+        for top in ("attnclf", "hydra_plugins")
+        for p in (ROOT / top).rglob("__init__.py")
+    }
     # (hydra_plugins: a namespace package, without __init__.py, as Hydra's plugins must be)
     assert sorted(listed) == sorted(found | {"attnclf.conf", "hydra_plugins"})
     assert (ROOT / "conf" / "__init__.py").is_file()
@@ -30,8 +33,22 @@ def test_the_packages_listed_are_every_package_there():
 
 # the package's rooms, bottom first (CONTRIBUTING.md, "Where things are"): each imports from itself and the
 # rooms before it only; attnclf/__init__.py and __main__.py sit on top
-ROOMS = ("errors", "utils", "models", "settings", "data", "analysis", "presentation", "training", "inference",
-         "serving", "cli", "commands", "__init__", "__main__")  # fmt: skip
+ROOMS = (
+    "errors",
+    "utils",
+    "models",
+    "settings",
+    "data",
+    "analysis",
+    "presentation",
+    "training",
+    "inference",
+    "serving",
+    "cli",
+    "commands",
+    "__init__",
+    "__main__",
+)
 
 
 def room_of(module: str) -> str:
@@ -110,18 +127,40 @@ def test_an_installed_copy_trains_from_an_empty_folder(tmp_path):
     work.mkdir()
     tiny_csv(work / "tiny.csv")
     env = {"PYTHONPATH": str(target), "PATH": str(Path(sys.executable).parent), "HOME": str(tmp_path)}
-    where = subprocess.run([sys.executable, "-c", "import attnclf.conf; print(attnclf.conf.__file__)"], cwd=work,
-                           env=env, capture_output=True, text=True)  # fmt: skip
+    where = subprocess.run(
+        [sys.executable, "-c", "import attnclf.conf; print(attnclf.conf.__file__)"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert where.stdout.startswith(str(target / "attnclf" / "conf")), where.stderr[-2000:]
-    train = [sys.executable, "-m", "attnclf", "train", "experiment=smoke", "data=csv", "data.path=tiny.csv",
-             "model.embeddings=random", "logger=none", "num_threads=1", "model.hidden_dim=16"]  # fmt: skip
+    train = [
+        sys.executable,
+        "-m",
+        "attnclf",
+        "train",
+        "experiment=smoke",
+        "data=csv",
+        "data.path=tiny.csv",
+        "model.embeddings=random",
+        "logger=none",
+        "num_threads=1",
+        "model.hidden_dim=16",
+    ]
     r = subprocess.run(train, cwd=work, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     # the model summary without the FLOPs Lightning never counted (a column of 0s and "Total FLOPs: 0")
     assert "Total params" in r.stdout and "FLOPs" not in r.stdout + r.stderr, r.stdout[-3000:]
     (metrics,) = (work / "outputs" / "runs").glob("*/metrics.json")
-    r = subprocess.run([str(target / "bin" / "attnclf"), "report", str(work / "outputs" / "runs")], cwd=work, env=env,
-                       capture_output=True, text=True, timeout=300)  # fmt: skip
+    r = subprocess.run(
+        [str(target / "bin" / "attnclf"), "report", str(work / "outputs" / "runs")],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0 and (work / "outputs" / "runs" / "report.md").is_file(), r.stderr[-3000:]
 
 

@@ -63,8 +63,12 @@ def test_the_faithfulness_figure_counts_reviews_in_whole_numbers_and_names_k_pla
         "reviews": 3,
         "split": "test",
     }
-    arrays = {"tau": {"gradient": rng.uniform(-1, 1, 3)}, "flip_frac": np.array([0.2, np.nan, 0.5]),
-              "entropy": rng.uniform(0, 3, 3), "tv": rng.uniform(0, 1, 3)}  # fmt: skip
+    arrays = {
+        "tau": {"gradient": rng.uniform(-1, 1, 3)},
+        "flip_frac": np.array([0.2, np.nan, 0.5]),
+        "entropy": rng.uniform(0, 3, 3),
+        "tv": rng.uniform(0, 1, 3),
+    }
     fig = faithfulness_figure(r, arrays)
     fig.canvas.draw()
     for ax in (fig.axes[0], fig.axes[2]):  # the two histograms of reviews
@@ -98,8 +102,9 @@ def test_html_shading_is_relative_to_the_reviews_peak_weight():
 
     from attnclf.presentation.html import shade_words
 
-    p = SimpleNamespace(text="good bad film", tokens=["good", "bad", "film"], positions=[0, 1, 2],
-                        weights=[0.01, 0.005, 0.002])  # fmt: skip
+    p = SimpleNamespace(
+        text="good bad film", tokens=["good", "bad", "film"], positions=[0, 1, 2], weights=[0.01, 0.005, 0.002]
+    )
     alphas = [float(a) for a in re.findall(r"rgba\(220,40,40,([0-9.]+)\)", shade_words(p))]
     assert alphas == [1.0, 0.5, 0.2]
     p.text, p.positions = "", []  # (the words as the model read them: the same rule)

@@ -78,7 +78,7 @@ def test_pretraining_writes_what_training_starts_from(lm_run, tiny_imdb, tmp_pat
             f"model.init_from={lm_run}",
             "optimizer.lr=1e-9",
             *tiny_overrides(tiny_imdb, out),
-        ]  # fmt: skip
+        ]
     )
     train(cfg)
     run = json.loads((out / "metrics.json").read_text())
@@ -121,16 +121,26 @@ def test_each_language_model_becomes_its_own_direction_of_the_encoder(lm_run):
 def test_a_killed_pretraining_resumes_where_it_stopped(tiny_imdb, tmp_path, monkeypatch, capfd, in_process):
     from helpers.signals import resume_in_process, signaller_env
 
-    common = [f"data.path={tiny_imdb}", f"paths.cache_dir={tmp_path / 'cache'}", f"paths.runs_dir={tmp_path / 'none'}",
-              "trainer.max_epochs=2", "callbacks.step_checkpoint.every_n_train_steps=5", "trainer.deterministic=true",
-              *LM]  # fmt: skip
+    common = [
+        f"data.path={tiny_imdb}",
+        f"paths.cache_dir={tmp_path / 'cache'}",
+        f"paths.runs_dir={tmp_path / 'none'}",
+        "trainer.max_epochs=2",
+        "callbacks.step_checkpoint.every_n_train_steps=5",
+        "trainer.deterministic=true",
+        *LM,
+    ]
     run = tmp_path / "run"
 
     killer = ["+callbacks.killer._target_=signaller.SignalAt", "+callbacks.killer.step=17"]
     killed = subprocess.run(
         [sys.executable, "-m", "attnclf", "pretrain", *common, f"hydra.run.dir={run}", *killer],
-        cwd=ROOT, capture_output=True, text=True, timeout=300, env=signaller_env(tmp_path),
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=signaller_env(tmp_path),
+    )
     assert killed.returncode == -9, killed.stderr[-2000:]
     assert load_checkpoint(run / "checkpoints" / "last.ckpt")["global_step"] == 15
     # resumed by its folder's name, relative, from another folder: it goes on in its own, and says so in full
@@ -154,7 +164,7 @@ def test_bad_init_from_and_pretraining_values(lm_run, tiny_run, tiny_imdb, tmp_p
         (f"model.init_from={tmp_path / 'none.ckpt'}", "checkpoint not found"),
         (f"model.init_from={tiny_run}", "a classifier's checkpoint, not a language model"),
         (f"model.init_from={lm_run}", "has embed_dim=16, hidden_dim=16; this model 16, 32: set model.embed_dim=16"),
-    ]  # fmt: skip
+    ]
     for override, message in cases:
         extra = ["model.hidden_dim=32"] if "this model" in message else []
         with pytest.raises(AttnclfError, match=message.replace("(", r"\(")):
@@ -178,8 +188,17 @@ def test_bad_init_from_and_pretraining_values(lm_run, tiny_run, tiny_imdb, tmp_p
         ("lm.samples=0", "lm.samples=0 must be a positive integer"),
     ):
         with pytest.raises(AttnclfError, match=message):
-            pretrain(compose_lm([f"data.path={tiny_imdb}", f"paths.output_dir={tmp_path / 'p'}",
-                                 f"paths.cache_dir={tmp_path}", *LM, *override.split()]))  # fmt: skip
+            pretrain(
+                compose_lm(
+                    [
+                        f"data.path={tiny_imdb}",
+                        f"paths.output_dir={tmp_path / 'p'}",
+                        f"paths.cache_dir={tmp_path}",
+                        *LM,
+                        *override.split(),
+                    ]
+                )
+            )
 
 
 def test_a_run_given_by_name_to_resume_must_be_of_its_kind_and_sizes(lm_run, tiny_run, tiny_imdb, tmp_path):
@@ -322,8 +341,18 @@ def test_the_sampled_softmax_draws_words_by_rank_and_estimates_the_full_softmax(
 
 def test_pretraining_with_the_adaptive_softmax_is_what_training_starts_from(tiny_imdb, tmp_path):
     out = tmp_path / "lm"
-    pretrain(compose_lm([f"data.path={tiny_imdb}", f"paths.output_dir={out}", f"paths.cache_dir={tmp_path}", *LM,
-                         "lm.softmax=adaptive", "lm.cutoffs=[100]"]))  # fmt: skip
+    pretrain(
+        compose_lm(
+            [
+                f"data.path={tiny_imdb}",
+                f"paths.output_dir={out}",
+                f"paths.cache_dir={tmp_path}",
+                *LM,
+                "lm.softmax=adaptive",
+                "lm.cutoffs=[100]",
+            ]
+        )
+    )
     metrics = strict_json(out / "metrics.json")
     assert 1 < metrics["val/ppl"] < 200  # (over the 200 words)
     ckpt = load_checkpoint(metrics["best_checkpoint"])
@@ -341,8 +370,18 @@ def test_language_models_start_from_word2vec_vectors_kept_frozen(with_unlabeled,
     from attnclf.data.vectors import embedding_matrix, read_vectors
 
     out = tmp_path / "lm"
-    pretrain(compose_lm([f"data.path={with_unlabeled}", f"paths.output_dir={out}", f"paths.cache_dir={tmp_path}",
-                         *LM, "model.embeddings=word2vec", "model.freeze_embeddings=true"]))  # fmt: skip
+    pretrain(
+        compose_lm(
+            [
+                f"data.path={with_unlabeled}",
+                f"paths.output_dir={out}",
+                f"paths.cache_dir={tmp_path}",
+                *LM,
+                "model.embeddings=word2vec",
+                "model.freeze_embeddings=true",
+            ]
+        )
+    )
     metrics = strict_json(out / "metrics.json")
     start = metrics["embeddings"]
     assert start["source"] == "word2vec" and start["frozen"] and start["texts"] == 160 + 80  # training + unlabeled
@@ -359,15 +398,35 @@ def test_language_models_start_from_word2vec_vectors_kept_frozen(with_unlabeled,
 
     # the same texts and settings as train.py's word2vec start of them: the cached file is the same one
     clf_out = tmp_path / "clf"
-    train(compose_cfg(["logger=none", "callbacks.rich_progress_bar=null", "callbacks.attention_maps=null",
-                       "test=false", "trainer.max_steps=1", "word2vec.unlabeled_split=unsupervised",
-                       *tiny_overrides(with_unlabeled, clf_out), f"paths.cache_dir={tmp_path}"]))  # fmt: skip
+    train(
+        compose_cfg(
+            [
+                "logger=none",
+                "callbacks.rich_progress_bar=null",
+                "callbacks.attention_maps=null",
+                "test=false",
+                "trainer.max_steps=1",
+                "word2vec.unlabeled_split=unsupervised",
+                *tiny_overrides(with_unlabeled, clf_out),
+                f"paths.cache_dir={tmp_path}",
+            ]
+        )
+    )
     assert strict_json(clf_out / "metrics.json")["embeddings"]["vectors_file"] == start["vectors_file"]
 
     # frozen: the embedding is where it started; trainable (the default): it moves
     out2 = tmp_path / "lm2"
-    pretrain(compose_lm([f"data.path={with_unlabeled}", f"paths.output_dir={out2}", f"paths.cache_dir={tmp_path}",
-                         *LM, "model.embeddings=word2vec"]))  # fmt: skip
+    pretrain(
+        compose_lm(
+            [
+                f"data.path={with_unlabeled}",
+                f"paths.output_dir={out2}",
+                f"paths.cache_dir={tmp_path}",
+                *LM,
+                "model.embeddings=word2vec",
+            ]
+        )
+    )
     moved = load_checkpoint(strict_json(out2 / "metrics.json")["best_checkpoint"])["state_dict"]["model.embed.weight"]
     assert not torch.equal(moved[found], torch.from_numpy(matrix)[found])
     assert strict_json(out2 / "metrics.json")["embeddings"]["frozen"] is False
@@ -375,8 +434,17 @@ def test_language_models_start_from_word2vec_vectors_kept_frozen(with_unlabeled,
 
 def test_pretraining_refuses_a_frozen_random_embedding(tiny_imdb, tmp_path):
     with pytest.raises(AttnclfError, match="model.freeze_embeddings=true with model.embeddings=random"):
-        pretrain(compose_lm([f"data.path={tiny_imdb}", f"paths.output_dir={tmp_path / 'p'}",
-                             f"paths.cache_dir={tmp_path}", *LM, "model.freeze_embeddings=true"]))  # fmt: skip
+        pretrain(
+            compose_lm(
+                [
+                    f"data.path={tiny_imdb}",
+                    f"paths.output_dir={tmp_path / 'p'}",
+                    f"paths.cache_dir={tmp_path}",
+                    *LM,
+                    "model.freeze_embeddings=true",
+                ]
+            )
+        )
     assert not (tmp_path / "p").exists()
 
 
@@ -385,15 +453,29 @@ def test_init_from_pretrain_pretrains_the_run_s_texts_once_then_reuses_them(with
     cache and starts from them; a later run finds them there; it goes on as a run given that folder does; other
     settings are another pretraining."""
     cache = tmp_path / "cache"
-    settings = ["lm.val_texts=20", "lm.samples=40", "trainer.log_every_n_steps=1", "trainer.max_epochs=1",
-                "trainer.accelerator=cpu", "trainer.enable_model_summary=false",
-                "callbacks.rich_progress_bar=null"]  # fmt: skip
+    settings = [
+        "lm.val_texts=20",
+        "lm.samples=40",
+        "trainer.log_every_n_steps=1",
+        "trainer.max_epochs=1",
+        "trainer.accelerator=cpu",
+        "trainer.enable_model_summary=false",
+        "callbacks.rich_progress_bar=null",
+    ]
 
     def run(name, init_from="pretrain", extra=()):
         out = tmp_path / name
         pretraining = "pretraining=[" + ",".join(f'"{s}"' for s in [*settings, *extra]) + "]"
-        cfg = compose_cfg([*tiny_overrides(with_unlabeled, out), f"paths.cache_dir={cache}", "logger=none",
-                           "trainer.max_epochs=1", f"model.init_from={init_from}", pretraining])  # fmt: skip
+        cfg = compose_cfg(
+            [
+                *tiny_overrides(with_unlabeled, out),
+                f"paths.cache_dir={cache}",
+                "logger=none",
+                "trainer.max_epochs=1",
+                f"model.init_from={init_from}",
+                pretraining,
+            ]
+        )
         caplog.clear()
         with caplog.at_level(logging.INFO, logger="attnclf"):
             train(cfg)
@@ -403,8 +485,11 @@ def test_init_from_pretrain_pretrains_the_run_s_texts_once_then_reuses_them(with
     (lm,) = [p.parent for p in (cache / "pretrain").glob("*/metrics.json")]
     assert "none cached: running" in said and json.loads((lm / "metrics.json").read_text())["val/ppl"] > 1
     # its length said before it starts (an hour and more at full size): steps, texts and tokens
-    length = re.search(r"pretraining: (\d+) steps \(1 epochs of (\d+) batches\) of both language models on (\d+) "
-                       r"texts, ([\d.]+) million tokens an epoch", said)  # fmt: skip
+    length = re.search(
+        r"pretraining: (\d+) steps \(1 epochs of (\d+) batches\) of both language models on (\d+) "
+        r"texts, ([\d.]+) million tokens an epoch",
+        said,
+    )
     texts = json.loads((lm / "metrics.json").read_text())["texts"]["train"]
     assert length and length[1] == length[2] == "14" and f"{length[3]} texts" == texts == "220 texts"
     assert Path(first["init_from"]["checkpoint"]).parent.parent == lm
@@ -447,9 +532,21 @@ TINY_PRETRAINING = '["lm.val_texts=20","lm.samples=40","trainer.max_epochs=1","c
 
 
 def pretrain_then_train(data: Path, out: Path, cache: Path, *extra: str) -> None:
-    cfg = compose_cfg([*tiny_overrides(data, out), "data=csv", f"data.path={data}", "data.min_freq=1",
-                       "data.vocab_size=1000", "logger=none", "trainer.max_epochs=1", f"paths.cache_dir={cache}",
-                       "model.init_from=pretrain", f"pretraining={TINY_PRETRAINING}", *extra])  # fmt: skip
+    cfg = compose_cfg(
+        [
+            *tiny_overrides(data, out),
+            "data=csv",
+            f"data.path={data}",
+            "data.min_freq=1",
+            "data.vocab_size=1000",
+            "logger=none",
+            "trainer.max_epochs=1",
+            f"paths.cache_dir={cache}",
+            "model.init_from=pretrain",
+            f"pretraining={TINY_PRETRAINING}",
+            *extra,
+        ]
+    )
     train(cfg)
 
 
@@ -496,8 +593,10 @@ def test_a_pretraining_resumed_by_name_takes_its_own_settings_and_refuses_others
     with pytest.raises(AttnclfError) as e:
         pretrain(compose_lm([*here, "lm.lr=0.5"]), overrides=[*here, "lm.lr=0.5"])
     config = run / ".hydra" / "config.yaml"
-    assert str(e.value) == (f"lm.lr=0.5: the run resumed was trained with lm.lr=0.002 ({config}); leave lm.lr out to "
-                            "resume with the run's own settings")  # fmt: skip
+    assert str(e.value) == (
+        f"lm.lr=0.5: the run resumed was trained with lm.lr=0.002 ({config}); leave lm.lr out to "
+        "resume with the run's own settings"
+    )
     assert not (run / "metrics.json").exists()
     pretrain(compose_lm(here), overrides=here)
     resumed = json.loads((run / "metrics.json").read_text())

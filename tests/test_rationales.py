@@ -109,9 +109,13 @@ def test_truncation_and_an_empty_rationale(tmp_path, caplog):
     root = write_eraser(
         tmp_path / "e",
         {"a.txt": "the film was awful the film was boring", "b.txt": "the film the film the film the film awful"},
-        {"val": [annotation("a.txt", "NEG", [{"start_token": 3, "end_token": 4}, {"start_token": 7, "end_token": 8}]),
-                 annotation("b.txt", "NEG", [{"start_token": 8, "end_token": 9, "text": "awful"}])]},
-    )  # fmt: skip
+        {
+            "val": [
+                annotation("a.txt", "NEG", [{"start_token": 3, "end_token": 4}, {"start_token": 7, "end_token": 8}]),
+                annotation("b.txt", "NEG", [{"start_token": 8, "end_token": 9, "text": "awful"}]),
+            ]
+        },
+    )
     left = LeftOut()
     texts = read_rationales(RationalesConfig(path=str(root), split="val"), left)
     got = align(texts, VOCAB, 6, "head", ["neg", "pos"], left)  # the first 6 tokens only
@@ -149,23 +153,49 @@ def test_simple_file_with_a_column_of_marked_spans(tmp_path):
 
 def test_readers_one_line_errors(tmp_path):
     root = known_eraser(tmp_path / "movies")
-    with pytest.raises(AttnclfError, match=r"label 'NEG' is not one of the classifier's classes \['bad', 'good'\]; "
-                       r"name its class with rationales.labels=\{NEG: <class>\}"):  # fmt: skip
-        align(read_rationales(RationalesConfig(path=str(root)), LeftOut()), VOCAB, None, "head", ["bad", "good"],
-              LeftOut())  # fmt: skip
-    named = align(read_rationales(RationalesConfig(path=str(root)), LeftOut()), VOCAB, None, "head", ["bad", "good"],
-                  LeftOut(), {"NEG": "bad", "POS": "good"})  # fmt: skip
+    with pytest.raises(
+        AttnclfError,
+        match=r"label 'NEG' is not one of the classifier's classes \['bad', 'good'\]; "
+        r"name its class with rationales.labels=\{NEG: <class>\}",
+    ):
+        align(
+            read_rationales(RationalesConfig(path=str(root)), LeftOut()),
+            VOCAB,
+            None,
+            "head",
+            ["bad", "good"],
+            LeftOut(),
+        )
+    named = align(
+        read_rationales(RationalesConfig(path=str(root)), LeftOut()),
+        VOCAB,
+        None,
+        "head",
+        ["bad", "good"],
+        LeftOut(),
+        {"NEG": "bad", "POS": "good"},
+    )
     assert named.labels.tolist() == [0, 1]
     with pytest.raises(AttnclfError, match=r"rationales.labels: 'NEG' -> 'neg' is not one of the classifier's"):
-        align(read_rationales(RationalesConfig(path=str(root)), LeftOut()), VOCAB, None, "head", ["bad", "good"],
-              LeftOut(), {"NEG": "neg"})  # fmt: skip
+        align(
+            read_rationales(RationalesConfig(path=str(root)), LeftOut()),
+            VOCAB,
+            None,
+            "head",
+            ["bad", "good"],
+            LeftOut(),
+            {"NEG": "neg"},
+        )
     (root / "val.jsonl").write_text('{"annotation_id": "x"}\n')
     with pytest.raises(AttnclfError, match=r"val.jsonl: line 1 is not an ERASER annotation .*KeyError"):
         read_rationales(RationalesConfig(path=str(root), split="val"), LeftOut())
     f = tmp_path / "r.jsonl"
     f.write_text(json.dumps({"text": "a film", "label": "pos", "spans": [[0, 1]]}) + "\n")
-    with pytest.raises(AttnclfError, match=r"has no spans column 'rationale'; columns found: \['text', 'label', "
-                       r"'spans'\] \(set rationales.spans_column\)"):  # fmt: skip
+    with pytest.raises(
+        AttnclfError,
+        match=r"has no spans column 'rationale'; columns found: \['text', 'label', "
+        r"'spans'\] \(set rationales.spans_column\)",
+    ):
         read_rationales(RationalesConfig(path=str(f)), LeftOut())
     c = tmp_path / "r.csv"
     c.write_text('text,label,rationale\na film,pos,"[[0, 1]"\n')
@@ -290,8 +320,13 @@ def test_faithfulness_with_eraser_rationales(
 ):
     out = tmp_path / "f"
     monkeypatch.chdir(movies_like.parent)  # (named from its folder: faithfulness.json names it whole)
-    base = [f"ckpt={tiny_run}", f"rationales.path={movies_like.name}", "permutations=5", f"paths.cache_dir={tmp_path}",
-            "rationales.labels={NEG:'0',POS:'1'}"]  # (the tiny run's classes are 0 and 1)  # fmt: skip
+    base = [
+        f"ckpt={tiny_run}",
+        f"rationales.path={movies_like.name}",
+        "permutations=5",
+        f"paths.cache_dir={tmp_path}",
+        "rationales.labels={NEG:'0',POS:'1'}",
+    ]  # (the tiny run's classes are 0 and 1)
     with caplog.at_level(logging.WARNING, "attnclf.data.rationales"):
         result = faithfulness(compose_faith([*base, f"output={out}"]))
     assert "rationales: 1 annotations name a document missing from docs/ (first: negR_999.txt" in caplog.text
@@ -309,8 +344,11 @@ def test_faithfulness_with_eraser_rationales(
     assert "left out: 1 annotations name a document missing from docs/" in md
     events = EventAccumulator(str(out))
     events.Reload()
-    assert {"faithfulness_test/plausibility_auprc/attention", "faithfulness_test/plausibility_token_f1/random",
-            "faithfulness_test/plausibility_iou_f1/loo"} <= set(events.Tags()["scalars"])  # fmt: skip
+    assert {
+        "faithfulness_test/plausibility_auprc/attention",
+        "faithfulness_test/plausibility_token_f1/random",
+        "faithfulness_test/plausibility_iou_f1/loo",
+    } <= set(events.Tags()["scalars"])
     # a sample of them, seeded; the default folder is the run's
     fewer = faithfulness(compose_faith([*base, "reviews=10"]))
     assert fewer["reviews"] == 10 and (tiny_run / "faithfulness_rationales_test" / "faithfulness.json").is_file()

@@ -220,8 +220,9 @@ def test_the_optimiser_follows_cross_entropy_plus_weighted_adversarial_loss(froz
     from attnclf.training.module import ClassifierModule
 
     ids, lengths, y = batch(b=6, vocab=50)
-    args = dict(embed_dim=16, hidden_dim=16, dropout=0.0, embed_dropout=0.0, rnn_kernel="padded",
-                freeze_embeddings=frozen)  # fmt: skip
+    args = dict(
+        embed_dim=16, hidden_dim=16, dropout=0.0, embed_dropout=0.0, rnn_kernel="padded", freeze_embeddings=frozen
+    )
     torch.manual_seed(0)
     module = ClassifierModule(50, 2, classifier_settings(regularizer="adversarial", epsilon=0.1, weight=3.0, **args))
     logged = {}

@@ -115,8 +115,15 @@ def test_the_diversity_loss_is_the_cross_entropy_plus_the_weighted_conicity(tiny
     """One training step's loss, against the same computed here from the model's own states."""
     from attnclf.training.module import ClassifierModule
 
-    cfg = compose_cfg([*tiny_overrides(tiny_imdb, tmp_path), "model.hidden_states=diversity",
-                       "model.diversity_weight=0.7", "model.dropout=0", "model.embed_dropout=0"])  # fmt: skip
+    cfg = compose_cfg(
+        [
+            *tiny_overrides(tiny_imdb, tmp_path),
+            "model.hidden_states=diversity",
+            "model.diversity_weight=0.7",
+            "model.dropout=0",
+            "model.embed_dropout=0",
+        ]
+    )
     from attnclf.commands.train import train_settings
 
     module = ClassifierModule(60, 2, config=train_settings(cfg).classifier)
@@ -130,8 +137,19 @@ def test_the_diversity_loss_is_the_cross_entropy_plus_the_weighted_conicity(tiny
 
 
 def remedy_run(tiny_imdb, out, *extra):
-    train(compose_cfg([*tiny_overrides(tiny_imdb, out), "experiment=smoke", "trainer.max_epochs=2", "logger=none",
-                       "callbacks.rich_progress_bar=null", "callbacks.attention_maps=null", *extra]))  # fmt: skip
+    train(
+        compose_cfg(
+            [
+                *tiny_overrides(tiny_imdb, out),
+                "experiment=smoke",
+                "trainer.max_epochs=2",
+                "logger=none",
+                "callbacks.rich_progress_bar=null",
+                "callbacks.attention_maps=null",
+                *extra,
+            ]
+        )
+    )
     return json.loads((out / "metrics.json").read_text())
 
 
@@ -180,10 +198,13 @@ def test_the_remedies_table_is_the_mean_and_sd_over_the_seeds_of_each_runs_figur
         (folder / "faithfulness_test").mkdir(parents=True)
         (folder / "attention_tests").mkdir()
         agree = {"mean": tau, "significant": 0.5}
-        faith = {"agreement": {"magnitude": {"gradient": agree, "loo": agree}},
-                 "permutation": {"median_tv": 0.01}, "adversarial": {"median_jsd": 0.5},
-                 "eraser": {"sources": {"attention": {"aopc_comprehensiveness": 0.2, "aopc_sufficiency": 0.1}}},
-                 "states": {"conicity": {"mean": 0.6}, "zero_weight_share": {"mean": 0.0}}}  # fmt: skip
+        faith = {
+            "agreement": {"magnitude": {"gradient": agree, "loo": agree}},
+            "permutation": {"median_tv": 0.01},
+            "adversarial": {"median_jsd": 0.5},
+            "eraser": {"sources": {"attention": {"aopc_comprehensiveness": 0.2, "aopc_sufficiency": 0.1}}},
+            "states": {"conicity": {"mean": 0.6}, "zero_weight_share": {"mean": 0.0}},
+        }
         diag = {"weights": {"frozen": {"accuracy": 0.8}, "uniform": {"accuracy": 0.79}}}
         (folder / "metrics.json").write_text(json.dumps({"test/acc": acc, "epoch_seconds": epoch_s}))
         (folder / "faithfulness_test" / "faithfulness.json").write_text(json.dumps(faith))
@@ -194,8 +215,13 @@ def test_the_remedies_table_is_the_mean_and_sd_over_the_seeds_of_each_runs_figur
     run("sparsemax_dot_s1", 0.82, 0.4, 15.0)
     run("sparsemax_dot_s2", 0.82, 0.4, 90.0)
     (tmp_path / "orthogonal_dot_s1").mkdir()  # (a run not measured yet: left out)
-    r = subprocess.run([sys.executable, "scripts/remedies_table.py", str(tmp_path)], cwd=ROOT, capture_output=True,
-                       text=True, timeout=60)  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, "scripts/remedies_table.py", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     rows = {tuple(c.strip() for c in line.split("|")[1:3]): line for line in r.stdout.splitlines()[2:]}
     assert "| 2 | 82.0 ± 2.8 | 0.20 ± 0.14 |" in rows[("dot", "softmax")]

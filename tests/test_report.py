@@ -160,8 +160,18 @@ def test_runs_of_different_data_are_reported_apart(tmp_path):
             for attention, a_gain in (("dot", 0.0), ("additive", gain)):
                 acc = {"imdb": 0.9, "sst5": 0.4, "my.csv": 0.7}[data] + a_gain + seed / 1000 * (attention == "dot")
                 config = {"attention": attention, "seed": seed, "data": {"path": f"/data/{data}", "name": None}}
-                write_run(tmp_path, f"{data}_{attention}_s{seed}", attention, seed, None, None, acc, 1 - acc,
-                          [f"data.path=/data/{data}", f"attention={attention}", f"seed={seed}"], config)  # fmt: skip
+                write_run(
+                    tmp_path,
+                    f"{data}_{attention}_s{seed}",
+                    attention,
+                    seed,
+                    None,
+                    None,
+                    acc,
+                    1 - acc,
+                    [f"data.path=/data/{data}", f"attention={attention}", f"seed={seed}"],
+                    config,
+                )
     r = report(tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "18 runs of 3 datasets: reported one dataset at a time" in r.stdout
@@ -266,8 +276,18 @@ def test_five_attentions_every_pair_paired_by_seed_and_holm_corrected(tmp_path):
             wobble = noise[seed] * (attention == "general") + seed / 10000 * (attention == "multihead")
             acc = 0.85 + gain + wobble
             config = {"attention": {"_target_": f"pkg.{attention}", "k": 1}, "seed": seed}
-            write_run(tmp_path, f"{attention}_s{seed}", attention, seed, None, None, acc, 1 - acc,
-                      [f"attention={attention}", f"seed={seed}"], config)  # fmt: skip
+            write_run(
+                tmp_path,
+                f"{attention}_s{seed}",
+                attention,
+                seed,
+                None,
+                None,
+                acc,
+                1 - acc,
+                [f"attention={attention}", f"seed={seed}"],
+                config,
+            )
     r = report(tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     text = (tmp_path / "report.md").read_text()

@@ -280,8 +280,13 @@ def test_the_last_checkpoint_of_an_epoch_knows_that_epochs_best(tiny_imdb, tmp_p
     """last.ckpt, written after each epoch's validation, names the best checkpoint as that validation left it:
     a run killed before the train epoch's end (where the step checkpoint writes last.ckpt again) resumes to
     test that file, and one that names an earlier best, deleted since, made the resume fail."""
-    cfg = [*tiny_overrides(tiny_imdb, tmp_path), "trainer.max_epochs=1", "logger=none",
-           "callbacks.rich_progress_bar=null", "callbacks.step_checkpoint=null"]  # fmt: skip
+    cfg = [
+        *tiny_overrides(tiny_imdb, tmp_path),
+        "trainer.max_epochs=1",
+        "logger=none",
+        "callbacks.rich_progress_bar=null",
+        "callbacks.step_checkpoint=null",
+    ]
     train(compose_cfg(cfg))
     best = json.loads((tmp_path / "metrics.json").read_text())["best_checkpoint"]
     states = load_checkpoint(tmp_path / "checkpoints" / "last.ckpt")["callbacks"].values()
@@ -310,8 +315,14 @@ def test_a_signal_checkpoints_at_its_step_and_the_run_alone_resumes_to_the_same_
     figures."""
     armed = signaller_env(tmp_path)
     run = tmp_path / "run"
-    common = [*tiny_overrides(tiny_imdb, tmp_path / "x")[2:], f"data.path={tiny_imdb}", *RUN, "logger=none",
-              f"paths.cache_dir={tmp_path / 'cache'}", "trainer.limit_train_batches=10"]  # fmt: skip
+    common = [
+        *tiny_overrides(tiny_imdb, tmp_path / "x")[2:],
+        f"data.path={tiny_imdb}",
+        *RUN,
+        "logger=none",
+        f"paths.cache_dir={tmp_path / 'cache'}",
+        "trainer.limit_train_batches=10",
+    ]
     signalled = ["+callbacks.t._target_=signaller.SignalAt", "+callbacks.t.step=13", f"+callbacks.t.sig={sig}"]
     stopped = cli([*common, f"hydra.run.dir={run}", *signalled], tmp_path, armed)
     assert stopped.returncode == status, stopped.stderr[-2000:]

@@ -98,20 +98,29 @@ def test_a_resumed_run_reads_its_own_data_and_refuses_other_data(tmp_path, monke
     fit(data, run, "logger=none", "seed=3", "data.text_column=body", "data.label_column=y")
     (run / "metrics.json").unlink()  # (unfinished: its last.ckpt resumes)
     same = [o for o in tiny_overrides(data, run) if not o.startswith(("data.", "paths.output_dir"))]
-    command = ["attnclf train", *same, "trainer.max_epochs=4", "optimizer.lr=1e-2", "logger=none", "seed=3",
-               "callbacks.rich_progress_bar=null", "callbacks.attention_maps=null", f"ckpt_path={run}",
-               f"hydra.run.dir={tmp_path / 'fresh'}"]  # fmt: skip
+    command = [
+        "attnclf train",
+        *same,
+        "trainer.max_epochs=4",
+        "optimizer.lr=1e-2",
+        "logger=none",
+        "seed=3",
+        "callbacks.rich_progress_bar=null",
+        "callbacks.attention_maps=null",
+        f"ckpt_path={run}",
+        f"hydra.run.dir={tmp_path / 'fresh'}",
+    ]
     refused = {
         "data.max_length=32": f"error: data.max_length=32: the run resumed was trained with data.max_length=64 "
-                              f"({run / 'data.json'}); leave data.max_length out to resume on the run's own data",
+        f"({run / 'data.json'}); leave data.max_length out to resume on the run's own data",
         "trainer.max_epochs=5": f"error: trainer.max_epochs=5: the run resumed was trained with trainer.max_epochs=4 "
-                                f"({run / '.hydra' / 'config.yaml'}); leave trainer.max_epochs out to resume with "
-                                "the run's own settings",
+        f"({run / '.hydra' / 'config.yaml'}); leave trainer.max_epochs out to resume with "
+        "the run's own settings",
         # a group's choice: the keys its file sets
         "attention=additive": f"error: attention='additive': the run resumed was trained with attention='dot' "
-                              f"({run / '.hydra' / 'config.yaml'}); leave attention out to resume with the run's "
-                              "own settings",
-    }  # fmt: skip
+        f"({run / '.hydra' / 'config.yaml'}); leave attention out to resume with the run's "
+        "own settings",
+    }
     for given, line in refused.items():
         monkeypatch.setattr("sys.argv", [*command, given])
         capsys.readouterr()
@@ -120,8 +129,16 @@ def test_a_resumed_run_reads_its_own_data_and_refuses_other_data(tmp_path, monke
         assert stop.value.code == 2 and not (tmp_path / "fresh").exists() and not (run / "metrics.json").exists()
         assert capsys.readouterr().err.strip() == line
     # the same values, and keys that cannot change a result (threads, where the cache is): the command's
-    monkeypatch.setattr("sys.argv", [*command, "data.label_column=y", "data.batch_size=16", "num_threads=1",
-                                     f"paths.cache_dir={tmp_path / 'another_cache'}"])  # fmt: skip
+    monkeypatch.setattr(
+        "sys.argv",
+        [
+            *command,
+            "data.label_column=y",
+            "data.batch_size=16",
+            "num_threads=1",
+            f"paths.cache_dir={tmp_path / 'another_cache'}",
+        ],
+    )
     main()
     resumed = json.loads((run / "metrics.json").read_text())
     assert resumed["epochs"] == 4 and resumed["test/confusion_matrix"] is not None

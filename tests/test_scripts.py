@@ -79,7 +79,7 @@ def test_bench_step_tiny():
             "--attention",
             "dot",
             "additive",
-        ],  # fmt: skip
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -95,8 +95,13 @@ def test_bench_step_tiny():
 def test_bench_regularizer_tiny():
     """Each regulariser's training step is timed, each as a multiple of regularizer=none's."""
     args = ["--batch", "4", "--unlabeled-batch", "4", "--length", "12", "--vocab", "50", "--repeats", "1"]
-    r = subprocess.run([sys.executable, "scripts/bench_regularizer.py", *args, "--threads", "1"], cwd=ROOT,
-                       capture_output=True, text=True, timeout=300)  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, "scripts/bench_regularizer.py", *args, "--threads", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     for name in ("none", "adversarial", "virtual_adversarial"):
         assert re.search(rf"^  regularizer={name} +[\d.]+ ms a step +[\d.]+x$", r.stdout, re.M), r.stdout
@@ -106,8 +111,9 @@ def test_bench_regularizer_tiny():
 def test_bench_remedies_tiny():
     """Every remedy's training step is timed for both attentions, each as a multiple of the plain model's."""
     args = ["--batch", "4", "--length", "12", "--vocab", "50", "--repeats", "1"]
-    r = subprocess.run([sys.executable, "scripts/bench_remedies.py", *args], cwd=ROOT, capture_output=True,
-                       text=True, timeout=300)  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, "scripts/bench_remedies.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     for attention in ("dot", "additive"):
         line = re.search(rf"^{attention}: (.*)$", r.stdout, re.M)
@@ -221,10 +227,25 @@ def test_gpu_check_says_why_it_stops_without_a_gpu(tiny_imdb):
 @pytest.mark.slow
 def test_bench_lm_runs():
     r = subprocess.run(
-        [sys.executable, "scripts/bench_lm.py", "--vocab", "300", "--batch", "4", "--length", "10", "--repeats", "1",
-         "--threads", "1"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "scripts/bench_lm.py",
+            "--vocab",
+            "300",
+            "--batch",
+            "4",
+            "--length",
+            "10",
+            "--repeats",
+            "1",
+            "--threads",
+            "1",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     assert "GRUs + adaptive softmax" in r.stdout and "GRUs + sampled softmax" in r.stdout
     assert "GRUs + full softmax" in r.stdout
@@ -240,14 +261,22 @@ def test_compare_datasets_compares_the_attentions_it_is_given(tmp_path, monkeypa
     from attnclf.commands.keyvalue import as_flags
 
     assert as_flags(["--cr", "x", "attention=[dot,general,structured]"], KEYS) == [
-        "--cr", "x", "--attention", "dot", "general", "structured"]  # fmt: skip
+        "--cr",
+        "x",
+        "--attention",
+        "dot",
+        "general",
+        "structured",
+    ]
     args = argparse.Namespace(attention=["dot", "general", "structured"], folds=3, seeds=[1, 2])
     overrides, n = runs("cr", "x.csv", args, [], own_test=False)
     assert "attention=dot,general,structured" in overrides and n == 9
     assert runs("imdb", "imdb", args, [], own_test=True)[1] == 6
     (tmp_path / "cr.csv").write_text("text,label\na,0\n")
-    assert attnclf_in_process(["compare-datasets", "--cr", str(tmp_path / "cr.csv"), "attention=[dot,nope]"],
-                              monkeypatch) == 2  # fmt: skip
+    assert (
+        attnclf_in_process(["compare-datasets", "--cr", str(tmp_path / "cr.csv"), "attention=[dot,nope]"], monkeypatch)
+        == 2
+    )
     err = capsys.readouterr().err
     assert "error: --attention 'nope'; allowed: additive, dot, general, multihead, structured" in err
 
@@ -259,11 +288,30 @@ def test_compare_datasets_runs_each_protocol_and_reports_each_dataset_apart(tiny
 
     short = write(tmp_path / "short.csv", examples(60, 2, 0, names=["neg", "pos"]), "csv")
     out = tmp_path / "out"
-    tiny = ["experiment=smoke", "logger=none", "model.embed_dim=16", "model.hidden_dim=16", "data.batch_size=16",
-            "model.embeddings=random",
-            f"paths.cache_dir={tmp_path / 'cache'}"]  # fmt: skip
-    args = ["compare-datasets", "--cr", str(short), "--data", f"reviews={tiny_imdb}", "--folds", "2", "--seeds", "1",
-            "--out", str(out), "--", *tiny]  # fmt: skip
+    tiny = [
+        "experiment=smoke",
+        "logger=none",
+        "model.embed_dim=16",
+        "model.hidden_dim=16",
+        "data.batch_size=16",
+        "model.embeddings=random",
+        f"paths.cache_dir={tmp_path / 'cache'}",
+    ]
+    args = [
+        "compare-datasets",
+        "--cr",
+        str(short),
+        "--data",
+        f"reviews={tiny_imdb}",
+        "--folds",
+        "2",
+        "--seeds",
+        "1",
+        "--out",
+        str(out),
+        "--",
+        *tiny,
+    ]
     # a value every run would refuse, or data none can train on: one line before any run, no sweep folder
     # (the command runs in this process; its runs are processes of their own)
     for extra, message in (
@@ -307,11 +355,31 @@ def test_bench_short_texts_prints_both_speeds_and_their_ratio(tiny_imdb, tmp_pat
 
     short = write(tmp_path / "short.csv", examples(60, 2, 0, names=["neg", "pos"]), "csv")
     r = subprocess.run(
-        [sys.executable, "scripts/bench_short_texts.py", "--long", str(tiny_imdb), "--short", str(short), "--steps",
-         "3", "--repeats", "1", "--threads", "1", "--", "model.embed_dim=16", "model.hidden_dim=16",
-         "data.batch_size=8", "model.embeddings=random", f"paths.cache_dir={tmp_path / 'cache'}"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "scripts/bench_short_texts.py",
+            "--long",
+            str(tiny_imdb),
+            "--short",
+            str(short),
+            "--steps",
+            "3",
+            "--repeats",
+            "1",
+            "--threads",
+            "1",
+            "--",
+            "model.embed_dim=16",
+            "model.hidden_dim=16",
+            "data.batch_size=8",
+            "model.embeddings=random",
+            f"paths.cache_dir={tmp_path / 'cache'}",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     assert "useful tokens/s   short/long" in r.stdout and "3 steps, 1 threads, median of 1" in r.stdout
 
@@ -356,10 +424,29 @@ def test_imbalance_makes_a_smaller_copy_with_a_rare_class(tmp_path, monkeypatch,
 def test_bench_serve_tiny(tiny_run, tiny_imdb, tmp_path):
     """The serving benchmark on the tiny run: every setting's row, offline beside, the memory line, the JSON."""
     out = tmp_path / "bench_serve.json"
-    args = ["--ckpt", str(tiny_run), "--data", str(tiny_imdb), "--reviews", "40", "--requests", "8", "--clients",
-            "1,2", "--texts", "1,3", "--memory", "150", "--threads", "1", "--out", str(out)]  # fmt: skip
-    r = subprocess.run([sys.executable, "scripts/bench_serve.py", *args], cwd=ROOT, capture_output=True, text=True,
-                       timeout=300)  # fmt: skip
+    args = [
+        "--ckpt",
+        str(tiny_run),
+        "--data",
+        str(tiny_imdb),
+        "--reviews",
+        "40",
+        "--requests",
+        "8",
+        "--clients",
+        "1,2",
+        "--texts",
+        "1,3",
+        "--memory",
+        "150",
+        "--threads",
+        "1",
+        "--out",
+        str(out),
+    ]
+    r = subprocess.run(
+        [sys.executable, "scripts/bench_serve.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
     assert r.returncode == 0, r.stderr[-2000:] + r.stdout[-2000:]
     assert re.search(
         r"^offline TrainedClassifier\.predict: [\d.]+ reviews/s \(40 reviews, 1 threads; [\d.]+ to [\d.]+ over",
@@ -372,8 +459,12 @@ def test_bench_serve_tiny(tiny_run, tiny_imdb, tmp_path):
         )
     assert re.search(r"^resident memory: \d+ MiB after 100 requests, \d+ MiB after 150 ", r.stdout, re.M)
     result = json.loads(out.read_text())
-    assert [(x["clients"], x["texts"], x["requests"]) for x in result["rows"]] == [(1, 1, 8), (2, 1, 8), (1, 3, 8),
-                                                                                    (2, 3, 8)]  # fmt: skip
+    assert [(x["clients"], x["texts"], x["requests"]) for x in result["rows"]] == [
+        (1, 1, 8),
+        (2, 1, 8),
+        (1, 3, 8),
+        (2, 3, 8),
+    ]
 
 
 def test_the_attention_table_is_the_mean_and_sd_over_each_mechanisms_seeds(tmp_path):
@@ -394,8 +485,13 @@ def test_the_attention_table_is_the_mean_and_sd_over_each_mechanisms_seeds(tmp_p
     run("dot_s2", 0.84, 0.3, 50.0)
     run("general_s1", 0.82, 0.4, 25.0)
     (tmp_path / "multihead_s1").mkdir()  # (a run not measured yet: left out)
-    r = subprocess.run([sys.executable, "scripts/attentions_table.py", str(tmp_path)], cwd=ROOT, capture_output=True,
-                       text=True, timeout=60)  # fmt: skip
+    r = subprocess.run(
+        [sys.executable, "scripts/attentions_table.py", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     rows = r.stdout.splitlines()[2:]
     assert [row.split(" | ")[0] for row in rows] == ["| dot", "| general", "| structured"]

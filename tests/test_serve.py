@@ -180,9 +180,13 @@ def test_an_api_key_is_asked_of_every_path_but_health(tiny_run):
 
 @pytest.mark.parametrize(
     "host,key,words",
-    [("0.0.0.0", None, "host='0.0.0.0' serves beyond this machine: give an API key"), ("::1", None, None),
-     ("localhost", None, None), ("192.168.1.5", "k", None)],
-)  # fmt: skip
+    [
+        ("0.0.0.0", None, "host='0.0.0.0' serves beyond this machine: give an API key"),
+        ("::1", None, None),
+        ("localhost", None, None),
+        ("192.168.1.5", "k", None),
+    ],
+)
 def test_a_host_beyond_this_machine_needs_a_key(host, key, words, tiny_run, monkeypatch):
     monkeypatch.delenv("ATTNCLF_API_KEY", raising=False)
     s = ServeConfig(ckpt=str(tiny_run), host=host, api_key=key)

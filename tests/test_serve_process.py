@@ -28,8 +28,11 @@ def test_a_server_process_answers_then_stops_on_sigterm_answering_the_request_in
         host, port = server.url.split("//")[1].rstrip("/").split(":")
         body = b'{"texts": ["a superb film"]}'
         conn = socket.create_connection((host, int(port)), timeout=30)
-        conn.sendall(b"POST /predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                     + f"Content-Length: {len(body)}\r\n\r\n".encode() + body[:10])  # fmt: skip
+        conn.sendall(
+            b"POST /predict HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body[:10]
+        )
         # another request answered after it: the server's one event loop has read the first one's head by then
         # (a fixed wait was not enough on a loaded machine)
         assert server.get("/health")[0] == 200
@@ -54,8 +57,13 @@ def test_a_port_in_use_is_one_line_exit_2_from_the_command_line(tiny_run, tmp_pa
     taken.listen()
     port = taken.getsockname()[1]
     try:
-        r = subprocess.run([sys.executable, "-m", "attnclf", "serve", f"ckpt={tiny_run}", f"port={port}"], cwd=tmp_path,
-                           capture_output=True, text=True, timeout=120)  # fmt: skip
+        r = subprocess.run(
+            [sys.executable, "-m", "attnclf", "serve", f"ckpt={tiny_run}", f"port={port}"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
     finally:
         taken.close()
     assert (
@@ -72,8 +80,10 @@ def test_the_page_in_a_real_browser_shows_both_models_and_runs_no_script_from_a_
     from selenium.webdriver.common.by import By
 
     with served([f"ckpt=[{tiny_run},{tiny_run_additive}]"], tmp_path) as server:
-        labels = {m: server.post("/predict", {"texts": [TEXT], "model": m})[1]["predictions"][0]["label"]
-                  for m in ("dot", "additive")}  # fmt: skip
+        labels = {
+            m: server.post("/predict", {"texts": [TEXT], "model": m})[1]["predictions"][0]["label"]
+            for m in ("dot", "additive")
+        }
         driver = chromium()
         try:
             driver.get(server.url + "?text=" + quote(TEXT))

@@ -31,8 +31,9 @@ def address(server) -> tuple[str, int]:
 
 
 def head_of(path: str, length: int, method: str = "POST") -> bytes:
-    return (f"{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {length}\r\n\r\n").encode()  # fmt: skip
+    return (
+        f"{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {length}\r\n\r\n"
+    ).encode()
 
 
 def exchange(server, data: bytes, wait: float = 10) -> bytes:
@@ -136,8 +137,12 @@ def test_pages_answer_pages_api_routes_json_and_echoed_values_are_cut(server):
     assert status == 200 and b"the models disagree" not in body
     status, headers, body = urlopen(server, "/?row=" + "x" * 100_000)
     assert status == 404 and headers["content-type"].startswith("text/html") and len(body) < 5000
-    status, headers, body = urlopen(server, "/predict", b'{"texts": ["a"], "model": "' + b"y" * 100_000 + b'"}',
-                                    {"Content-Type": "application/json"})  # fmt: skip
+    status, headers, body = urlopen(
+        server,
+        "/predict",
+        b'{"texts": ["a"], "model": "' + b"y" * 100_000 + b'"}',
+        {"Content-Type": "application/json"},
+    )
     assert status == 422 and headers["content-type"] == "application/json" and len(body) < 300
     assert all(len(line) < 400 for line in server.lines_for(0.5))
 
@@ -171,8 +176,13 @@ def test_the_curl_examples_on_docs_answer_as_shown(keyed):
     examples = re.findall(r"<pre>(curl [^<]*)</pre>", page)
     assert len(examples) == 5, examples
     for example in examples:
-        run = subprocess.run(["bash", "-c", example + " -o /dev/null -w '%{http_code}'"], capture_output=True,
-                             text=True, timeout=60, env={**os.environ, "ATTNCLF_API_KEY": "s3cret"})  # fmt: skip
+        run = subprocess.run(
+            ["bash", "-c", example + " -o /dev/null -w '%{http_code}'"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "ATTNCLF_API_KEY": "s3cret"},
+        )
         assert run.stdout == "200", (example, run.stdout, run.stderr)
 
 
@@ -182,8 +192,15 @@ def bad_requests(server) -> None:
     exchange(server, head_of("/predict", 200_000) + b"[" * 100_000 + b"]" * 100_000)
     urlopen(server, "/predict", b"x" * 5_000_000, json_type)
     urlopen(server, "/?row=" + "x" * 100_000)
-    for body in ({"texts": ["a"] * 100_000}, {"texts": [1] * 100_000}, {"texts": [{"a": [1, 2]}] * 50_000}, {},
-                 {"texts": []}, ["a"], {"texts": ["a"], "model": "nosuch"}):  # fmt: skip
+    for body in (
+        {"texts": ["a"] * 100_000},
+        {"texts": [1] * 100_000},
+        {"texts": [{"a": [1, 2]}] * 50_000},
+        {},
+        {"texts": []},
+        ["a"],
+        {"texts": ["a"], "model": "nosuch"},
+    ):
         urlopen(server, "/predict", json.dumps(body).encode(), json_type)
     for body in (b"{not json", b'{"texts": ["\xff\xfe"]}'):
         urlopen(server, "/predict", body, json_type)

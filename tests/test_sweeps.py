@@ -256,10 +256,20 @@ def test_a_trial_that_falls_behind_is_pruned_and_recorded_as_pruned(
     study = optuna.create_study(study_name="pruned", storage=storage, direction="maximize")
     for lr in (1e-2, 1e-2, 1e-9):
         study.enqueue_trial({"optimizer.lr": lr})
-    args = ["hparams_search=pruned", f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
-            f"hydra.sweeper.storage={storage}", "hydra.sweeper.study_name=pruned", "trainer.max_epochs=4",
-            "trainer.limit_train_batches=1.0", "optimizer.schedule=constant", "attention=dot", "model.hidden_dim=16",
-            "model.embed_dim=16", "model.dropout=0.1", "data.max_length=64"]  # fmt: skip
+    args = [
+        "hparams_search=pruned",
+        f"hydra.searchpath=[file://{tmp_path / 'conf'}]",
+        f"hydra.sweeper.storage={storage}",
+        "hydra.sweeper.study_name=pruned",
+        "trainer.max_epochs=4",
+        "trainer.limit_train_batches=1.0",
+        "optimizer.schedule=constant",
+        "attention=dot",
+        "model.hidden_dim=16",
+        "model.embed_dim=16",
+        "model.dropout=0.1",
+        "data.max_length=64",
+    ]
     r = sweep(tiny_imdb, tmp_path, monkeypatch, capfd, *args)
     assert r.returncode == 0, r.stderr[-3000:]
     trials = optuna.load_study(study_name="pruned", storage=storage).trials

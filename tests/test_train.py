@@ -232,9 +232,16 @@ def test_the_default_early_stopping_ends_a_run_three_epochs_after_its_best_and_s
 
     caplog.set_level(logging.INFO)
     # (2 training steps an epoch: what is stopped on is the validation after each, over all its rows)
-    base = ["trainer.max_epochs=8", "trainer.limit_train_batches=2", "optimizer.lr=1e-9", "logger=none",
-            "callbacks.rich_progress_bar=null", "callbacks.attention_maps=null", "test=false",
-            "model.embeddings=random"]  # fmt: skip
+    base = [
+        "trainer.max_epochs=8",
+        "trainer.limit_train_batches=2",
+        "optimizer.lr=1e-9",
+        "logger=none",
+        "callbacks.rich_progress_bar=null",
+        "callbacks.attention_maps=null",
+        "test=false",
+        "model.embeddings=random",
+    ]
     train(compose_cfg([*tiny_overrides(tiny_imdb, tmp_path), *base]))
     m = strict_json(tmp_path / "metrics.json")
     assert m["epochs"] == 4 and m["steps"] == 4 * 2
@@ -245,8 +252,16 @@ def test_the_default_early_stopping_ends_a_run_three_epochs_after_its_best_and_s
     assert strict_json(tmp_path / "all" / "metrics.json")["epochs"] == 8
     assert "early stopping" not in caplog.text
     # without validation there is nothing to stop on: the run trains all its epochs
-    train(compose_cfg([*tiny_overrides(tiny_imdb, tmp_path / "noval"), *base, "trainer.limit_val_batches=0",
-                       "trainer.num_sanity_val_steps=0"]))  # fmt: skip
+    train(
+        compose_cfg(
+            [
+                *tiny_overrides(tiny_imdb, tmp_path / "noval"),
+                *base,
+                "trainer.limit_val_batches=0",
+                "trainer.num_sanity_val_steps=0",
+            ]
+        )
+    )
     assert strict_json(tmp_path / "noval" / "metrics.json")["epochs"] == 8
 
 
@@ -256,9 +271,17 @@ def test_min_steps_trains_small_data_for_more_epochs_and_says_so(tiny_imdb, tmp_
     import logging
 
     caplog.set_level(logging.INFO)
-    cfg = compose_cfg(["logger=none", "callbacks.rich_progress_bar=null", "callbacks.attention_maps=null",
-                       "trainer.max_epochs=1", "min_steps=30", "model.embeddings=random",
-                       *tiny_overrides(tiny_imdb, tmp_path)])  # fmt: skip
+    cfg = compose_cfg(
+        [
+            "logger=none",
+            "callbacks.rich_progress_bar=null",
+            "callbacks.attention_maps=null",
+            "trainer.max_epochs=1",
+            "min_steps=30",
+            "model.embeddings=random",
+            *tiny_overrides(tiny_imdb, tmp_path),
+        ]
+    )
     train(cfg)
     m = strict_json(tmp_path / "metrics.json")
     assert m["epochs"] == 3 and m["steps"] == 36
@@ -296,9 +319,17 @@ def test_balanced_class_weights_weigh_the_training_loss_by_the_training_rows(tin
     assert ClassifierModule(30, 3, classifier_settings()).weigh_classes(np.array([0, 1])) is None
 
     caplog.set_level(logging.INFO)
-    cfg = compose_cfg(["logger=none", "callbacks.rich_progress_bar=null", "callbacks.attention_maps=null",
-                       "trainer.max_epochs=1", "model.embeddings=random", "optimizer.class_weights=balanced",
-                       *tiny_overrides(tiny_imdb, tmp_path)])  # fmt: skip
+    cfg = compose_cfg(
+        [
+            "logger=none",
+            "callbacks.rich_progress_bar=null",
+            "callbacks.attention_maps=null",
+            "trainer.max_epochs=1",
+            "model.embeddings=random",
+            "optimizer.class_weights=balanced",
+            *tiny_overrides(tiny_imdb, tmp_path),
+        ]
+    )
     train(cfg)
     assert re.search(r"optimizer.class_weights=balanced: 0 [0-9.]+, 1 [0-9.]+ \(n / \(classes x", caplog.text)
     clf = TrainedClassifier.from_checkpoint(next((tmp_path / "checkpoints").glob("epoch*.ckpt")))
@@ -369,8 +400,14 @@ def test_the_default_early_stopping_waits_while_val_acc_rises(tmp_path, rising, 
 
     loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.ones(4, 1)), batch_size=2)
     stop = instantiate(compose_cfg([f"paths.output_dir={tmp_path}"]).callbacks.early_stopping)
-    trainer = L.Trainer(max_epochs=8, callbacks=[stop], logger=False, enable_checkpointing=False,
-                        enable_progress_bar=False, enable_model_summary=False)  # fmt: skip
+    trainer = L.Trainer(
+        max_epochs=8,
+        callbacks=[stop],
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
     trainer.fit(Scripted(), loader, loader)
     assert trainer.current_epoch == epochs
 
@@ -382,8 +419,17 @@ def test_small_data_logs_train_loss_a_few_times_an_epoch_and_says_so(tiny_imdb, 
 
     caplog.set_level(logging.INFO, logger="attnclf")
     overrides = [o for o in tiny_overrides(tiny_imdb, tmp_path) if not o.startswith("trainer.log_every_n_steps")]
-    train(compose_cfg(["trainer.max_epochs=2", "trainer.log_every_n_steps=50", "callbacks.rich_progress_bar=null",
-                       "callbacks.attention_maps=null", *overrides]))  # fmt: skip
+    train(
+        compose_cfg(
+            [
+                "trainer.max_epochs=2",
+                "trainer.log_every_n_steps=50",
+                "callbacks.rich_progress_bar=null",
+                "callbacks.attention_maps=null",
+                *overrides,
+            ]
+        )
+    )
     logged = EventAccumulator(str(tmp_path / "tensorboard"))
     logged.Reload()
     steps = [e.step for e in logged.Scalars("train/loss")]

@@ -215,8 +215,10 @@ def test_glove_text_without_a_header_line_is_read_as_it_comes(tiny_imdb, tmp_pat
     ragged.write_text("\n".join(lines) + "\n")
     with pytest.raises(AttnclfError) as e:
         read_vectors(str(ragged), 8)
-    assert str(e.value) == f"model.embeddings='{ragged}': line 4 has 6 numbers after its word, the vectors 8; " \
-        "every line is a word and 8 numbers"  # fmt: skip
+    assert (
+        str(e.value) == f"model.embeddings='{ragged}': line 4 has 6 numbers after its word, the vectors 8; "
+        "every line is a word and 8 numbers"
+    )
     header = tmp_path / "header.txt"  # (with word2vec's header line: its size is the one expected)
     header.write_text("5 8\n" + "\n".join(lines) + "\n")
     with pytest.raises(AttnclfError, match=r"': line 5 has 6 numbers after its word, the vectors 8; "):
@@ -310,8 +312,15 @@ def test_every_setting_that_changes_the_vectors_changes_their_cache_file(with_un
     texts, key = vector_texts(with_unlabeled, tmp_path)
     _, base = cached_word2vec(texts, key, 8, SETTINGS, str(tmp_path))
     paths = {"base": base}
-    for name, value in (("algorithm", "skipgram"), ("window", 2), ("min_count", 2), ("negative", 2), ("epochs", 1),
-                        ("seed", 1), ("workers", 1)):  # fmt: skip
+    for name, value in (
+        ("algorithm", "skipgram"),
+        ("window", 2),
+        ("min_count", 2),
+        ("negative", 2),
+        ("epochs", 1),
+        ("seed", 1),
+        ("workers", 1),
+    ):
         paths[name] = cached_word2vec(texts, key, 8, {**SETTINGS, name: value}, str(tmp_path))[1]
     paths["dim"] = cached_word2vec(texts, key, 12, SETTINGS, str(tmp_path))[1]
     for name, kwargs in (

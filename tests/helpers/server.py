@@ -75,8 +75,9 @@ class Served:
             return r.status, json.loads(r.read())
 
     def post(self, path: str, body: dict, timeout: float = 60):
-        req = urllib.request.Request(self.url.rstrip("/") + path, json.dumps(body).encode(),
-                                     {"Content-Type": "application/json"})  # fmt: skip
+        req = urllib.request.Request(
+            self.url.rstrip("/") + path, json.dumps(body).encode(), {"Content-Type": "application/json"}
+        )
         with urllib.request.urlopen(req, timeout=timeout) as r:
             return r.status, json.loads(r.read())
 
@@ -85,9 +86,14 @@ class Served:
 def served(args: list[str], cwd: Path, timeout: float = 120, env: dict | None = None) -> Iterator[Served]:
     """`python -m attnclf serve port=0 <args>` in `cwd` (with `env` added to the environment), ready (its address
     printed); stopped after the block where it still runs (SIGTERM, then a kill after 20 s)."""
-    proc = subprocess.Popen([sys.executable, "-m", "attnclf", "serve", "port=0", *args], cwd=cwd,
-                            env={**os.environ, **(env or {})},
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "attnclf", "serve", "port=0", *args],
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     lines: queue.Queue = queue.Queue()
 
     def read():
