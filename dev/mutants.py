@@ -1005,6 +1005,13 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "argv = list(sys.argv[1:] if argv is None else argv)",
         ["tests/test_keyvalue.py::test_report_reads_the_folder_path_names"],
     ),
+    (
+        "help-imports-the-hydra-app",
+        "attnclf/commands/__init__.py",
+        r'if name in HYDRA_APPS and any\(a in \("-h", "--help"\) for a in rest\):',
+        "if False:",
+        ["tests/test_help.py::test_a_hydra_apps_help_is_hydras_own_text_without_torch_or_lightning"],
+    ),
     # the Optuna sweeper's sampler: built by the sweeper, its errors one line
     (
         "sweeper-sampler-built-by-hydra",

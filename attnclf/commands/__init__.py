@@ -53,6 +53,28 @@ COMMANDS = {
 }
 
 
+# the Hydra apps: their config (its hydra.help.template is the command's --help)
+HYDRA_APPS = {
+    "train": "train",
+    "eval": "eval",
+    "faithfulness": "faithfulness",
+    "attention-tests": "attention_tests",
+    "pretrain": "pretrain",
+    "serve": "serve",
+}
+
+
+def hydra_help(name: str) -> str:
+    """A Hydra app's --help, read from its YAML as Hydra prints it, without importing the app (torch,
+    Lightning and the command's logic take seconds to import; the help is text)."""
+    from importlib.resources import files
+
+    import yaml
+
+    config = yaml.safe_load(files("attnclf.conf").joinpath(f"{HYDRA_APPS[name]}.yaml").read_text(encoding="utf-8"))
+    return config["hydra"]["help"]["template"]
+
+
 def usage() -> str:
     width = max(map(len, COMMANDS))
     lines = ["usage: attnclf <command> [arguments]   (attnclf <command> --help: the command's own)", "", "commands:"]
@@ -70,6 +92,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {said}; allowed: {', '.join(COMMANDS)} (attnclf --help says what each does)", file=sys.stderr)
         return 2
     name, rest = argv[0], argv[1:]
+    if name in HYDRA_APPS and any(a in ("-h", "--help") for a in rest):
+        print(hydra_help(name))
+        return 0
     module = importlib.import_module(COMMANDS[name][0])
     # a Hydra app (or predict): it reads sys.argv, exits with its status
     if hasattr(module, "entry"):

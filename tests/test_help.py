@@ -1,0 +1,29 @@
+"""`attnclf <command> --help` at once: a Hydra app's help is read from its YAML (the same text Hydra prints),
+without importing torch, Lightning or the command's logic."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from attnclf.commands import HYDRA_APPS
+
+
+@pytest.mark.parametrize("name", HYDRA_APPS)
+def test_a_hydra_apps_help_is_hydras_own_text_without_torch_or_lightning(name, tmp_path):
+    probe = (
+        "import sys; from attnclf.commands import main; code = main([sys.argv[1], '--help']); "
+        "heavy = [m for m in ('torch', 'pytorch_lightning') if m in sys.modules]; "
+        "print('IMPORTED', heavy); sys.exit(code)"
+    )
+    fast = subprocess.run([sys.executable, "-c", probe, name], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert fast.returncode == 0 and fast.stdout.rstrip().endswith("IMPORTED []"), fast.stdout[-300:] + fast.stderr
+    # Hydra's own --help of the app, through its entry
+    entry = (
+        "import importlib, sys; from attnclf.commands import COMMANDS; sys.argv = ['x', '--help']; "
+        "importlib.import_module(COMMANDS[sys.argv_name][0]).entry()"
+    ).replace("sys.argv_name", repr(name))
+    hydra = subprocess.run([sys.executable, "-c", entry], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert fast.stdout.rsplit("IMPORTED", 1)[0] == hydra.stdout
