@@ -18,7 +18,9 @@ def test_a_hydra_apps_help_is_hydras_own_text_without_torch_or_lightning(name, t
         "heavy = [m for m in ('torch', 'pytorch_lightning') if m in sys.modules]; "
         "print('IMPORTED', heavy); sys.exit(code)"
     )
-    fast = subprocess.run([sys.executable, "-c", probe, name], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    fast = subprocess.run(
+        [sys.executable, "-c", probe, name], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
     assert fast.returncode == 0 and fast.stdout.rstrip().endswith("IMPORTED []"), fast.stdout[-300:] + fast.stderr
     # Hydra's own --help of the app, through its entry
     entry = (
