@@ -1008,7 +1008,7 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     (
         "help-imports-the-hydra-app",
         "attnclf/commands/__init__.py",
-        r'if name in HYDRA_APPS and any\(a in \("-h", "--help"\) for a in rest\):',
+        r'if any\(a in \("-h", "--help"\) for a in rest\) and \(name in HYDRA_APPS or name in TEXT_HELP\):',
         "if False:",
         ["tests/test_help.py::test_a_hydra_apps_help_is_hydras_own_text_without_torch_or_lightning"],
     ),

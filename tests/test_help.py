@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from attnclf.commands import HYDRA_APPS
+from attnclf.commands import HYDRA_APPS, TEXT_HELP
 
 
 @pytest.mark.parametrize("name", HYDRA_APPS)
@@ -29,3 +29,21 @@ def test_a_hydra_apps_help_is_hydras_own_text_without_torch_or_lightning(name, t
     ).replace("sys.argv_name", repr(name))
     hydra = subprocess.run([sys.executable, "-c", entry], capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert fast.stdout.rsplit("IMPORTED", 1)[0] == hydra.stdout
+
+
+@pytest.mark.parametrize("name", TEXT_HELP)
+def test_a_text_commands_help_is_its_help_text_without_torch_or_lightning(name, tmp_path):
+    import importlib
+
+    probe = (
+        "import sys; from attnclf.commands import main; code = main([sys.argv[1], '--help']); "
+        "heavy = [m for m in ('torch', 'pytorch_lightning') if m in sys.modules]; "
+        "print('IMPORTED', heavy); sys.exit(code)"
+    )
+    fast = subprocess.run(
+        [sys.executable, "-c", probe, name], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert fast.returncode == 0 and fast.stdout.rstrip().endswith("IMPORTED []"), fast.stdout[-300:] + fast.stderr
+    from attnclf.commands import COMMANDS
+
+    assert fast.stdout.rsplit("IMPORTED", 1)[0] == importlib.import_module(COMMANDS[name][0]).HELP + "\n"

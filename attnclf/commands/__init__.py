@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from pathlib import Path
 
 from attnclf.errors import AttnclfError
 
@@ -75,6 +76,21 @@ def hydra_help(name: str) -> str:
     return config["hydra"]["help"]["template"]
 
 
+# the commands read by hand (key=value taken literally): their --help is the HELP text of their module
+TEXT_HELP = ("predict", "export")
+
+
+def text_help(name: str) -> str:
+    """The HELP text of a command's module, read from its source without running it (its imports take
+    seconds; the help is a string)."""
+    import ast
+    from importlib.util import find_spec
+
+    tree = ast.parse(Path(find_spec(COMMANDS[name][0]).origin).read_text(encoding="utf-8"))
+    node = next(n for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "HELP")
+    return ast.literal_eval(node.value)
+
+
 def usage() -> str:
     width = max(map(len, COMMANDS))
     lines = ["usage: attnclf <command> [arguments]   (attnclf <command> --help: the command's own)", "", "commands:"]
@@ -92,8 +108,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {said}; allowed: {', '.join(COMMANDS)} (attnclf --help says what each does)", file=sys.stderr)
         return 2
     name, rest = argv[0], argv[1:]
-    if name in HYDRA_APPS and any(a in ("-h", "--help") for a in rest):
-        print(hydra_help(name))
+    if any(a in ("-h", "--help") for a in rest) and (name in HYDRA_APPS or name in TEXT_HELP):
+        print(hydra_help(name) if name in HYDRA_APPS else text_help(name))
         return 0
     module = importlib.import_module(COMMANDS[name][0])
     # a Hydra app (or predict): it reads sys.argv, exits with its status
