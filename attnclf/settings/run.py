@@ -11,7 +11,6 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-import torch
 from omegaconf import DictConfig, OmegaConf
 
 from attnclf.errors import AttnclfError
@@ -130,7 +129,7 @@ class TrainerConfig:
     def check_devices(self) -> None:
         """A GPU asked for where there is none, and local DDP inside a multirun."""
         accelerator = str(self.accelerator or "auto")
-        if accelerator in ("gpu", "cuda") and not torch.cuda.is_available():
+        if accelerator in ("gpu", "cuda") and not cuda_available():
             raise AttnclfError(f"trainer.accelerator={accelerator}: no GPU found; use trainer=cpu")
         if in_multirun() and self.launches_local_ranks():
             raise AttnclfError(
@@ -258,13 +257,24 @@ def check_quantize(quantize: str, device: str = "cpu") -> None:
         raise AttnclfError(f"quantize=int8 runs on the CPU only (PyTorch's dynamic quantization); device={device}")
 
 
+def cuda_available() -> bool:
+    # torch imported only here: the settings are read and checked without it (seconds) where no GPU is asked for
+    import torch
+
+    return torch.cuda.is_available()
+
+
 def check_device(device: str) -> None:
     """A device torch knows and this machine has, refused in one line before any checkpoint is read."""
+    if device == "cpu":
+        return
+    import torch
+
     try:
         kind = torch.device(device).type
     except (RuntimeError, TypeError) as e:
         raise AttnclfError(f"device={device!r} is not a device; allowed: cpu, cuda, cuda:N") from e
-    if kind == "cuda" and not torch.cuda.is_available():
+    if kind == "cuda" and not cuda_available():
         raise AttnclfError(f"device={device!r}: no GPU found (CUDA is not available here); use device=cpu")
     if kind not in ("cpu", "cuda", "mps"):
         raise AttnclfError(f"device={device!r}; allowed: cpu, cuda, cuda:N")
