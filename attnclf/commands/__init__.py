@@ -110,7 +110,8 @@ def main(argv: list[str] | None = None) -> int:
     name, rest = argv[0], argv[1:]
     if any(a in ("-h", "--help") for a in rest) and (name in HYDRA_APPS or name in TEXT_HELP):
         print(hydra_help(name) if name in HYDRA_APPS else text_help(name))
-        return 0
+        # as the app itself ends its --help
+        raise SystemExit(0)
     module = importlib.import_module(COMMANDS[name][0])
     # a Hydra app (or predict): it reads sys.argv, exits with its status
     if hasattr(module, "entry"):

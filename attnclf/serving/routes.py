@@ -66,10 +66,14 @@ class Api:
     def routes(self, app: FastAPI) -> None:
         self.api_routes(app)
         self.page_routes(app)
-        app.state.body_fields = {"/predict": ["texts", "model"], "/explain": ["text", "model"]}
 
     def api_routes(self, app: FastAPI) -> None:
         predict_body, explain_body = schema.request_models(self.s, self.names)
+        # what a refusal of an unknown field names as allowed
+        app.state.body_fields = {
+            "/predict": list(predict_body.model_fields),
+            "/explain": list(explain_body.model_fields),
+        }
         keyed = self.s.api_key is not None
         checks = [Depends(key_required(self.s.api_key)), Depends(json_content)]
         refusals = schema.answers(400, 408, 413, 415, 422, 500, 503, keyed=keyed)
@@ -78,16 +82,26 @@ class Api:
         async def health():
             return {"status": "ok", "models": self.names}
 
-        @app.post("/predict", response_model=schema.PredictResponse, responses=refusals, dependencies=checks,
-                  summary="classify texts")  # fmt: skip
+        @app.post(
+            "/predict",
+            response_model=schema.PredictResponse,
+            responses=refusals,
+            dependencies=checks,
+            summary="classify texts",
+        )
         async def predict(body: predict_body):
             m = self.models[body.model or self.names[0]]
             readings = await asyncio.to_thread(lambda: [m.clf.read(t) for t in body.texts])
             preds = await m.batcher.submit(readings, [len(r.ids) for r in readings])
             return {"predictions": [prediction_json(m.name, p, m.clf.labels) for p in preds]}
 
-        @app.post("/explain", response_model=schema.ExplainResponse, responses=refusals, dependencies=checks,
-                  summary="one text, with what its decision rests on beside the attention")  # fmt: skip
+        @app.post(
+            "/explain",
+            response_model=schema.ExplainResponse,
+            responses=refusals,
+            dependencies=checks,
+            summary="one text, with what its decision rests on beside the attention",
+        )
         async def explain_route(body: explain_body):
             m = self.models[body.model or self.names[0]]
             pred, explained = await self.explained(m, body.text)
@@ -105,8 +119,13 @@ class Api:
         orders = tuple(o for o in ORDERS if o != "disagree" or len(self.names) > 1)
         text_query = Query(max_length=self.s.max_text_chars, description="a text every model reads")
 
-        @get_and_head(app, "/", **page, responses=schema.answers(404, 413, 500, 503, keyed=keyed, page=True),
-                       summary="the explorer page")  # fmt: skip
+        @get_and_head(
+            app,
+            "/",
+            **page,
+            responses=schema.answers(404, 413, 500, 503, keyed=keyed, page=True),
+            summary="the explorer page",
+        )
         async def explorer(key: key, text: Annotated[str | None, text_query] = None, row: str | None = None):
             gold = None
             if row is not None:
@@ -114,8 +133,13 @@ class Api:
             views = await self.views(text) if text and text.strip() else []
             return HTMLResponse(explorer_page(text or "", views, key, gold))
 
-        @get_and_head(app, "/browse", **page, responses=schema.answers(404, 422, 500, 503, keyed=keyed, page=True),
-                       summary="the first model's test rows")  # fmt: skip
+        @get_and_head(
+            app,
+            "/browse",
+            **page,
+            responses=schema.answers(404, 422, 500, 503, keyed=keyed, page=True),
+            summary="the first model's test rows",
+        )
         async def browse(key: key, order: Literal[orders] = "row"):
             rows = await self.rows()
             first = next(iter(self.models.values()))
