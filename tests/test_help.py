@@ -14,7 +14,8 @@ from attnclf.commands import HYDRA_APPS, TEXT_HELP
 @pytest.mark.parametrize("name", HYDRA_APPS)
 def test_a_hydra_apps_help_is_hydras_own_text_without_torch_or_lightning(name, tmp_path):
     probe = (
-        "import sys; from attnclf.commands import main\ntry:\n    main([sys.argv[1], '--help'])\nexcept SystemExit as e:\n    code = e.code\n"
+        "import sys; from attnclf.commands import main\n"
+        "try:\n    main([sys.argv[1], '--help'])\nexcept SystemExit as e:\n    code = e.code\n"
         "heavy = [m for m in ('torch', 'pytorch_lightning') if m in sys.modules]; "
         "print('IMPORTED', heavy); sys.exit(code)"
     )
@@ -36,7 +37,8 @@ def test_a_text_commands_help_is_its_help_text_without_torch_or_lightning(name, 
     import importlib
 
     probe = (
-        "import sys; from attnclf.commands import main\ntry:\n    main([sys.argv[1], '--help'])\nexcept SystemExit as e:\n    code = e.code\n"
+        "import sys; from attnclf.commands import main\n"
+        "try:\n    main([sys.argv[1], '--help'])\nexcept SystemExit as e:\n    code = e.code\n"
         "heavy = [m for m in ('torch', 'pytorch_lightning') if m in sys.modules]; "
         "print('IMPORTED', heavy); sys.exit(code)"
     )
