@@ -60,6 +60,7 @@ def test_it_reads_back_without_unpickling_to_the_checkpoints_predictions_exactly
         ]
 
 
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_predict_eval_and_serve_take_the_folder_as_a_run(exported, tiny_run, tmp_path, capsys, in_process):
     from fastapi.testclient import TestClient
 

@@ -10,6 +10,9 @@ import pytest
 
 from attnclf.commands import HYDRA_APPS, TEXT_HELP
 
+# (processes of their own: each imports the whole app for the comparison)
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.parametrize("name", HYDRA_APPS)
 def test_a_hydra_apps_help_is_hydras_own_text_without_torch_or_lightning(name, tmp_path):

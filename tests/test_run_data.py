@@ -87,6 +87,7 @@ def test_a_run_from_before_data_json_evaluates_from_its_vocabulary_record_and_ge
     assert again["reviews"] == 20 and again["accuracy"] == pytest.approx(resumed["test/acc"], abs=1e-6)
 
 
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_a_resumed_run_reads_its_own_data_and_refuses_other_data(tmp_path, monkeypatch, capsys, in_process):
     """`attnclf train ckpt_path=<run>` with no data.* key continues on the run's own file and columns (not
     the default, IMDb from the Hub); a data.* key or another setting given that differs from the run's is

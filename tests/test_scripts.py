@@ -92,6 +92,7 @@ def test_bench_step_tiny():
     assert re.search(r"^whole step x dot's +1\.00 +\d+\.\d\d$", r.stdout, re.M), r.stdout
 
 
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_bench_regularizer_tiny():
     """Each regulariser's training step is timed, each as a multiple of regularizer=none's."""
     args = ["--batch", "4", "--unlabeled-batch", "4", "--length", "12", "--vocab", "50", "--repeats", "1"]
@@ -108,6 +109,7 @@ def test_bench_regularizer_tiny():
     assert re.search(r"^  regularizer=none +[\d.]+ ms a step +1\.00x$", r.stdout, re.M), r.stdout
 
 
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_bench_remedies_tiny():
     """Every remedy's training step is timed for both attentions, each as a multiple of the plain model's."""
     args = ["--batch", "4", "--length", "12", "--vocab", "50", "--repeats", "1"]
@@ -281,6 +283,7 @@ def test_compare_datasets_compares_the_attentions_it_is_given(tmp_path, monkeypa
     assert "error: --attention 'nope'; allowed: additive, dot, general, multihead, structured" in err
 
 
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_compare_datasets_runs_each_protocol_and_reports_each_dataset_apart(tiny_imdb, tmp_path, monkeypatch, capsys):
     """Cross-validation for a file without a test split, seeds for data with one; one report, a section each;
     a second call skips what is done."""

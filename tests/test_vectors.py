@@ -197,6 +197,7 @@ def test_bad_vectors_files(tiny_imdb, tmp_path):
     assert not (out / "checkpoints").exists()
 
 
+@pytest.mark.slow  # (a process of its own, or more training than a tiny run)
 def test_glove_text_without_a_header_line_is_read_as_it_comes(tiny_imdb, tmp_path, monkeypatch):
     rng = np.random.default_rng(0)
     rows = {w: rng.normal(size=8).round(5) for w in ("the", "movie", "great", "-0.5", "awful")}
