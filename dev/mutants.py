@@ -1012,6 +1012,13 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "if False:",
         ["tests/test_help.py::test_a_hydra_apps_help_is_hydras_own_text_without_torch_or_lightning"],
     ),
+    (
+        "flag-command-imports-its-logic-for-help",
+        "attnclf/commands/compare_attention.py",
+        r"from attnclf\.commands\.keyvalue import Keys, as_flags, usage\n",
+        "from attnclf.commands.keyvalue import Keys, as_flags, usage\nfrom attnclf.inference import TrainedClassifier\n",
+        ["tests/test_help.py::test_a_flag_commands_help_imports_neither_torch_nor_lightning"],
+    ),
     # the Optuna sweeper's sampler: built by the sweeper, its errors one line
     (
         "sweeper-sampler-built-by-hydra",

@@ -52,3 +52,19 @@ def test_a_text_commands_help_is_its_help_text_without_torch_or_lightning(name, 
     from attnclf.commands import COMMANDS
 
     assert fast.stdout.rsplit("IMPORTED", 1)[0] == importlib.import_module(COMMANDS[name][0]).HELP + "\n"
+
+
+FLAG_COMMANDS = ["report", "compare-datasets", "compare-attention", "compare-faithfulness", "agreement", "imbalance"]
+
+
+@pytest.mark.parametrize("name", FLAG_COMMANDS)
+def test_a_flag_commands_help_imports_neither_torch_nor_lightning(name, tmp_path):
+    probe = (
+        "import sys; from attnclf.commands import main\n"
+        "try:\n    code = main([sys.argv[1], '--help'])\nexcept SystemExit as e:\n    code = e.code\n"
+        "heavy = [m for m in ('torch', 'pytorch_lightning') if m in sys.modules]; "
+        "print('IMPORTED', heavy); sys.exit(code)"
+    )
+    run = subprocess.run([sys.executable, "-c", probe, name], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert run.returncode == 0 and run.stdout.startswith(f"usage: attnclf {name} "), run.stdout[:300] + run.stderr
+    assert run.stdout.rstrip().endswith("IMPORTED []"), run.stdout[-300:]

@@ -18,8 +18,6 @@ from pathlib import Path
 
 import numpy as np
 
-from attnclf.analysis.measures import attention_weights, js_distance
-from attnclf.commands.faithfulness import load_all
 from attnclf.commands.keyvalue import Keys, as_flags, usage
 from attnclf.errors import AttnclfError
 from attnclf.utils.jsonfile import write_json
@@ -60,6 +58,10 @@ def pairs_summary(distances: list[np.ndarray]) -> dict:
 
 
 def agreement(args) -> dict:
+    # (the measures' imports here: --help and a bad flag answer at once)
+    from attnclf.analysis.measures import attention_weights, js_distance
+    from attnclf.commands.faithfulness import load_all
+
     if len(args.runs) < 2:
         raise AttnclfError("give two or more runs to compare")
     given = {"path": args.data} if args.data else {}

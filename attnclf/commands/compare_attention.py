@@ -25,15 +25,11 @@ import sys
 from pathlib import Path
 
 from attnclf.commands.keyvalue import Keys, as_flags, usage
-from attnclf.data.text import tokenize
-from attnclf.inference import TrainedClassifier
-from attnclf.presentation.figures import attention_pair_figure
-from attnclf.presentation.html import page, shade_words
-from attnclf.training.checkpoint import best_checkpoint, run_dir_of
 
 
 def pick_reviews(data: str, n: int, lo: int, hi: int) -> list[str]:
     from attnclf.data.loading import load_splits
+    from attnclf.data.text import tokenize
 
     test = load_splits(data)["test"]["text"]
     chosen = [t for t in test if lo <= len(tokenize(t)) <= hi][:n]
@@ -48,9 +44,12 @@ KEYS = Keys(
 )
 
 
-def named_runs(ckpts: list[Path]) -> dict[str, TrainedClassifier]:
-    """{name: the run loaded}: each run by its attention's name, and by its run folder too where two share one
-    (a run given twice: numbered)."""
+def named_runs(ckpts: list[Path]) -> dict:
+    """{name: the run loaded (TrainedClassifier)}: each run by its attention's name, and by its run folder too
+    where two share one (a run given twice: numbered)."""
+    from attnclf.inference import TrainedClassifier
+    from attnclf.training.checkpoint import run_dir_of
+
     runs = [TrainedClassifier.from_checkpoint(c) for c in ckpts]
     names = [r.module.hparams.attention for r in runs]
     named = {}
@@ -77,6 +76,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=Path("outputs/compare_attention"))
     p.add_argument("--logdir", type=Path, help="TensorBoard folder (default: <out>/tensorboard)")
     args = p.parse_args(argv)
+    # (the logic's imports after the arguments: --help and a bad flag answer at once)
+    from attnclf.presentation.figures import attention_pair_figure
+    from attnclf.presentation.html import page, shade_words
+    from attnclf.training.checkpoint import best_checkpoint
 
     models = named_runs([best_checkpoint(c) for c in args.ckpt])
     if args.texts:

@@ -10,7 +10,6 @@ from importlib.resources import files
 from omegaconf import DictConfig, OmegaConf
 
 from attnclf.errors import AttnclfError
-from attnclf.models.registry import attention_class, attention_name, check_keys
 
 # the default mechanism (train.yaml's defaults list says it to Hydra)
 DEFAULT_ATTENTION = "dot"
@@ -52,9 +51,13 @@ class AttentionConfig:
     name: str = ""
 
     def __post_init__(self):
+        from attnclf.models.registry import attention_class, attention_name
+
         self.name = self.name or attention_name(attention_class(self.target))
 
     def check(self) -> None:
+        from attnclf.models.registry import attention_class, check_keys
+
         check_keys(attention_class(self.target), self.keys)
 
     @classmethod
@@ -79,6 +82,8 @@ class AttentionConfig:
 def name_of_target(target) -> str:
     """The name of the mechanism `target` names, for the run folder (${attention_name:...}); a target that is
     not given or cannot be imported is named by its last part, and the run's check says why in one line."""
+    from attnclf.models.registry import attention_class, attention_name
+
     if target is None:
         return CUSTOM
     try:
