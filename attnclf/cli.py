@@ -22,7 +22,7 @@ from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 from attnclf.errors import AttnclfError, Interrupted
 from attnclf.settings.compose import compose_config
 from attnclf.settings.run import in_multirun
-from attnclf.training.resume import close_logs_in, remove_if_unused
+from attnclf.utils.runfolder import close_logs_in, remove_if_unused
 
 
 def run(fn, cfg):

@@ -1016,7 +1016,7 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "flag-command-imports-its-logic-for-help",
         "attnclf/commands/compare_attention.py",
         r"from attnclf\.commands\.keyvalue import Keys, as_flags, usage\n",
-        "from attnclf.commands.keyvalue import Keys, as_flags, usage\nfrom attnclf.inference import TrainedClassifier\n",
+        "from attnclf.commands.keyvalue import Keys, as_flags, usage\nimport torch\n",
         ["tests/test_help.py::test_a_flag_commands_help_imports_neither_torch_nor_lightning"],
     ),
     # the Optuna sweeper's sampler: built by the sweeper, its errors one line

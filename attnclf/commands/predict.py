@@ -15,18 +15,18 @@ import json
 import sys
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from attnclf.cli import run
-from attnclf.data.loading import decode_utf8
 from attnclf.errors import AttnclfError
-from attnclf.inference.trained import Prediction, TrainedClassifier, check_not_empty
-from attnclf.presentation.html import predictions_page
 from attnclf.settings.run import check_device, check_quantize
-from attnclf.training.checkpoint import best_checkpoint
 from attnclf.utils.checks import first_few
 from attnclf.utils.files import check_writable_file, write_atomic, write_text_atomic
 from attnclf.utils.jsonfile import dumps
 from attnclf.utils.threads import torch_threads
+
+if TYPE_CHECKING:
+    from attnclf.inference.trained import Prediction
 
 HELP = """usage: attnclf predict ckpt=<.ckpt or run folder> (text="a review" | input=<file>) [key=value ...]
 
@@ -61,6 +61,8 @@ def read_rows(path: Path, column: str = "text") -> tuple[list[str], list[dict]]:
             raise AttnclfError(f"{path} is not a readable Parquet file: {e}") from e
         columns, records = table.column_names, table.to_pylist()
     else:
+        from attnclf.data.loading import decode_utf8
+
         text = decode_utf8(path.read_bytes(), path)
         # one review per line; a blank line is no review
         if suffix == ".txt":
@@ -146,6 +148,11 @@ def predict(argv: list[str]) -> list[Prediction]:
 
 def predict_as_set(args: PredictConfig) -> list[Prediction]:
     """predict() with its arguments read and checked."""
+    # (the model's imports here: the arguments are read and refused without torch)
+    from attnclf.inference.trained import TrainedClassifier, check_not_empty
+    from attnclf.presentation.html import predictions_page
+    from attnclf.training.checkpoint import best_checkpoint
+
     if args.text is not None:
         texts, rows = [args.text], [{"text": args.text}]
     else:

@@ -15,6 +15,7 @@ from attnclf.errors import AttnclfError
 from attnclf.settings.data import PATH_KEYS, RECORDED, DataConfig
 from attnclf.settings.typed import typed
 from attnclf.utils.jsonfile import read_json
+from attnclf.utils.runfolder import RECORD
 
 log = logging.getLogger(__name__)
 
@@ -186,9 +187,6 @@ def training_subset(train_rows: np.ndarray, train_size: int | float | None, seed
 
 
 # ---------------------------------------------------------------- a run's record of its data
-
-# in the run folder: {"data": DataConfig.recorded(), "seed": ..., "carved": carving()}
-RECORD = "data.json"
 
 
 def record_of(config: DataConfig, seed: int, carved: dict) -> dict:

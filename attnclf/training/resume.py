@@ -4,7 +4,6 @@ and continuing in its own run folder."""
 from __future__ import annotations
 
 import logging
-import shutil
 import warnings
 from dataclasses import asdict
 from importlib.resources import files
@@ -13,7 +12,6 @@ from pathlib import Path
 from hydra.core.override_parser.overrides_parser import OverridesParser
 from omegaconf import DictConfig, OmegaConf
 
-from attnclf.data.splits import RECORD
 from attnclf.errors import AttnclfError
 from attnclf.settings.attention import name_of_target
 from attnclf.settings.compose import CONF_MODULE, compose_config
@@ -23,12 +21,9 @@ from attnclf.settings.run import PathsConfig
 from attnclf.settings.typed import typed
 from attnclf.training.checkpoint import checkpoint_kind, find_resume, load_checkpoint, run_dir_of
 from attnclf.utils.jsonfile import read_json
+from attnclf.utils.runfolder import RECORD, START, close_logs_in, remove_if_unused
 
 log = logging.getLogger(__name__)
-
-
-# in the run folder: where the weights started (the embedding's source, init_from)
-START = "start.json"
 
 
 def start_of(run: Path, unknown: dict) -> tuple[dict, dict | None]:
@@ -149,30 +144,6 @@ def move_log_to(run: Path, fresh: Path) -> None:
         handler.setLevel(h.level)
         root.addHandler(handler)
     remove_if_unused(fresh)
-
-
-def close_logs_in(folder: Path) -> list[logging.FileHandler]:
-    """Take the log files kept in `folder` off the loggers (the root's, and gensim's own: conf/hydra) and
-    close them, so that the folder can go; the root's handlers, closed."""
-    root, closed = logging.getLogger(), []
-    named = [logging.getLogger(name) for name in list(logging.root.manager.loggerDict)]
-    for logger in [root, *named]:
-        for h in list(logger.handlers):
-            if isinstance(h, logging.FileHandler) and Path(h.baseFilename).parent.resolve() == folder.resolve():
-                logger.removeHandler(h)
-                h.close()
-                if logger is root:
-                    closed.append(h)
-    return closed
-
-
-def remove_if_unused(folder: Path) -> None:
-    """Remove a run folder that holds nothing but Hydra's config, an only-started log (train.log,
-    eval.log ...), the vocabulary and the start record (a start that failed or was stopped before training,
-    an evaluation that failed)."""
-    kept = {p.name for p in folder.iterdir() if p.suffix != ".log"} if folder.is_dir() else {"(none)"}
-    if folder.is_dir() and kept <= {".hydra", "vocab.json", START, RECORD}:
-        shutil.rmtree(folder, ignore_errors=True)
 
 
 # A run's own settings, as Hydra wrote them when it started (train(cfg) from Python writes them too).
