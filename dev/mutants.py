@@ -676,7 +676,7 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     # a failed start leaves neither Hydra's run folder nor the empty outputs/ above it
     (
         "failed-start-keeps-eval-log-folders",
-        "attnclf/training/resume.py",
+        "attnclf/utils/runfolder.py",
         r"if p.suffix != \".log\"",
         'if p.name != "train.log"',
         ["tests/test_errors.py::test_a_failed_start_from_the_command_line_leaves_nothing_behind"],

@@ -10,20 +10,13 @@ from typing import Any
 
 import hydra
 import numpy as np
-import torch
-import torch.nn.functional as F
 from omegaconf import DictConfig
-from torchmetrics.classification import MulticlassAccuracy, MulticlassConfusionMatrix, MulticlassF1Score
 
 from attnclf.cli import main_entry, run
-from attnclf.data.dataset import TextDataset
 from attnclf.errors import AttnclfError
-from attnclf.inference.as_trained import split_as_trained
-from attnclf.inference.trained import TrainedClassifier
 from attnclf.settings.data import DataConfig
 from attnclf.settings.defaults import store_run_reader_defaults
 from attnclf.settings.run import check_device, check_quantize, checkpoints_given, on_a_run
-from attnclf.training.checkpoint import best_checkpoint, run_dir_of
 from attnclf.utils.checks import positive_int
 from attnclf.utils.files import check_writable_file
 from attnclf.utils.jsonfile import write_json
@@ -45,6 +38,13 @@ def evaluate(cfg: DictConfig) -> dict:
 
 def evaluate_as_set(s: EvalConfig, cfg: DictConfig) -> dict:
     """evaluate() with its settings read and checked (`cfg.paths.output_dir`: where an ensemble's result goes)."""
+    # (the model's imports here: the settings are read and refused without torch)
+    import torch.nn.functional as F
+
+    from attnclf.inference.as_trained import split_as_trained
+    from attnclf.inference.trained import TrainedClassifier
+    from attnclf.training.checkpoint import best_checkpoint, run_dir_of
+
     ckpts = [best_checkpoint(c) for c in s.ckpt]
     for c, ckpt in zip(s.ckpt, ckpts, strict=True):
         if ckpt != Path(c):
@@ -110,7 +110,7 @@ def evaluate_as_set(s: EvalConfig, cfg: DictConfig) -> dict:
     return result
 
 
-def same_rows(member: dict, data: DataConfig, dataset: TextDataset) -> bool:
+def same_rows(member: dict, data: DataConfig, dataset) -> bool:
     """Whether an ensemble's member reads the same data and rows as the first (`member`)."""
     first, rows = member["data"], member["dataset"].rows
     return (first.path, first.name, first.train_file, first.test_file) == (
@@ -124,6 +124,9 @@ def same_rows(member: dict, data: DataConfig, dataset: TextDataset) -> bool:
 def metrics_of(probs: np.ndarray, labels: np.ndarray, names: list[str]) -> dict:
     """Accuracy, loss (mean negative log-probability of the true class), macro-F1, F1 per class and the
     confusion matrix of class probabilities (N, C) against class ids (N,)."""
+    import torch
+    from torchmetrics.classification import MulticlassAccuracy, MulticlassConfusionMatrix, MulticlassF1Score
+
     n = len(names)
     p, y = torch.from_numpy(probs), torch.from_numpy(np.asarray(labels))
     pred = p.argmax(-1)
@@ -183,6 +186,9 @@ class EvalConfig:
         positive_int("num_threads", self.num_threads, "PyTorch's default")
         check_device(self.device)
         check_quantize(self.quantize, self.device)
+        for c in self.ckpt:
+            if not Path(c).expanduser().exists():
+                raise AttnclfError(f"ckpt={c!r}: no such checkpoint or run folder")
 
 
 # conf/eval.yaml starts from these defaults
