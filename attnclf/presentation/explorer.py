@@ -170,16 +170,15 @@ def request_body(op: dict, schema: dict | None = None) -> dict | None:
     return body
 
 
-def curl_example(method: str, path: str, op: dict, schema: dict, base: str) -> str:
-    """A curl command for one route at `base` (the server's address), the API key read from the environment
-    where one is asked."""
+def curl_example(method: str, path: str, op: dict, body: dict | None, schema: dict, base: str) -> str:
+    """A curl command for one route at `base` (the server's address) with its request `body`'s schema, the
+    API key read from the environment where one is asked."""
     keyed = bool(schema.get("components", {}).get("securitySchemes")) and "security" in op
     parts = ["curl -s"]
     if keyed:
         parts.append('-H "X-API-Key: $ATTNCLF_API_KEY"')
     if method == "head":
         parts.append("-I")
-    body = request_body(op, schema)
     if body:
         example = {"texts": ["a wonderful film"]} if "texts" in json.dumps(body) else {"text": "a wonderful film"}
         parts.append(f"-H 'Content-Type: application/json' -d '{json.dumps(example)}'")
@@ -213,7 +212,7 @@ def docs_page(
                 f"{c} {html.escape(r.get('description', ''))}" for c, r in op.get("responses", {}).items()
             )
             parts.append(f"<p>Answers: {codes}</p>")
-            example = curl_example(method, path, op, schema, base)
+            example = curl_example(method, path, op, body, schema, base)
             parts.append(f"<pre>{html.escape(example)}</pre>")
     parts.append("<h2>Limits</h2><ul>" + "".join(f"<li>{html.escape(k)}: {html.escape(v)}</li>" for k, v in limits))
     parts.append("</ul>")
