@@ -1,6 +1,8 @@
 """Evaluate: `python eval.py ckpt=<run>` (or `attnclf eval ...`)."""
 
-from attnclf.commands.eval import entry
+import sys
+
+from attnclf.commands import main
 
 if __name__ == "__main__":
-    entry()
+    sys.exit(main(["eval", *sys.argv[1:]]))

@@ -1,7 +1,9 @@
 """Faithfulness of the attention: `python faithfulness.py ckpt=<path> [reviews=1000] [data.path=...]`
 (or `attnclf faithfulness ...`)."""
 
-from attnclf.commands.faithfulness import entry
+import sys
+
+from attnclf.commands import main
 
 if __name__ == "__main__":
-    entry()
+    sys.exit(main(["faithfulness", *sys.argv[1:]]))

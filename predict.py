@@ -1,7 +1,9 @@
 """Predict: `python predict.py ckpt=<path> text="a wonderful film"` or `input=<file> [output=...] [html=...]`
 (or `attnclf predict ...`)."""
 
-from attnclf.commands.predict import entry
+import sys
+
+from attnclf.commands import main
 
 if __name__ == "__main__":
-    entry()
+    sys.exit(main(["predict", *sys.argv[1:]]))

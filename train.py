@@ -1,6 +1,8 @@
 """Train a BiGRU + attention classifier: `python train.py attention=additive` (or `attnclf train ...`)."""
 
-from attnclf.commands.train import entry
+import sys
+
+from attnclf.commands import main
 
 if __name__ == "__main__":
-    entry()
+    sys.exit(main(["train", *sys.argv[1:]]))

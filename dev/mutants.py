@@ -77,7 +77,7 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     ),
     (
         "tests-last-not-best",
-        "attnclf/commands/train.py",
+        "attnclf/training/fit.py",
         r'ckpt_path="best" if best else None',
         "ckpt_path=None",
         ["tests/test_train.py::test_the_best_checkpoint_is_tested_and_the_run_counts_useful_tokens"],
@@ -226,7 +226,7 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     ),
     (
         "resumed-run-forgets-its-start",
-        "attnclf/commands/train.py",
+        "attnclf/training/fit.py",
         r"embeddings, pretrained = start_of\(out, ",
         "_, pretrained = start_of(out, ",
         ["tests/test_resume.py::test_killed_run_resumes_to_the_same_result"],
@@ -549,9 +549,9 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     ),
     (
         "class-weights-of-the-whole-split",
-        "attnclf/commands/train.py",
-        r"model\.weigh_classes\(train_set\.labels\[train_set\.rows\]\)",
-        "model.weigh_classes(train_set.labels)",
+        "attnclf/training/fit.py",
+        r"weight = model\.weigh_classes\(train_set\.labels\[train_set\.rows\]\)",
+        "weight = model.weigh_classes(train_set.labels)",
         ["tests/test_own_data.py::test_balanced_class_weights_count_the_training_rows_only"],
     ),
     (
@@ -683,7 +683,7 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     ),
     (
         "failed-start-keeps-empty-parents",
-        "attnclf/cli.py",
+        "attnclf/commands/user_errors.py",
         r"        remove_empty_parents\(folder\)",
         "        pass",
         ["tests/test_errors.py::test_a_failed_start_from_the_command_line_leaves_nothing_behind"],
@@ -1070,8 +1070,8 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     (
         "a-flag-commands-error-is-a-traceback",
         "attnclf/commands/__init__.py",
-        r"    except AttnclfError as e:\n        print\(f\"error: \{e\}\", file=sys.stderr\)\n        return 2",
-        "    except OSError:\n        raise",
+        r"status = one_line\(importlib\.import_module\(COMMANDS\[name\]\[0\]\)\.command, rest\)",
+        "status = importlib.import_module(COMMANDS[name][0]).command(rest)",
         [
             "tests/test_errors.py::test_a_command_of_flags_given_a_path_that_is_not_there_says_so_in_one_line",
             "tests/test_scripts.py::test_compare_attention",
@@ -1219,14 +1219,14 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     ),
     (
         "a-search-key-without-its-search-unnamed",
-        "attnclf/cli.py",
+        "attnclf/commands/user_errors.py",
         r'if cause\.full_key == "hparams_search" and config_name == "train":',
         "if False:",
         ["tests/test_errors.py::test_a_command_line_hydra_cannot_compose_is_one_line_naming_what_is_allowed"],
     ),
     (
         "a-group-the-command-lacks-hinted-with-plus",
-        "attnclf/cli.py",
+        "attnclf/commands/user_errors.py",
         r"    if not_a_group:",
         "    if False:",
         ["tests/test_errors.py::test_a_command_line_hydra_cannot_compose_is_one_line_naming_what_is_allowed"],
@@ -1396,8 +1396,8 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     (
         "a-private-name-imported-across-modules",
         "attnclf/commands/faithfulness.py",
-        r"from attnclf\.analysis\.faithfulness import eligible_reviews, measure, sample",
-        "from attnclf.analysis.faithfulness import _list, eligible_reviews, measure, sample  # noqa: F401",
+        r"from attnclf\.analysis\.faithfulness import eligible_reviews, sample",
+        "from attnclf.analysis.faithfulness import _list, eligible_reviews, sample  # noqa: F401",
         ["tests/test_package.py::test_no_import_runs_up_and_no_private_name_crosses_modules"],
     ),
     (
@@ -1425,10 +1425,39 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         ["tests/test_config.py::test_each_default_is_written_once_and_the_configs_compose_to_the_dataclasses"],
     ),
     (
+        "a-package-mechanism-named-by-importing-it",
+        "attnclf/settings/attention.py",
+        r"    if target in package_names\(\):\n",
+        "    if False:\n",
+        ["tests/test_config.py::test_each_package_mechanisms_name_is_its_yamls_without_importing_it"],
+    ),
+    (
+        "a-missing-checkpoint-found-by-loading-it",
+        "attnclf/settings/run.py",
+        r"        if not Path\(c\)\.expanduser\(\)\.exists\(\):\n",
+        "        if False:\n",
+        ["tests/test_help.py::test_a_bad_values_refusal_imports_neither_torch_nor_lightning"],
+    ),
+    (
+        "the-attention-tests-models-imported-before-its-checks",
+        "attnclf/commands/attention_tests.py",
+        r"from attnclf\.utils\.threads import torch_threads\n",
+        "from attnclf.utils.threads import torch_threads\n"
+        "from attnclf.training.guided import GuidedModule  # noqa: F401\n",
+        ["tests/test_help.py::test_a_bad_values_refusal_imports_neither_torch_nor_lightning"],
+    ),
+    (
+        "a-ddp-rank-started-with-hydras-command-line",
+        "attnclf/commands/__init__.py",
+        r"        sys\.argv = started\n",
+        "        pass\n",
+        ["tests/test_sweeps.py::test_ddp_two_processes_on_cpu"],
+    ),
+    (
         "a-default-written-twice-in-a-command",
         "conf/train.yaml",
-        r"\nhydra:\n  help:",
-        "\nseed: 42\nhydra:\n  help:",
+        r"\nhydra:\n  job:",
+        "\nseed: 42\nhydra:\n  job:",
         ["tests/test_config.py::test_each_default_is_written_once_and_the_configs_compose_to_the_dataclasses"],
     ),
     (

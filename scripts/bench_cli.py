@@ -23,10 +23,20 @@ REFUSALS = {
     "train": ["optimizer.lr=-1"],
     "eval": ["ckpt=/no/such/run"],
     "predict": ["ckpt=/no/such/run", "text=a", "batch_size=0"],
+    "faithfulness": ["ckpt=/no/such/run"],
+    "attention-tests": ["ckpt=/no/such/run"],
     "serve": ["ckpt=/no/such/run"],
+    "pretrain": ["lm.lr=-1"],
     "export": ["ckpt=/no/such/run", "out=x"],
     "report": ["path=/no/such/folder"],
+    "compare-datasets": ["attention=[nope]"],
+    "compare-faithfulness": ["/no/such/folder"],
+    "compare-attention": ["ckpt=[/no/such/a,/no/such/b]"],
+    "agreement": ["ckpt=[/no/such/a,/no/such/b]"],
+    "imbalance": ["src=/no/such", "out=x", "rows=[train=10]", "rare=0=0.1"],
 }
+# a mechanism's own key: checked against its class's constructor, which imports the class (and torch)
+SLOWER = {"train (an attention key)": ["train", "attention.scale=3"]}
 
 
 def seconds(args: list[str], cwd: str, repeat: int) -> tuple[float, int]:
@@ -52,6 +62,9 @@ def main() -> None:
                 took, code = seconds([name, *REFUSALS[name]], cwd, args.repeat)
                 refusal = f"{took:.2f}" + ("" if code == 2 else f" (exit {code})")
             print(f"| {name} | {help_s:.2f} | {refusal} |", flush=True)
+        for label, argv in SLOWER.items():
+            took, code = seconds(argv, cwd, args.repeat)
+            print(f"| {label} | | {took:.2f}" + ("" if code == 2 else f" (exit {code})") + " |", flush=True)
 
 
 if __name__ == "__main__":

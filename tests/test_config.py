@@ -6,6 +6,8 @@ resume."""
 import json
 import logging
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -330,6 +332,27 @@ def test_each_mechanisms_keys_and_defaults_are_its_yamls_and_its_classs():
         cls = attention_class(node.pop("_target_"))
         assert sorted(node) == sorted(keys) and all(same(node[k], v) for k, v in keys.items()), name
         assert own_keys(cls) == node, name
+
+
+def test_each_package_mechanisms_name_is_its_yamls_without_importing_it():
+    """A run's mechanism is named from conf/attention/ without importing its class (a refusal comes before
+    torch): that name is the one its class gives (attention_name), and a class of the user's own is asked."""
+    from attnclf.models.registry import attention_class, attention_name
+    from attnclf.settings.attention import name_of_class, package_attentions, package_names
+
+    names = package_names()
+    assert sorted(names.values()) == package_attentions()
+    for target, name in names.items():
+        assert attention_name(attention_class(target)) == name == name_of_class(target), target
+    # anything else is imported and asked: a class that is not an attention is refused by name
+    with pytest.raises(AttnclfError, match="torch.nn.Identity"):
+        name_of_class("torch.nn.Identity")
+    probe = (
+        "import sys; from attnclf.settings.attention import name_of_class, package_names; "
+        "print([name_of_class(t) for t in package_names()], 'torch' in sys.modules)"
+    )
+    said = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert said.strip() == f"{list(names.values())} False"
 
 
 # a key's line in a command's --help (hydra.help.template), and the default it states: "(default 64)",

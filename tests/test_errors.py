@@ -124,13 +124,13 @@ def test_a_run_or_cache_folder_that_cannot_take_files_is_one_line_before_any_dat
         with pytest.raises(AttnclfError, match=f"^{key}={blocker}/x: {blocker} is a file, not a folder$"):
             train(cfg)
     # from the command line (run()), the refused start leaves no run folder behind; nor does the label column
-    from attnclf.cli import run
+    from attnclf.commands.user_errors import one_line
 
     for bad in (f"paths.cache_dir={blocker}/x", "data.label_column=text"):
         out = tmp_path / "run"
         (out / ".hydra").mkdir(parents=True)  # (as Hydra leaves it before the run starts)
         with pytest.raises(SystemExit) as e:
-            run(train, compose_cfg(["data.path=/no/such/data", f"paths.output_dir={out}", bad]))
+            one_line(train, compose_cfg(["data.path=/no/such/data", f"paths.output_dir={out}", bad]))
         assert e.value.code == 2 and not out.exists(), bad
 
 
@@ -198,12 +198,12 @@ def test_hub_unreachable_fails_at_once_and_says_how_to_use_a_local_folder(tmp_pa
     and the failed start leaves no run folder behind."""
     from huggingface_hub import constants
 
-    from attnclf.cli import run
+    from attnclf.commands.user_errors import one_line
 
     monkeypatch.setattr(constants, "ENDPOINT", "http://127.0.0.1:9")  # (nothing listens on port 9: refused)
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     with pytest.raises(SystemExit) as e:
-        run(train, compose_cfg(["data.path=stanfordnlp/imdb", f"paths.output_dir={tmp_path / 'run'}"]))
+        one_line(train, compose_cfg(["data.path=stanfordnlp/imdb", f"paths.output_dir={tmp_path / 'run'}"]))
     assert e.value.code == 2
     err = capsys.readouterr().err
     last = err.strip().splitlines()[-1]
@@ -343,7 +343,7 @@ def test_ctrl_c_before_training_is_one_line_and_leaves_no_run_folder(tiny_imdb, 
     """Ctrl-C while the word vectors train (gensim's loop, before the fit): exit status 130, one line, and no
     run folder holding only its config, log, vocabulary and start record."""
     import attnclf.data.vectors as vectors
-    from attnclf.cli import run
+    from attnclf.commands.user_errors import one_line
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
@@ -351,7 +351,7 @@ def test_ctrl_c_before_training_is_one_line_and_leaves_no_run_folder(tiny_imdb, 
     monkeypatch.setattr(vectors, "train_word2vec", interrupted)
     out = tmp_path / "run"
     with pytest.raises(SystemExit) as e:
-        run(train, compose_cfg([*tiny_overrides(tiny_imdb, out), f"paths.cache_dir={tmp_path / 'cache'}"]))
+        one_line(train, compose_cfg([*tiny_overrides(tiny_imdb, out), f"paths.cache_dir={tmp_path / 'cache'}"]))
     assert e.value.code == 130
     err = capsys.readouterr().err.strip().splitlines()  # (after datasets' progress bars)
     assert err[-1] == "error: stopped by Ctrl-C before training began; nothing was kept but the caches", err
@@ -370,19 +370,18 @@ def test_a_data_error_is_the_only_line_a_run_prints(tmp_path, monkeypatch, capfd
     ], err
 
 
-@pytest.mark.parametrize("command", ["train", "eval", "faithfulness", "attention_tests"])
+@pytest.mark.parametrize("command", ["train", "eval", "faithfulness", "attention-tests"])
 def test_a_failed_start_from_the_command_line_leaves_nothing_behind(command, tmp_path, monkeypatch, capsys, in_process):
-    """The Hydra entry points themselves, in an empty working folder: a refused start is one line, exit 2,
-    and neither the run folder Hydra made (its config and log) nor outputs/ above it is left."""
-    import importlib
+    """The Hydra apps themselves, in an empty working folder: a refused start is one line, exit 2, and neither
+    the run folder Hydra made (its config and log) nor outputs/ above it is left."""
+    from attnclf.commands import hydra_app
 
-    main = importlib.import_module(f"attnclf.commands.{command}").main
     given = "data.path=/no/such/data" if command == "train" else f"ckpt={tmp_path / 'no_such_run'}"
     (tmp_path / "work").mkdir()
     monkeypatch.chdir(tmp_path / "work")
-    monkeypatch.setattr("sys.argv", [f"attnclf {command}", given])
+    monkeypatch.setattr("sys.argv", list(sys.argv))
     with pytest.raises(SystemExit) as e:
-        main()
+        hydra_app(command, [given])
     assert e.value.code == 2 and capsys.readouterr().err.startswith("error: ")
     assert list((tmp_path / "work").iterdir()) == []
 
@@ -390,8 +389,8 @@ def test_a_failed_start_from_the_command_line_leaves_nothing_behind(command, tmp
 @pytest.mark.parametrize(
     "argv,line",
     [
-        (["compare-attention", "{x}/a", "{x}/b"], "checkpoint not found: {x}/a"),
-        (["agreement", "{x}/a", "{x}/b"], "checkpoint not found: {x}/a"),
+        (["compare-attention", "{x}/a", "{x}/b"], "ckpt='{x}/a': no such checkpoint or run folder"),
+        (["agreement", "{x}/a", "{x}/b"], "ckpt='{x}/a': no such checkpoint or run folder"),
         (["report", "{x}"], "no metrics.json under {x}"),
         (["compare-faithfulness", "{x}"], "no faithfulness.json at {x} (run attnclf faithfulness first)"),
         (["imbalance", "{x}", "{x}/out", "--rows", "train=3", "--rare", "0=0.5"], "{x}/train.jsonl: no such file"),

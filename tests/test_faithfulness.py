@@ -363,7 +363,7 @@ def test_faithfulness_command_writes_json_summary_and_tensorboard(tiny_run, tiny
     assert all(again["erasure"][n] == result["erasure"][n] for n in again["erasure"])
     assert len(saved["per_review"]["kendall_tau_loo"]) == 30 == len(saved["per_review"]["tokens"])
 
-    from attnclf.commands.compare_faithfulness import main
+    from attnclf.commands.compare_faithfulness import command as main
 
     # a path without a result, a file cut short, another JSON file: one line, exit 2 like every user error
     (tmp_path / "torn.json").write_text('{"attention": "dot", "check')
@@ -444,7 +444,7 @@ def test_attention_agreement_across_seeds_and_attentions(
     """Two copies of one run agree exactly (distance 0); dot against additive does not; bad input is one line."""
     import shutil
 
-    from attnclf.commands.agreement import main
+    from attnclf.commands.agreement import command as main
 
     twin = tmp_path / "twin"
     shutil.copytree(tiny_run, twin)

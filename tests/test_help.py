@@ -14,10 +14,10 @@ from attnclf.commands import HYDRA_APPS, TEXT_HELP
 pytestmark = pytest.mark.slow
 
 
-# a fresh process: `attnclf <name> --help`, then the heavy modules it imported ("IMPORTED [...]")
+# a fresh process: `attnclf <arguments>`, then the heavy modules it imported ("IMPORTED [...]")
 PROBE = (
     "import sys; from attnclf.commands import main\n"
-    "try:\n    code = main([sys.argv[1], '--help'])\nexcept SystemExit as e:\n    code = e.code\n"
+    "try:\n    code = main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
     "heavy = [m for m in ('torch', 'pytorch_lightning') if m in sys.modules]; "
     "print('IMPORTED', heavy); sys.exit(code)"
 )
@@ -25,7 +25,9 @@ PROBE = (
 
 def help_alone(name: str, cwd) -> str:
     """The command's --help as a fresh process prints it; asserted to import neither torch nor Lightning."""
-    run = subprocess.run([sys.executable, "-c", PROBE, name], capture_output=True, text=True, cwd=cwd, timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-c", PROBE, name, "--help"], capture_output=True, text=True, cwd=cwd, timeout=120
+    )
     assert run.returncode == 0 and run.stdout.rstrip().endswith("IMPORTED []"), run.stdout[-300:] + run.stderr
     return run.stdout.rsplit("IMPORTED", 1)[0]
 
@@ -33,11 +35,8 @@ def help_alone(name: str, cwd) -> str:
 @pytest.mark.parametrize("name", HYDRA_APPS)
 def test_a_hydra_apps_help_is_hydras_own_text_without_torch_or_lightning(name, tmp_path):
     fast = help_alone(name, tmp_path)
-    # Hydra's own --help of the app, through its entry
-    entry = (
-        "import importlib, sys; from attnclf.commands import COMMANDS; sys.argv = ['x', '--help']; "
-        "importlib.import_module(COMMANDS[sys.argv_name][0]).entry()"
-    ).replace("sys.argv_name", repr(name))
+    # Hydra's own --help of the app, through the path the app runs by
+    entry = f"from attnclf.commands import hydra_app; hydra_app({name!r}, ['--help'])"
     hydra = subprocess.run([sys.executable, "-c", entry], capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert fast == hydra.stdout
 
@@ -57,3 +56,37 @@ FLAG_COMMANDS = ["report", "compare-datasets", "compare-attention", "compare-fai
 @pytest.mark.parametrize("name", FLAG_COMMANDS)
 def test_a_flag_commands_help_imports_neither_torch_nor_lightning(name, tmp_path):
     assert help_alone(name, tmp_path).startswith(f"usage: attnclf {name} ")
+
+
+# a bad value for each command (scripts/bench_cli.py times the same), and the start of its one line
+REFUSALS = {
+    "train": (["optimizer.lr=-1"], "error: optimizer.lr=-1"),
+    "eval": (["ckpt=/no/such/run"], "error: ckpt='/no/such/run': no such checkpoint"),
+    "predict": (["ckpt=/no/such/run", "text=a", "batch_size=0"], "error: "),
+    "faithfulness": (["ckpt=/no/such/run"], "error: ckpt='/no/such/run': no such checkpoint"),
+    "attention-tests": (["ckpt=/no/such/run"], "error: ckpt='/no/such/run': no such checkpoint"),
+    "serve": (["ckpt=/no/such/run"], "error: ckpt='/no/such/run': no such checkpoint"),
+    "pretrain": (["lm.lr=-1"], "error: lm.lr=-1"),
+    "export": (["ckpt=/no/such/run", "out=x"], "error: ckpt='/no/such/run': no such checkpoint"),
+    "report": (["path=/no/such/folder"], "error: "),
+    "compare-datasets": (["attention=[nope]"], "attnclf compare-datasets: error: --attention 'nope'"),
+    "compare-faithfulness": (["/no/such/folder"], "error: no faithfulness.json at /no/such/folder"),
+    "compare-attention": (["ckpt=[/no/such/a,/no/such/b]"], "error: ckpt='/no/such/a': no such checkpoint"),
+    "agreement": (["ckpt=[/no/such/a,/no/such/b]"], "error: ckpt='/no/such/a': no such checkpoint"),
+    "imbalance": (["src=/no/such", "out=x", "rows=[train=10]", "rare=0=0.1"], "error: /no/such/train.jsonl"),
+}
+
+
+@pytest.mark.parametrize("name", REFUSALS)
+def test_a_bad_values_refusal_imports_neither_torch_nor_lightning(name, tmp_path):
+    """Each command's checks come before its model, data and Trainer: a bad value is one line, exit status 2,
+    in a process that never imported torch."""
+    argv, said = REFUSALS[name]
+    run = subprocess.run(
+        [sys.executable, "-c", PROBE, name, *argv], capture_output=True, text=True, cwd=tmp_path, timeout=120
+    )
+    assert run.returncode == 2 and run.stdout.rstrip().endswith("IMPORTED []"), run.stdout[-300:] + run.stderr
+    lines = run.stderr.strip().splitlines()
+    # (argparse's own refusal of a flag's value puts its usage above the line)
+    assert lines[-1].startswith(said) and (len(lines) == 1 or lines[0].startswith(f"usage: attnclf {name}")), lines
+    assert list(tmp_path.iterdir()) == []

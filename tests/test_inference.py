@@ -328,10 +328,11 @@ def test_bad_predict_inputs(tiny_run, tmp_path, monkeypatch, capsys):
 
 def test_eval_refuses_bad_values_before_reading_anything(tmp_path):
     """attnclf eval batch_size=0, and a GPU asked for where there is none: one line each, before any checkpoint or
-    data is read (the paths given here do not exist)."""
+    data is read (the checkpoint an empty file, the data not there)."""
 
     from attnclf.commands.eval import evaluate
 
+    (tmp_path / "none").write_bytes(b"")
     cases = [("batch_size=0", "batch_size=0 must be a positive integer"), ("device=npu", "device='npu'")]
     if not torch.cuda.is_available():
         cases.append(("device=cuda", "device='cuda': no GPU found"))

@@ -10,6 +10,7 @@ import pytest
 
 from attnclf.commands.keyvalue import as_flags
 from attnclf.errors import AttnclfError
+from tests.helpers.commands import attnclf_in_process
 
 CASES = {  # command module: (key=value given, the flags they stand for)
     "report": (
@@ -71,8 +72,6 @@ def test_help_names_the_key_value_form_first(name, capsys):
     assert e.value.code == 0 and first.startswith(f"usage: attnclf {keys.command} ") and "=" in first, first
 
 
-def test_report_reads_the_folder_path_names(tmp_path, capsys):
-    from attnclf.commands import main
-
-    assert main(["report", f"path={tmp_path}"]) == 2
+def test_report_reads_the_folder_path_names(tmp_path, capsys, monkeypatch):
+    assert attnclf_in_process(["report", f"path={tmp_path}"], monkeypatch) == 2
     assert capsys.readouterr().err == f"error: no metrics.json under {tmp_path}\n"

@@ -357,7 +357,7 @@ def test_faithfulness_with_eraser_rationales(
     # side by side, per attention: mean ± sd over the runs (dot twice: sd 0), and the AOPC figure
     additive = tmp_path / "a"
     faithfulness(compose_faith([*base[1:], f"ckpt={tiny_run_additive}", f"output={additive}"]))
-    from attnclf.commands.compare_faithfulness import main
+    from attnclf.commands.compare_faithfulness import command as main
 
     capsys.readouterr()
     png = tmp_path / "aopc.png"

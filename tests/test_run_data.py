@@ -4,6 +4,7 @@ says which data was used, and an ensemble of runs that read other rows is refuse
 
 import json
 import logging
+import sys
 
 import pytest
 from helpers.config import compose_cfg, fit, tiny_overrides
@@ -92,7 +93,7 @@ def test_a_resumed_run_reads_its_own_data_and_refuses_other_data(tmp_path, monke
     """`attnclf train ckpt_path=<run>` with no data.* key continues on the run's own file and columns (not
     the default, IMDb from the Hub); a data.* key or another setting given that differs from the run's is
     refused in one line before any work, and the run is left as it was."""
-    from attnclf.commands.train import main
+    from attnclf.commands import main
 
     data = write(tmp_path / "tickets.csv", columns(examples(200, 2, 0, names=["neg", "pos"])), "csv")
     run = tmp_path / "run"
@@ -100,7 +101,7 @@ def test_a_resumed_run_reads_its_own_data_and_refuses_other_data(tmp_path, monke
     (run / "metrics.json").unlink()  # (unfinished: its last.ckpt resumes)
     same = [o for o in tiny_overrides(data, run) if not o.startswith(("data.", "paths.output_dir"))]
     command = [
-        "attnclf train",
+        "train",
         *same,
         "trainer.max_epochs=4",
         "optimizer.lr=1e-2",
@@ -122,25 +123,24 @@ def test_a_resumed_run_reads_its_own_data_and_refuses_other_data(tmp_path, monke
         f"({run / '.hydra' / 'config.yaml'}); leave attention out to resume with the run's "
         "own settings",
     }
+    # (main() sets sys.argv for Hydra: put back after the test)
+    monkeypatch.setattr("sys.argv", list(sys.argv))
     for given, line in refused.items():
-        monkeypatch.setattr("sys.argv", [*command, given])
         capsys.readouterr()
         with pytest.raises(SystemExit) as stop:
-            main()
+            main([*command, given])
         assert stop.value.code == 2 and not (tmp_path / "fresh").exists() and not (run / "metrics.json").exists()
         assert capsys.readouterr().err.strip() == line
     # the same values, and keys that cannot change a result (threads, where the cache is): the command's
-    monkeypatch.setattr(
-        "sys.argv",
+    main(
         [
             *command,
             "data.label_column=y",
             "data.batch_size=16",
             "num_threads=1",
             f"paths.cache_dir={tmp_path / 'another_cache'}",
-        ],
+        ]
     )
-    main()
     resumed = json.loads((run / "metrics.json").read_text())
     assert resumed["epochs"] == 4 and resumed["test/confusion_matrix"] is not None
     # its checkpoints and logs went on in its own folder: the one Hydra made for the command is gone

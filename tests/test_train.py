@@ -140,10 +140,10 @@ def test_unknown_attention_is_refused_naming_the_choices():
 
 
 def test_a_bad_value_is_one_line_on_stderr_and_exit_2(tmp_path, capsys):
-    from attnclf.cli import run
+    from attnclf.commands.user_errors import one_line
 
     with pytest.raises(SystemExit) as e:
-        run(train, compose_cfg(["data.path=./no/such/dir", f"paths.output_dir={tmp_path / 'run'}"]))
+        one_line(train, compose_cfg(["data.path=./no/such/dir", f"paths.output_dir={tmp_path / 'run'}"]))
     assert e.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("error: data.path './no/such/dir' does not exist"), err

@@ -5,8 +5,9 @@ The Hydra apps (train, eval, faithfulness, attention-tests, pretrain) take Hydra
 each one's. The root entry points of a checkout (`python train.py ...`) call the same code.
 
 Each command is one module here, read top to bottom: what it does (calling the measures, models, data and
-training in their own folders), its settings dataclass, its entry (`entry()`: a Hydra app or predict, which
-read sys.argv; `main(argv)`: the commands that take flags).
+training in their own folders), its settings dataclass, and `command`, what `main` below calls: with a Hydra
+app's composed config (`hydra_app`), or with the arguments as given (predict, export, the flag commands). A
+user error on either path is one line and exit status 2 (user_errors.py).
 """
 
 from __future__ import annotations
@@ -14,8 +15,6 @@ from __future__ import annotations
 import importlib
 import sys
 from pathlib import Path
-
-from attnclf.errors import AttnclfError
 
 # name: (module, one line on what it does)
 COMMANDS = {
@@ -112,18 +111,37 @@ def main(argv: list[str] | None = None) -> int:
         print(hydra_help(name) if name in HYDRA_APPS else text_help(name))
         # as the app itself ends its --help
         raise SystemExit(0)
+    if name in HYDRA_APPS:
+        return hydra_app(name, rest)
+    from attnclf.commands.user_errors import one_line
+
+    # predict, export and the commands that take flags: their arguments as given
+    status = one_line(importlib.import_module(COMMANDS[name][0]).command, rest)
+    # (a flag command's exit status; predict and export return what they made)
+    return status if isinstance(status, int) else 0
+
+
+def hydra_app(name: str, argv: list[str]) -> int:
+    """A Hydra app: its config composed from the command line (Hydra's grammar: key=value, -m sweeps, --cfg),
+    then its module's `command(cfg)`; a user error in either is one line (attnclf/commands/user_errors.py)."""
+    import hydra
+
+    from attnclf.commands.user_errors import composed_or_one_line, one_line
+
     module = importlib.import_module(COMMANDS[name][0])
-    # a Hydra app (or predict): it reads sys.argv, exits with its status
-    if hasattr(module, "entry"):
-        sys.argv = [f"attnclf {name}", *rest]
-        module.entry()
-        return 0
-    # a command that takes flags: its user error (a bad flag value, a run that is not there) is one line
-    try:
-        return module.main(rest)
-    except AttnclfError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    # the command line as the program was started (`attnclf train ...`, `python train.py ...`)
+    started = list(sys.argv)
+
+    def task(cfg):
+        # given back once Hydra has read it: Lightning's DDP starts each further rank with it
+        sys.argv = started
+        return one_line(module.command, cfg)
+
+    # Hydra reads its command line there; the app's name is its config's hydra.job.name (its log file)
+    sys.argv = [f"attnclf {name}", *argv]
+    app = hydra.main(version_base="1.3", config_path="pkg://attnclf.conf", config_name=HYDRA_APPS[name])(task)
+    composed_or_one_line(app, HYDRA_APPS[name])
+    return 0
 
 
 def run_command() -> None:

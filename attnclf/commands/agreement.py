@@ -20,6 +20,7 @@ import numpy as np
 
 from attnclf.commands.keyvalue import Keys, as_flags, usage
 from attnclf.errors import AttnclfError
+from attnclf.settings.run import checkpoints_given
 from attnclf.utils.jsonfile import write_json
 
 KEYS = Keys(
@@ -58,12 +59,13 @@ def pairs_summary(distances: list[np.ndarray]) -> dict:
 
 
 def agreement(args) -> dict:
-    # (the measures' imports here: --help and a bad flag answer at once)
+    if len(args.runs) < 2:
+        raise AttnclfError("give two or more runs to compare")
+    checkpoints_given(args.runs, "compare")
+    # (the measures' imports after the checks: --help and a bad value answer at once)
     from attnclf.analysis.measures import attention_weights, js_distance
     from attnclf.commands.faithfulness import load_all
 
-    if len(args.runs) < 2:
-        raise AttnclfError("give two or more runs to compare")
     given = {"path": args.data} if args.data else {}
     clfs, seqs = load_all(args.runs, args.split, given, args.reviews, args.max_tokens, args.seed, args.cache_dir)
     weights = [attention_weights(c.module.model, s, 8192) for c, s in zip(clfs, seqs, strict=True)]
@@ -84,7 +86,7 @@ def agreement(args) -> dict:
     return result
 
 
-def main(argv=None) -> int:
+def command(argv=None) -> int:
     args = parse(sys.argv[1:] if argv is None else argv)
     result = agreement(args)
     print(

@@ -22,32 +22,26 @@ import time
 import warnings
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import hydra
-import torch
 from omegaconf import DictConfig, OmegaConf
 
-from attnclf.cli import main_entry, run
-from attnclf.data.datamodule import TextDataModule
-from attnclf.data.dataset import TextDataset
-from attnclf.data.splits import run_data
 from attnclf.errors import AttnclfError
-from attnclf.inference.trained import TrainedClassifier
-from attnclf.models.classifier import ClassifierNet
-from attnclf.models.context_free import ContextFreeClassifier
-from attnclf.presentation.figures import adversarial_training_figure
-from attnclf.presentation.markdown import attention_tests_markdown
 from attnclf.settings.defaults import defaults_of, store_defaults
 from attnclf.settings.run import DEFAULT_SEED, checkpoints_given
 from attnclf.settings.typed import typed
-from attnclf.training.checkpoint import best_checkpoint
-from attnclf.training.guided import GuidedModule
-from attnclf.training.trainer import quiet_known_warnings
 from attnclf.utils.checks import number, one_of, positive_int, positive_number, shown
 from attnclf.utils.jsonfile import write_json
 from attnclf.utils.quiet import logs_at_least
 from attnclf.utils.threads import torch_threads
+
+# the models, data and Trainer are imported where they run, after the settings' checks: a bad value's
+# refusal comes before torch (seconds) is imported
+if TYPE_CHECKING:
+    from attnclf.data.datamodule import TextDataModule
+    from attnclf.data.dataset import TextDataset
+    from attnclf.inference.trained import TrainedClassifier
+    from attnclf.training.guided import GuidedModule
 
 log = logging.getLogger(__name__)
 DIAGNOSTIC_WEIGHTS = ("uniform", "learned", "frozen")
@@ -58,6 +52,9 @@ PASSES = {"diagnostic": 1.0, "adversarial": 6.0}
 
 def data_as_trained(clf: TrainedClassifier, s: AttentionTestsConfig) -> TextDataModule:
     """The run's own data, splits and vocabulary (its data.json and seed), batched `s.batch_size` a step."""
+    from attnclf.data.datamodule import TextDataModule
+    from attnclf.data.splits import run_data
+
     given = {"batch_size": s.batch_size, **({"cache_dir": s.cache_dir} if s.cache_dir else {})}
     data, carved, line = run_data(clf.run, clf.vocab.meta, given)
     log.info(line)
@@ -112,6 +109,8 @@ def duration(seconds: float) -> str:
 def classifier_pace(clf: TrainedClassifier, dm: TextDataModule, batches: int = 8) -> float:
     """Seconds a training review takes the classifier's forward pass (a few training batches, timed after
     a first one that warms up)."""
+    import torch
+
     model, done, t = clf.module.model.eval(), 0, time.perf_counter()
     with torch.no_grad():
         for i, (ids, lengths, _) in enumerate(dm.train_dataloader()):
@@ -129,7 +128,10 @@ def fit_and_test(module: GuidedModule, dm: TextDataModule, s: AttentionTestsConf
     """Train `module` s.epochs epochs, then test its best epoch (val/acc): accuracy, and the output's TVD and
     the weights' JSD (nats) from the classifier's, means over the test rows."""
     import pytorch_lightning as L
+    import torch
     from pytorch_lightning.callbacks import ModelCheckpoint
+
+    from attnclf.training.trainer import quiet_known_warnings
 
     with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings():
         quiet_known_warnings()
@@ -180,6 +182,11 @@ def context_free(
 ) -> dict:
     """The diagnostic's context-free model, its embedding starting from the classifier's, pooling with
     `weights` (frozen: the classifier's, or `source`'s where given), fitted and tested."""
+    import torch
+
+    from attnclf.models.context_free import ContextFreeClassifier
+    from attnclf.training.guided import GuidedModule
+
     base = clf.module.model
     torch.manual_seed(s.seed)
     student = ContextFreeClassifier(
@@ -191,6 +198,11 @@ def context_free(
 
 def adversarial(clf: TrainedClassifier, dm: TextDataModule, s: AttentionTestsConfig) -> dict:
     """A model of the classifier's kind for each lambda, trained to its predictions away from its weights."""
+    import torch
+
+    from attnclf.models.classifier import ClassifierNet
+    from attnclf.training.guided import GuidedModule
+
     base, hp = clf.module.model, clf.module.hparams
     runs = []
     for lam in s.lambdas:
@@ -216,6 +228,11 @@ def attention_tests(cfg: DictConfig) -> dict:
 
 def run_tests(s: AttentionTestsConfig) -> dict:
     """attention_tests() with its settings read and checked."""
+    from attnclf.inference.trained import TrainedClassifier
+    from attnclf.presentation.figures import adversarial_training_figure
+    from attnclf.presentation.markdown import attention_tests_markdown
+    from attnclf.training.checkpoint import best_checkpoint
+
     ckpt = best_checkpoint(s.ckpt)
     clf = TrainedClassifier.from_checkpoint(ckpt)
     dm = data_as_trained(clf, s)
@@ -316,10 +333,5 @@ def attention_tests_settings(cfg: DictConfig) -> AttentionTestsConfig:
     return config
 
 
-@hydra.main(version_base="1.3", config_path="pkg://attnclf.conf", config_name="attention_tests")
-def main(cfg: DictConfig) -> None:
-    return run(attention_tests, cfg)
-
-
-def entry() -> None:
-    main_entry(main, "attention_tests")
+# what the Hydra app `attnclf attention-tests` calls with its composed config (attnclf/commands/__init__.py)
+command = attention_tests

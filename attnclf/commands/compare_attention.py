@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 
 from attnclf.commands.keyvalue import Keys, as_flags, usage
+from attnclf.settings.run import checkpoints_given
 
 
 def pick_reviews(data: str, n: int, lo: int, hi: int) -> list[str]:
@@ -59,7 +60,7 @@ def named_runs(ckpts: list[Path]) -> dict:
     return named
 
 
-def main(argv: list[str] | None = None) -> int:
+def command(argv: list[str] | None = None) -> int:
     argv = as_flags(list(sys.argv[1:] if argv is None else argv), KEYS)
     p = argparse.ArgumentParser(
         prog="attnclf compare-attention",
@@ -76,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=Path("outputs/compare_attention"))
     p.add_argument("--logdir", type=Path, help="TensorBoard folder (default: <out>/tensorboard)")
     args = p.parse_args(argv)
-    # (the logic's imports after the arguments: --help and a bad flag answer at once)
+    checkpoints_given(args.ckpt, "compare")
+    # (the logic's imports after the checks: --help and a bad value answer at once)
     from attnclf.presentation.figures import attention_pair_figure
     from attnclf.presentation.html import page, shade_words
     from attnclf.training.checkpoint import best_checkpoint

@@ -69,11 +69,11 @@ def first_run_refused(overrides: list[str]) -> str | None:
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
 
-    from attnclf.cli import composition_error
-    from attnclf.commands.train import train_settings
+    from attnclf.commands.user_errors import composition_error
     from attnclf.data.datamodule import TextDataModule
     from attnclf.errors import AttnclfError
     from attnclf.settings.compose import compose_config
+    from attnclf.settings.train import train_settings
 
     try:
         parsed = OverridesParser.create().parse_overrides(overrides)
@@ -167,7 +167,7 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
+def command(argv: list[str] | None = None) -> int:
     p = parser()
     argv = sys.argv[1:] if argv is None else argv
     extra = argv[argv.index("--") + 1 :] if "--" in argv else []
@@ -225,6 +225,6 @@ def main(argv: list[str] | None = None) -> int:
         if code != 0:
             return code
     print(f"all datasets in {progress.elapsed():.0f} s; the report:", flush=True)
-    from attnclf.commands.report import main as report
+    from attnclf.commands.report import command as report
 
     return report([str(args.out.resolve())])

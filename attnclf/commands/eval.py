@@ -8,11 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import hydra
 import numpy as np
 from omegaconf import DictConfig
 
-from attnclf.cli import main_entry, run
 from attnclf.errors import AttnclfError
 from attnclf.settings.data import DataConfig
 from attnclf.settings.defaults import store_run_reader_defaults
@@ -186,9 +184,6 @@ class EvalConfig:
         positive_int("num_threads", self.num_threads, "PyTorch's default")
         check_device(self.device)
         check_quantize(self.quantize, self.device)
-        for c in self.ckpt:
-            if not Path(c).expanduser().exists():
-                raise AttnclfError(f"ckpt={c!r}: no such checkpoint or run folder")
 
 
 # conf/eval.yaml starts from these defaults
@@ -199,10 +194,5 @@ def eval_settings(cfg: DictConfig) -> EvalConfig:
     return on_a_run(EvalConfig, cfg, "eval")
 
 
-@hydra.main(version_base="1.3", config_path="pkg://attnclf.conf", config_name="eval")
-def main(cfg: DictConfig) -> None:
-    return run(evaluate, cfg)
-
-
-def entry() -> None:
-    main_entry(main, "eval")
+# what the Hydra app `attnclf eval` calls with its composed config (attnclf/commands/__init__.py)
+command = evaluate

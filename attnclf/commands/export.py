@@ -5,11 +5,9 @@ with huggingface_hub (the folder is written first, so a Hub that cannot be reach
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from attnclf.cli import run
 from attnclf.errors import AttnclfError
 
 HELP = """usage: attnclf export ckpt=<.ckpt or run folder> out=<folder> [license=ID] [push=<repo id>]
@@ -90,5 +88,5 @@ def push(folder: Path, repo_id: str) -> None:
     print(f"pushed to https://huggingface.co/{repo_id}")
 
 
-def entry() -> None:
-    run(export, sys.argv[1:])
+# what `attnclf export key=value ...` calls with its arguments (attnclf/commands/__init__.py)
+command = export

@@ -12,30 +12,25 @@ import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import hydra
 import numpy as np
 from omegaconf import DictConfig
 
-from attnclf.analysis import measures
-from attnclf.analysis.faithfulness import eligible_reviews, measure, sample
-from attnclf.cli import main_entry, run
-from attnclf.data.rationales import Aligned, LeftOut, align, read_rationales
 from attnclf.errors import AttnclfError
-from attnclf.inference.as_trained import split_as_trained
-from attnclf.inference.trained import TrainedClassifier
-from attnclf.presentation.figures import adversarial_figure, aopc_figure, faithfulness_figure
-from attnclf.presentation.markdown import faithfulness_markdown
-from attnclf.presentation.tensorboard import write_faithfulness
 from attnclf.settings.data import RationalesConfig
 from attnclf.settings.defaults import store_run_reader_defaults
 from attnclf.settings.run import check_device, checkpoints_given, on_a_run
 from attnclf.settings.typed import typed
-from attnclf.training.checkpoint import best_checkpoint, run_dir_of
 from attnclf.utils.checks import number, one_of, positive_int, repeated
 from attnclf.utils.jsonfile import write_json
 from attnclf.utils.threads import torch_threads
+
+# the measures, the model and the figures are imported where they run, after the settings' checks: a bad
+# value's refusal comes before torch (seconds) is imported
+if TYPE_CHECKING:
+    from attnclf.data.rationales import Aligned
+    from attnclf.inference.trained import TrainedClassifier
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +46,11 @@ def faithfulness(cfg: DictConfig) -> dict:
 
 def faithfulness_as_set(cfg: FaithfulnessConfig) -> dict:
     """faithfulness() with its settings read and checked."""
+    from attnclf.analysis import measures
+    from attnclf.analysis.faithfulness import measure
+    from attnclf.inference.trained import TrainedClassifier
+    from attnclf.training.checkpoint import best_checkpoint, run_dir_of
+
     ckpt = best_checkpoint(cfg.ckpt)
     clf = TrainedClassifier.from_checkpoint(ckpt, cfg.device)
     marked = None
@@ -83,6 +83,9 @@ def faithfulness_as_set(cfg: FaithfulnessConfig) -> dict:
 def sampled_reviews(clf: TrainedClassifier, cfg: FaithfulnessConfig) -> tuple[list[np.ndarray], np.ndarray, dict]:
     """(the sampled reviews as token ids, their labels, what the result says of them): a seeded sample of
     the split's reviews of min_tokens..max_tokens tokens."""
+    from attnclf.analysis.faithfulness import eligible_reviews, sample
+    from attnclf.inference.as_trained import split_as_trained
+
     data, dataset = split_as_trained(clf, cfg.split, cfg.data)
     picked = sample(dataset.lengths, cfg.reviews, cfg.max_tokens, cfg.seed, cfg.split, cfg.min_tokens)
     seqs = [dataset.tokens(i).astype(np.int64) for i in picked]
@@ -106,6 +109,10 @@ def sampled_reviews(clf: TrainedClassifier, cfg: FaithfulnessConfig) -> tuple[li
 
 def write_outputs(out: Path, result: dict, arrays: dict, clf: TrainedClassifier, seqs: list[np.ndarray]) -> None:
     """faithfulness.json, the figures, summary.md (printed too) and the TensorBoard events in `out`."""
+    from attnclf.presentation.figures import adversarial_figure, aopc_figure, faithfulness_figure
+    from attnclf.presentation.markdown import faithfulness_markdown
+    from attnclf.presentation.tensorboard import write_faithfulness
+
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "faithfulness.json", result)
     fig = faithfulness_figure(result, arrays)
@@ -133,6 +140,8 @@ def write_outputs(out: Path, result: dict, arrays: dict, clf: TrainedClassifier,
 def with_rationales(clf: TrainedClassifier, cfg: FaithfulnessConfig) -> tuple[Aligned, dict]:
     """The rationale set's reviews as the classifier reads them, with their marked tokens (a seeded sample of
     `reviews` where there are more), and what the result says of them."""
+    from attnclf.data.rationales import Aligned, LeftOut, align, read_rationales
+
     left = LeftOut()
     texts = read_rationales(cfg.rationales, left)
     marked = align(texts, clf.vocab, clf.max_length, clf.truncation, clf.labels, left, cfg.rationales.labels)
@@ -179,6 +188,11 @@ def load_all(
 ):
     """Each run's TrainedClassifier, and the same sampled reviews as each of them reads them (the split `split` of
     the data each was trained on, the data.* keys `given` over it: the runs must read the same rows)."""
+    from attnclf.analysis.faithfulness import sample
+    from attnclf.inference.as_trained import split_as_trained
+    from attnclf.inference.trained import TrainedClassifier
+    from attnclf.training.checkpoint import best_checkpoint
+
     clfs = [TrainedClassifier.from_checkpoint(best_checkpoint(r)) for r in runs]
     reading = {(c.max_length, c.truncation) for c in clfs}
     if len(reading) > 1:
@@ -286,10 +300,5 @@ def faithfulness_settings(cfg: DictConfig) -> FaithfulnessConfig:
     return on_a_run(FaithfulnessConfig, cfg, "faithfulness", rationales=rationales)
 
 
-@hydra.main(version_base="1.3", config_path="pkg://attnclf.conf", config_name="faithfulness")
-def main(cfg: DictConfig) -> None:
-    return run(faithfulness, cfg)
-
-
-def entry() -> None:
-    main_entry(main, "faithfulness")
+# what the Hydra app `attnclf faithfulness` calls with its composed config (attnclf/commands/__init__.py)
+command = faithfulness

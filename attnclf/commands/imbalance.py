@@ -80,7 +80,7 @@ KEYS = Keys(
 )
 
 
-def main(argv=None) -> int:
+def command(argv=None) -> int:
     argv = as_flags(list(sys.argv[1:] if argv is None else argv), KEYS)
     p = argparse.ArgumentParser(
         prog="attnclf imbalance",

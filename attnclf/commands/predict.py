@@ -17,7 +17,6 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from attnclf.cli import run
 from attnclf.errors import AttnclfError
 from attnclf.settings.run import check_device, check_quantize
 from attnclf.utils.checks import first_few
@@ -263,5 +262,5 @@ def predict_settings(argv: list[str]) -> PredictConfig:
     return config
 
 
-def entry() -> None:
-    run(predict, sys.argv[1:])
+# what `attnclf predict key=value ...` calls with its arguments (attnclf/commands/__init__.py)
+command = predict

@@ -3,13 +3,10 @@ one on one embedding), for a classifier to start from (`attnclf train model.init
 
 from __future__ import annotations
 
-import hydra
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
-from attnclf.cli import main_entry, run
 from attnclf.settings.lm import pretrain_settings
-from attnclf.training.pretrain import fit_language_models
 from attnclf.training.resume import with_run_settings
 
 
@@ -21,15 +18,11 @@ def pretrain(cfg: DictConfig, overrides: list[str] | None = None) -> float:
     cfg = with_run_settings(cfg, overrides, "pretrain")
     # every value typed and checked, before any data work
     s = pretrain_settings(cfg)
+    from attnclf.training.pretrain import fit_language_models
+
     return fit_language_models(s, cfg)
 
 
-@hydra.main(version_base="1.3", config_path="pkg://attnclf.conf", config_name="pretrain")
-def main(cfg: DictConfig) -> None:
+def command(cfg: DictConfig) -> float:
     # a run resumed by name takes the keys its command line leaves out from its own config
-    overrides = list(HydraConfig.get().overrides.task)
-    return run(lambda c: pretrain(c, overrides), cfg)
-
-
-def entry() -> None:
-    main_entry(main, "pretrain")
+    return pretrain(cfg, list(HydraConfig.get().overrides.task))

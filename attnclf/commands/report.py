@@ -458,7 +458,7 @@ def differences(groups: dict, path: Path) -> str:
 KEYS = Keys("report", positional=(("path", "folder"),), flags={"objective": "--objective", "target": "--target"})
 
 
-def main(argv: list[str] | None = None) -> int:
+def command(argv: list[str] | None = None) -> int:
     argv = as_flags(list(sys.argv[1:] if argv is None else argv), KEYS)
     p = argparse.ArgumentParser(
         prog="attnclf report",

@@ -8,11 +8,9 @@ from __future__ import annotations
 import errno
 import socket
 
-import hydra
 import uvicorn
 from omegaconf import DictConfig
 
-from attnclf.cli import main_entry, run
 from attnclf.errors import AttnclfError
 from attnclf.settings.serve import ServeConfig, serve_settings
 from attnclf.utils.checks import repeated
@@ -118,10 +116,5 @@ class Server(uvicorn.Server):
         self._captured_signals.clear()
 
 
-@hydra.main(version_base="1.3", config_path="pkg://attnclf.conf", config_name="serve")
-def main(cfg: DictConfig) -> None:
-    return run(serve, cfg)
-
-
-def entry() -> None:
-    main_entry(main, "serve")
+# what the Hydra app `attnclf serve` calls with its composed config (attnclf/commands/__init__.py)
+command = serve

@@ -5,6 +5,7 @@ package's YAMLs."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cache
 from importlib.resources import files
 
 from omegaconf import DictConfig, OmegaConf
@@ -40,6 +41,24 @@ def attention_node(name: str) -> dict:
     return OmegaConf.to_container(OmegaConf.create(path.read_text()))
 
 
+@cache
+def package_names() -> dict[str, str]:
+    """The package's mechanisms by their class: {"module.Class": the name of its YAML}. Read from conf/attention/,
+    so that naming a run folder or a run's mechanism imports no torch (a refusal of a bad value comes at once);
+    each class's own `name` is its YAML's (a test holds them equal)."""
+    return {attention_node(name)["_target_"]: name for name in package_attentions()}
+
+
+def name_of_class(target: str) -> str:
+    """The name of the mechanism the class `target` names: the package's from its YAML, a class of the user's
+    own imported and asked (attnclf/models/registry.py: attention_name)."""
+    if target in package_names():
+        return package_names()[target]
+    from attnclf.models.registry import attention_class, attention_name
+
+    return attention_name(attention_class(target))
+
+
 @dataclass
 class AttentionConfig:
     """What attention pools the encoder: its class (`target`, importable) and that class's own keys. `name`
@@ -51,9 +70,7 @@ class AttentionConfig:
     name: str = ""
 
     def __post_init__(self):
-        from attnclf.models.registry import attention_class, attention_name
-
-        self.name = self.name or attention_name(attention_class(self.target))
+        self.name = self.name or name_of_class(self.target)
 
     def check(self) -> None:
         from attnclf.models.registry import attention_class, check_keys
@@ -82,12 +99,10 @@ class AttentionConfig:
 def name_of_target(target) -> str:
     """The name of the mechanism `target` names, for the run folder (${attention_name:...}); a target that is
     not given or cannot be imported is named by its last part, and the run's check says why in one line."""
-    from attnclf.models.registry import attention_class, attention_name
-
     if target is None:
         return CUSTOM
     try:
-        return attention_name(attention_class(str(target)))
+        return name_of_class(str(target))
     except AttnclfError:
         return str(target).rpartition(".")[2].lower() or "attention"
 

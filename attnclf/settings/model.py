@@ -229,10 +229,11 @@ class ClassifierConfig:
             self.attention = AttentionConfig.named(self.attention)
 
     def check(self) -> None:
-        self.attention.check()
         self.model.check()
         self.optimizer.check()
         self.regularizer.check()
+        # last: the mechanism's keys are its class's, imported with torch (the checks above are at once)
+        self.attention.check()
         # built once, on the meta device (no memory, no draw from the seeded generator): a mechanism's own
         # checks of its keys against these sizes (heads that do not divide the size), before any data work
         import torch

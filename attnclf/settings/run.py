@@ -281,10 +281,15 @@ def check_device(device: str) -> None:
 
 
 def checkpoints_given(ckpt, what: str) -> list[str]:
-    """ckpt= as a list of checkpoints or run folders (one, or an ensemble's)."""
+    """ckpt= as a list of checkpoints or run folders (one, or an ensemble's), each there: refused before the
+    command imports its model (torch, seconds)."""
     if not ckpt:
         raise AttnclfError(f"give the checkpoint to {what}: ckpt=<path to .ckpt or a run folder>")
-    return [str(ckpt)] if isinstance(ckpt, (str, Path)) else [str(c) for c in ckpt]
+    given = [str(ckpt)] if isinstance(ckpt, (str, Path)) else [str(c) for c in ckpt]
+    for c in given:
+        if not Path(c).expanduser().exists():
+            raise AttnclfError(f"ckpt={c!r}: no such checkpoint or run folder")
+    return given
 
 
 def on_a_run(cls, cfg: DictConfig, key: str, **typed_apart):

@@ -6,7 +6,6 @@ import ipaddress
 import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
@@ -67,9 +66,6 @@ class ServeConfig:
         self.api_key = self.api_key or os.environ.get(API_KEY_VARIABLE) or None
 
     def check(self) -> None:
-        for c in self.ckpt:
-            if not Path(c).exists():
-                raise AttnclfError(f"ckpt={c!r}: no such checkpoint or run folder")
         self.check_names()
         for key in ("max_texts", "max_text_chars", "max_body_bytes", "batch_tokens", "max_queue", "browse_rows"):
             positive_int(key, getattr(self, key))

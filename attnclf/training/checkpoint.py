@@ -1,15 +1,12 @@
-"""Checkpoints: written atomically, loaded without unpickling code, found for resuming."""
+"""Checkpoints: loaded without unpickling code, read as today's settings, found for resuming (written
+atomically by checkpoint_io.py)."""
 
 from __future__ import annotations
 
 import json
-import os
 import zipfile
 from dataclasses import asdict
 from pathlib import Path
-
-import torch
-from pytorch_lightning.plugins.io import TorchCheckpointIO
 
 from attnclf.errors import AttnclfError
 from attnclf.settings.model import (
@@ -22,33 +19,11 @@ from attnclf.settings.model import (
 )
 
 
-class AtomicCheckpointIO(TorchCheckpointIO):
-    """torch.save to a temporary file beside the target, fsync, then rename over it.
-
-    A kill at any moment leaves either the old file or the new one, never a torn
-    one (Lightning's own save goes through a temporary file that may sit on
-    another file system, where the final move is a copy).
-    """
-
-    def save_checkpoint(self, checkpoint, path, storage_options=None) -> None:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-        try:
-            with open(tmp, "wb") as f:
-                torch.save(checkpoint, f)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        finally:
-            tmp.unlink(missing_ok=True)
-
-    def load_checkpoint(self, path, map_location=None, weights_only=True):
-        return load_checkpoint(path, map_location or "cpu")
-
-
 def load_checkpoint(path: str | Path, map_location="cpu") -> dict:
     """torch.load(weights_only=True) with one-line errors for missing, truncated or foreign files."""
+    # (here, not at the top: finding a run to resume, by a command's settings, needs no torch)
+    import torch
+
     path = Path(path)
     if not path.is_file():
         raise AttnclfError(f"checkpoint not found: {path}")

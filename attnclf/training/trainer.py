@@ -21,7 +21,7 @@ from pytorch_lightning.utilities.exceptions import SIGTERMException
 from attnclf.errors import AttnclfError, Interrupted
 from attnclf.settings.run import PathsConfig, RunConfig
 from attnclf.training.callbacks import CheckpointOnStop, ModelSummary, Throughput
-from attnclf.training.checkpoint import AtomicCheckpointIO
+from attnclf.training.checkpoint_io import AtomicCheckpointIO
 from attnclf.utils.memory import keep_freed_memory
 from attnclf.utils.quiet import logs_at_least
 

@@ -1,5 +1,7 @@
-"""What every entry point shares: a user error becomes one line on stderr and exit status 2, in a single
-run and in a sweep (`run`, `main_entry`)."""
+"""A user's error as one line: on stderr, exit status 2, in a single run and in a sweep. `one_line(fn, arg)`
+around every command's own work (a bad value, a file that cannot be written, Ctrl-C before training; a failed
+start's run folder taken down), `composed_or_one_line(app, config)` around a Hydra app's composition (an option,
+key or value Hydra cannot compose: one line naming what is allowed)."""
 
 from __future__ import annotations
 
@@ -25,8 +27,9 @@ from attnclf.settings.run import in_multirun
 from attnclf.utils.runfolder import close_logs_in, remove_if_unused
 
 
-def run(fn, cfg):
-    """Call an entry point's logic; a user error, a file that cannot be written (a full disk, a read-only
+def one_line(fn, cfg):
+    """Call a command's own work, `fn(cfg)` (`cfg`: a Hydra app's composed config, or a command's
+    arguments), and return what it returns; a user error, a file that cannot be written (a full disk, a read-only
     folder) or Ctrl-C before training becomes one line on stderr: exit status 2, or 128 + the signal's
     number for a run stopped from outside (Interrupted). A failed start leaves no run folder behind.
 
@@ -95,16 +98,16 @@ class SweepJobError(AttnclfError, CompactHydraException):
     prints its one line (a CompactHydraException), not a traceback."""
 
 
-def main_entry(main, config_name: str) -> None:
-    """Call a `@hydra.main` entry point (its primary config: `config_name`). A command line that names an
-    option, a key or a value Hydra cannot compose is one line naming it and what is allowed, exit 2 (Hydra
-    itself prints several lines and exits 1); so is a multirun stopped by a job's user error.
+def composed_or_one_line(app, config_name: str) -> None:
+    """Call a Hydra app, `app` (a `@hydra.main` function; its primary config: `config_name`). A command line
+    that names an option, a key or a value Hydra cannot compose is one line naming it and what is allowed,
+    exit 2 (Hydra itself prints several lines and exits 1); so is a multirun stopped by a job's user error.
     HYDRA_FULL_ERROR=1 set by the user still shows Hydra's own full error."""
     full = _env_set("HYDRA_FULL_ERROR")
     # composition errors reach us as exceptions, not as Hydra's print-out
     os.environ["HYDRA_FULL_ERROR"] = "1"
     try:
-        main()
+        app()
     except SystemExit as e:
         # raised while Hydra handled ours
         if e.code == 1 and isinstance(e.__context__, AttnclfError):
@@ -122,7 +125,7 @@ def main_entry(main, config_name: str) -> None:
             raise
         print(f"error: {composition_error(e, config_name)}", file=sys.stderr)
         raise SystemExit(2) from None
-    # Hydra making the run folder (ours are one line in run() already; this clause comes
+    # Hydra making the run folder (ours are one line in one_line() already; this clause comes
     except OSError as e:
         # after HydraException's, for Hydra's MissingConfigException is an OSError too)
         if full:
