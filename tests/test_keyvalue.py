@@ -7,10 +7,10 @@ from __future__ import annotations
 import importlib
 
 import pytest
+from helpers.commands import attnclf_in_process
 
 from attnclf.commands.keyvalue import as_flags
 from attnclf.errors import AttnclfError
-from tests.helpers.commands import attnclf_in_process
 
 CASES = {  # command module: (key=value given, the flags they stand for)
     "report": (
