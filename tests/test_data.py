@@ -84,12 +84,12 @@ def test_datamodule_vocab_from_train_rows_only_and_saved(tiny_imdb, tmp_path):
 
 def test_second_setup_reads_the_cache(tiny_imdb, tmp_path, monkeypatch):
     first = setup_dm(tiny_imdb, tmp_path)
-    assert len(list((tmp_path / "cache").glob("*.npz"))) == 2  # train and test
+    assert len(list((tmp_path / "cache").glob("*/meta.json"))) == 2  # train and test
 
     def fail(*a, **k):
         raise AssertionError("re-tokenised although cached")
 
-    monkeypatch.setattr(encoding, "encode_texts", fail)
+    monkeypatch.setattr(encoding, "chunks_of", fail)
     second = setup_dm(tiny_imdb, tmp_path)
     assert second.vocab.itos == first.vocab.itos
     assert (second.train_set.tokens(5) == first.train_set.tokens(5)).all()
@@ -325,7 +325,7 @@ def test_the_token_cache_key_holds_what_changes_the_tokens(tmp_path, monkeypatch
     cache = tmp_path / "cache"
 
     def files():
-        return {p.name for p in cache.glob("*.npz")}
+        return {p.parent.name for p in cache.glob("*/meta.json")}
 
     seen = []
     for ds, text, label in (
