@@ -1497,6 +1497,20 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         ["tests/test_token_cache.py::test_an_old_single_file_cache_is_tokenised_again_with_one_line"],
     ),
     (
+        "browse-samples-one-seed-whatever-the-setting",
+        "attnclf/serving/browse.py",
+        r"np\.random\.default_rng\(seed\)\.choice",
+        "np.random.default_rng(0).choice",
+        ["tests/test_serve.py::test_browse_samples_by_the_seed_setting"],
+    ),
+    (
+        "the-browse-csv-in-the-samples-order",
+        "attnclf/presentation/explorer.py",
+        r"    for r in ordered\(rows, order\):\n        models = ",
+        "    for r in rows:\n        models = ",
+        ["tests/test_serve.py::test_the_browse_table_downloads_as_csv_with_the_pages_rows_in_its_order"],
+    ),
+    (
         "a-default-written-twice-in-a-command",
         "conf/train.yaml",
         r"\nhydra:\n  job:",

@@ -278,6 +278,52 @@ def test_browse_lists_the_runs_test_rows_orders_them_and_opens_each(two, tiny_ru
     assert two.get("/", params={"row": "99999"}).status_code == 404
 
 
+def test_the_browse_table_downloads_as_csv_with_the_pages_rows_in_its_order(two, tiny_run):
+    """/browse.csv: the page's rows in the page's order, every model's label, probability (full precision) and
+    tau, the whole text; the page links to it with its order (and the key where one is in use)."""
+    import csv
+    import io
+
+    assert two.get("/browse").status_code == 200
+    (kept,) = tiny_run.glob("browse_test_500_s42_*.json")
+    rows = {x["row"]: x for x in json.loads(kept.read_text())["rows"]}
+    for order in ("row", "tau", "misclassified"):
+        page = two.get("/browse", params={"order": order}).text
+        assert f"href='/browse.csv?order={order}' download>" in page
+        r = two.get("/browse.csv", params={"order": order})
+        assert r.status_code == 200 and r.headers["content-type"].startswith("text/csv")
+        assert r.headers["content-disposition"] == "attachment; filename=browse.csv"
+        # (a test row holds a 1 MB review: over the csv module's default field limit)
+        limit = csv.field_size_limit(10**8)
+        table = list(csv.reader(io.StringIO(r.text)))
+        csv.field_size_limit(limit)
+        assert table[0][:5] == [
+            "row",
+            "true",
+            "dot label",
+            "dot prob",
+            "dot tau (Kendall, attention vs |gradient x input|)",
+        ]
+        assert [int(line[0]) for line in table[1:]] == rows_shown(page)
+        for line in table[1:]:
+            want = rows[int(line[0])]
+            models = [want["models"][n] for n in ("dot", "additive")]
+            cells = [str(v) for m in models for v in (m["label"], m["prob"], "" if m["tau"] is None else m["tau"])]
+            assert line == [str(want["row"]), want["label"], *cells, want["text"]]
+    assert two.get("/browse.csv", params={"order": "nosuch"}).status_code == 422
+
+
+def test_browse_samples_by_the_seed_setting(tiny_run):
+    """Two servers with one seed show the same rows (the second reads what the first kept), another seed
+    other rows: 20 of the run's 80 test rows."""
+    shown = {}
+    for seed in (3, 3, 4):
+        with client_of([tiny_run], browse_rows=20, seed=seed) as c:
+            shown.setdefault(seed, []).append(rows_shown(c.get("/browse").text))
+    assert shown[3][0] == shown[3][1] and len(shown[3][0]) == 20
+    assert shown[4][0] != shown[3][0] and len(shown[4][0]) == 20
+
+
 def test_docs_describes_every_endpoint_and_the_limits_without_fetching_anything(two):
     r = two.get("/docs")
     assert r.status_code == 200 and "src=" not in r.text and "href='http" not in r.text

@@ -5,7 +5,9 @@ offline. Every text shown is escaped."""
 
 from __future__ import annotations
 
+import csv
 import html
+import io
 import json
 from urllib.parse import urlencode
 
@@ -153,13 +155,31 @@ def browse_page(
             + "".join(cells)
             + f"<td>{html.escape(preview)}</td></tr>"
         )
+    download = f"<a href='{link('/browse.csv', key, order=order)}' download>this table as CSV</a>"
     return (
         head("attnclf: browse", key)
-        + f"<p class='about'>{html.escape(about)}</p><p>First where: {orders}</p>"
+        + f"<p class='about'>{html.escape(about)}</p><p>First where: {orders} · {download}</p>"
         + f"<table><tr><th>row</th><th>true</th>{header}<th>text</th></tr>\n"
         + "\n".join(body)
         + "</table>\n"
     )
+
+
+# /browse.csv's tau column: which tau it is
+TAU_COLUMN = "tau (Kendall, attention vs |gradient x input|)"
+
+
+def browse_csv(rows: list[dict], names: list[str], order: str) -> str:
+    """/browse's table as CSV, in the order asked for: the row, its true label, each model's label, probability
+    and tau, and the whole text (the page shows its first words)."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(["row", "true", *(f"{n} {c}" for n in names for c in ("label", "prob", TAU_COLUMN)), "text"])
+    for r in ordered(rows, order):
+        models = [r["models"][n] for n in names]
+        cells = [v for m in models for v in (m["label"], m["prob"], "" if m["tau"] is None else m["tau"])]
+        writer.writerow([r["row"], r["label"], *cells, r["text"]])
+    return out.getvalue()
 
 
 def request_body(op: dict, schema: dict | None = None) -> dict | None:

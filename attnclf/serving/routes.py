@@ -15,7 +15,7 @@ from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from attnclf.errors import AttnclfError
-from attnclf.presentation.explorer import ORDERS, browse_page, docs_page, explorer_page
+from attnclf.presentation.explorer import ORDERS, browse_csv, browse_page, docs_page, explorer_page
 from attnclf.serving import schema
 from attnclf.serving.browse import browse_rows
 from attnclf.serving.explain import explain, prediction_json
@@ -147,6 +147,21 @@ class Api:
                 f"{len(rows)} test rows of {first.about}, sampled with seed {self.s.seed}; each opens in the explorer"
             )
             return HTMLResponse(browse_page(rows, self.names, order, about, key, orders))
+
+        @get_and_head(
+            app,
+            "/browse.csv",
+            response_class=Response,
+            responses={200: {"content": {"text/csv": {}}}, **schema.answers(404, 422, 500, 503, keyed=keyed)},
+            summary="the first model's test rows as CSV (a download)",
+        )
+        async def browse_table(key: key, order: Literal[orders] = "row"):
+            rows = await self.rows()
+            return Response(
+                browse_csv(rows, self.names, order),
+                media_type="text/csv; charset=utf-8",
+                headers={"Content-Disposition": "attachment; filename=browse.csv"},
+            )
 
         @get_and_head(app, "/docs", **page, include_in_schema=False)
         async def docs(request: Request, key: key):
