@@ -1506,9 +1506,23 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     (
         "the-browse-csv-in-the-samples-order",
         "attnclf/presentation/explorer.py",
-        r"    for r in ordered\(rows, order\):\n        models = ",
+        r"    for r in selected\(rows, sel\):\n        models = ",
         "    for r in rows:\n        models = ",
         ["tests/test_serve.py::test_the_browse_table_downloads_as_csv_with_the_pages_rows_in_its_order"],
+    ),
+    (
+        "browse-misclassified-by-any-model",
+        "attnclf/presentation/explorer.py",
+        r'and \(sel\.wrong is None or r\["models"\]\[sel\.wrong\]\["label"\] != r\["label"\]\)',
+        'and (sel.wrong is None or any(m["label"] != r["label"] for m in r["models"].values()))',
+        ["tests/test_serve.py::test_browse_filters_by_a_word_the_true_label_and_a_models_mistakes_and_the_csv_follows"],
+    ),
+    (
+        "browse-pages-overlap",
+        "attnclf/presentation/explorer.py",
+        r"shown = chosen\[\(page - 1\) \* PAGE_ROWS : page \* PAGE_ROWS\]",
+        "shown = chosen[: page * PAGE_ROWS]",
+        ["tests/test_serve.py::test_browse_lists_the_runs_test_rows_orders_them_and_opens_each"],
     ),
     (
         "a-default-written-twice-in-a-command",

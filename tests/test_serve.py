@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 from scipy.stats import kendalltau
 
 from attnclf.analysis import measures
+from attnclf.data.text import tokenize
 from attnclf.errors import AttnclfError
 from attnclf.inference.trained import TrainedClassifier
 from attnclf.serving.app import create_app
@@ -251,13 +252,26 @@ def rows_shown(page: str) -> list[int]:
     return [int(x) for x in re.findall(r"<tr><td><a href='/\?row=(\d+)'", page)]
 
 
+def all_pages(client, **params) -> list[int]:
+    """The rows /browse shows over its pages (50 a page), as a user reads them following its "next" links."""
+    shown, page = [], client.get("/browse", params=params).text
+    while True:
+        shown += rows_shown(page)
+        after = re.search(r"<a href='([^']*)'>next</a>", page)
+        if not after:
+            return shown
+        page = client.get(html.unescape(after.group(1))).text
+
+
 def test_browse_lists_the_runs_test_rows_orders_them_and_opens_each(two, tiny_run):
     r = two.get("/browse")
     assert r.status_code == 200
     kept = list(tiny_run.glob("browse_test_500_s42_*.json"))
     assert len(kept) == 1
     rows = json.loads(kept[0].read_text())["rows"]
-    assert rows_shown(r.text) == [x["row"] for x in rows] == list(range(80))  # (80 test rows: fewer than 500)
+    # (80 test rows: fewer than 500; 50 a page)
+    assert rows_shown(r.text) == list(range(50)) and "rows 1-50 of 80" in r.text
+    assert all_pages(two) == [x["row"] for x in rows] == list(range(80))
     assert set(rows[0]["models"]) == {"dot", "additive"}
 
     def lowest(x):
@@ -270,8 +284,7 @@ def test_browse_lists_the_runs_test_rows_orders_them_and_opens_each(two, tiny_ru
         return -len({m["label"] for m in x["models"].values()})
 
     for order, key in (("tau", lowest), ("misclassified", wrong), ("disagree", disagree)):
-        shown = rows_shown(two.get("/browse", params={"order": order}).text)
-        assert shown == [x["row"] for x in sorted(rows, key=key)], order
+        assert all_pages(two, order=order) == [x["row"] for x in sorted(rows, key=key)], order
     opened = two.get("/", params={"row": rows[5]["row"]})
     assert opened.status_code == 200 and f"true label: <b class='gold'>{rows[5]['label']}</b>" in opened.text
     assert two.get("/browse", params={"order": "nosuch"}).status_code == 422
@@ -289,7 +302,7 @@ def test_the_browse_table_downloads_as_csv_with_the_pages_rows_in_its_order(two,
     rows = {x["row"]: x for x in json.loads(kept.read_text())["rows"]}
     for order in ("row", "tau", "misclassified"):
         page = two.get("/browse", params={"order": order}).text
-        assert f"href='/browse.csv?order={order}' download>" in page
+        assert f"href='/browse.csv{'' if order == 'row' else '?order=' + order}' download>" in page
         r = two.get("/browse.csv", params={"order": order})
         assert r.status_code == 200 and r.headers["content-type"].startswith("text/csv")
         assert r.headers["content-disposition"] == "attachment; filename=browse.csv"
@@ -304,13 +317,50 @@ def test_the_browse_table_downloads_as_csv_with_the_pages_rows_in_its_order(two,
             "dot prob",
             "dot tau (Kendall, attention vs |gradient x input|)",
         ]
-        assert [int(line[0]) for line in table[1:]] == rows_shown(page)
+        assert [int(line[0]) for line in table[1:]] == all_pages(two, order=order)
         for line in table[1:]:
             want = rows[int(line[0])]
             models = [want["models"][n] for n in ("dot", "additive")]
             cells = [str(v) for m in models for v in (m["label"], m["prob"], "" if m["tau"] is None else m["tau"])]
             assert line == [str(want["row"]), want["label"], *cells, want["text"]]
     assert two.get("/browse.csv", params={"order": "nosuch"}).status_code == 422
+
+
+def test_browse_filters_by_a_word_the_true_label_and_a_models_mistakes_and_the_csv_follows(two, tiny_run):
+    """/browse?word=&label=&wrong=: the rows that hold the word (as the tokenizer reads it), of that true label,
+    misclassified by that model, all three together, over the pages and in the CSV; the form's emptied fields
+    are no filter; a model that is not served is a 422."""
+    import csv
+    import io
+
+    assert two.get("/browse").status_code == 200
+    (kept,) = tiny_run.glob("browse_test_500_s42_*.json")
+    rows = json.loads(kept.read_text())["rows"]
+    word = tokenize(rows[7]["text"])[2]
+    label = rows[0]["label"]
+    cases = [
+        ({"word": word.upper()}, lambda x: word in tokenize(x["text"])),
+        ({"label": label}, lambda x: x["label"] == label),
+        ({"wrong": "dot"}, lambda x: x["models"]["dot"]["label"] != x["label"]),
+        (
+            {"label": label, "wrong": "additive"},
+            lambda x: x["label"] == label and x["models"]["additive"]["label"] != label,
+        ),
+        ({"word": "", "label": "", "wrong": ""}, lambda x: True),
+    ]
+    for params, keep in cases:
+        want = [x["row"] for x in rows if keep(x)]
+        assert all_pages(two, **params) == want, params
+        limit = csv.field_size_limit(10**8)
+        table = list(csv.reader(io.StringIO(two.get("/browse.csv", params=params).text)))
+        csv.field_size_limit(limit)
+        assert [int(line[0]) for line in table[1:]] == want, params
+    assert (
+        0 < len(all_pages(two, word=word)) < 80
+        and "no row is selected" in two.get("/browse", params={"word": "zzqx"}).text
+    )
+    assert two.get("/browse", params={"wrong": "nosuch"}).status_code == 422
+    assert two.get("/browse", params={"page": 0}).status_code == 422
 
 
 def test_browse_samples_by_the_seed_setting(tiny_run):

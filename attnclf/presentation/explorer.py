@@ -9,8 +9,10 @@ import csv
 import html
 import io
 import json
+from dataclasses import asdict, dataclass, replace
 from urllib.parse import urlencode
 
+from attnclf.data.text import tokenize
 from attnclf.presentation.html import STYLE, legend, shade_words
 
 # (id, what the legend says, what a word's hover says)
@@ -129,53 +131,122 @@ def ordered(rows: list[dict], order: str) -> list[dict]:
     return sorted(rows, key=keys[order])
 
 
+# /browse's rows a page
+PAGE_ROWS = 50
+# the tau of /browse's columns (the page's header says it in short, the CSV's header whole)
+TAU_COLUMN = "tau (Kendall, attention vs |gradient x input|)"
+
+
+@dataclass
+class Selection:
+    """Which of /browse's rows show, in what order: its query's keys (the CSV takes the same, less `page`)."""
+
+    order: str = "row"
+    # a word the text holds (as the tokenizer reads it: any case)
+    word: str | None = None
+    # the true label
+    label: str | None = None
+    # a model's name: the rows it misclassifies
+    wrong: str | None = None
+    page: int = 1
+
+    def query(self, **change) -> dict:
+        """The keys that differ from the defaults, with `change` over them: a link's query."""
+        given = asdict(replace(self, **change))
+        return {k: v for k, v in given.items() if v != getattr(Selection, k)}
+
+
+def selected(rows: list[dict], sel: Selection) -> list[dict]:
+    """The rows `sel` selects, in its order (every page)."""
+    word = sel.word.lower() if sel.word else None
+    return [
+        r
+        for r in ordered(rows, sel.order)
+        if (sel.label is None or r["label"] == sel.label)
+        and (sel.wrong is None or r["models"][sel.wrong]["label"] != r["label"])
+        and (word is None or word in tokenize(r["text"]))
+    ]
+
+
 def browse_page(
-    rows: list[dict], names: list[str], order: str, about: str, key: str | None = None, offered=tuple(ORDERS)
+    rows: list[dict], names: list[str], sel: Selection, about: str, key: str | None = None, offered=tuple(ORDERS)
 ) -> str:
     """/browse: the sampled test rows, each model's label, probability and tau; each row opens in the explorer.
     `offered`: the orders that apply (the models' disagreement only where two or more are served)."""
     orders = " · ".join(
         f"<b>{html.escape(ORDERS[o])}</b>"
-        if o == order
-        else f"<a href='{link('/browse', key, order=o)}'>{html.escape(ORDERS[o])}</a>"
+        if o == sel.order
+        else f"<a href='{link('/browse', key, **sel.query(order=o, page=1))}'>{html.escape(ORDERS[o])}</a>"
         for o in offered
     )
-    header = "".join(f"<th>{html.escape(n)}</th><th>tau</th>" for n in names)
-    body = []
-    for r in ordered(rows, order):
-        cells = []
-        for n in names:
-            m = r["models"][n]
-            wrong = " class='wrong'" if m["label"] != r["label"] else ""
-            tau = "n/a" if m["tau"] is None else f"{m['tau']:.2f}"
-            cells.append(f"<td{wrong}>{html.escape(m['label'])} ({m['prob']:.2f})</td><td>{tau}</td>")
-        preview = " ".join(r["text"].split())[:100]
-        body.append(
-            f"<tr><td><a href='{link('/', key, row=r['row'])}'>{r['row']}</a></td><td>{html.escape(r['label'])}</td>"
-            + "".join(cells)
-            + f"<td>{html.escape(preview)}</td></tr>"
-        )
-    download = f"<a href='{link('/browse.csv', key, order=order)}' download>this table as CSV</a>"
+    chosen = selected(rows, sel)
+    pages = max(1, -(-len(chosen) // PAGE_ROWS))
+    page = min(sel.page, pages)
+    shown = chosen[(page - 1) * PAGE_ROWS : page * PAGE_ROWS]
+    csv_query = sel.query(page=1)
+    download = f"<a href='{link('/browse.csv', key, **csv_query)}' download>these rows as CSV</a>"
+    header = "".join(f"<th>{html.escape(n)}</th><th title='{TAU_COLUMN}'>tau vs |grad x input|</th>" for n in names)
     return (
         head("attnclf: browse", key)
-        + f"<p class='about'>{html.escape(about)}</p><p>First where: {orders} · {download}</p>"
+        + f"<p class='about'>{html.escape(about)}</p><p>First where: {orders}</p>"
+        + filters_form(rows, names, sel, key)
+        + f"<p>{paging(len(chosen), page, pages, sel, key)} · {download}</p>"
         + f"<table><tr><th>row</th><th>true</th>{header}<th>text</th></tr>\n"
-        + "\n".join(body)
+        + "\n".join(browse_row(r, names, key) for r in shown)
         + "</table>\n"
     )
 
 
-# /browse.csv's tau column: which tau it is
-TAU_COLUMN = "tau (Kendall, attention vs |gradient x input|)"
+def browse_row(r: dict, names: list[str], key: str | None) -> str:
+    cells = []
+    for n in names:
+        m = r["models"][n]
+        wrong = " class='wrong'" if m["label"] != r["label"] else ""
+        tau = "n/a" if m["tau"] is None else f"{m['tau']:.2f}"
+        cells.append(f"<td{wrong}>{html.escape(m['label'])} ({m['prob']:.2f})</td><td>{tau}</td>")
+    preview = " ".join(r["text"].split())[:100]
+    return (
+        f"<tr><td><a href='{link('/', key, row=r['row'])}'>{r['row']}</a></td><td>{html.escape(r['label'])}</td>"
+        + "".join(cells)
+        + f"<td>{html.escape(preview)}</td></tr>"
+    )
 
 
-def browse_csv(rows: list[dict], names: list[str], order: str) -> str:
-    """/browse's table as CSV, in the order asked for: the row, its true label, each model's label, probability
-    and tau, and the whole text (the page shows its first words)."""
+def filters_form(rows: list[dict], names: list[str], sel: Selection, key: str | None) -> str:
+    """The filters as a plain GET form (no script): a word, the true label, a model's mistakes."""
+
+    def options(values, chosen):
+        first = "<option value=''>any</option>"
+        return first + "".join(f"<option{' selected' if v == chosen else ''}>{html.escape(v)}</option>" for v in values)
+
+    labels = sorted({r["label"] for r in rows})
+    hidden = {"order": sel.order, **({"key": key} if key else {})}
+    return (
+        "<form method='get' action='/browse'>"
+        + "".join(f"<input type='hidden' name='{k}' value='{html.escape(v)}'>" for k, v in hidden.items())
+        + f"word <input name='word' value='{html.escape(sel.word or '')}'> "
+        + f"true label <select name='label'>{options(labels, sel.label)}</select> "
+        + f"misclassified by <select name='wrong'>{options(names, sel.wrong)}</select> "
+        + "<button>show</button></form>"
+    )
+
+
+def paging(count: int, page: int, pages: int, sel: Selection, key: str | None) -> str:
+    """ "rows a-b of n", with links to the pages before and after."""
+    first, last = (page - 1) * PAGE_ROWS + 1, min(page * PAGE_ROWS, count)
+    said = f"rows {first}-{last} of {count}" if count else "no row is selected"
+    before = f"<a href='{link('/browse', key, **sel.query(page=page - 1))}'>previous</a> " if page > 1 else ""
+    after = f" <a href='{link('/browse', key, **sel.query(page=page + 1))}'>next</a>" if page < pages else ""
+    return before + said + after
+
+
+def browse_csv(rows: list[dict], names: list[str], sel: Selection) -> str:
+    """/browse's selected rows as CSV, every page, in its order: the row, its true label, each model's label,
+    probability and tau, and the whole text (the page shows its first words)."""
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(["row", "true", *(f"{n} {c}" for n in names for c in ("label", "prob", TAU_COLUMN)), "text"])
-    for r in ordered(rows, order):
+    for r in selected(rows, sel):
         models = [r["models"][n] for n in names]
         cells = [v for m in models for v in (m["label"], m["prob"], "" if m["tau"] is None else m["tau"])]
         writer.writerow([r["row"], r["label"], *cells, r["text"]])

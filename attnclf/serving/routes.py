@@ -15,7 +15,7 @@ from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse
 
 from attnclf.errors import AttnclfError
-from attnclf.presentation.explorer import ORDERS, browse_csv, browse_page, docs_page, explorer_page
+from attnclf.presentation.explorer import ORDERS, Selection, browse_csv, browse_page, docs_page, explorer_page
 from attnclf.serving import schema
 from attnclf.serving.browse import browse_rows
 from attnclf.serving.explain import explain, prediction_json
@@ -118,6 +118,21 @@ class Api:
         page = {"response_class": HTMLResponse}
         orders = tuple(o for o in ORDERS if o != "disagree" or len(self.names) > 1)
         text_query = Query(max_length=self.s.max_text_chars, description="a text every model reads")
+        names = tuple(self.names)
+
+        # /browse's and /browse.csv's query: checked by FastAPI as the other routes' (422 naming the key)
+        def selection(
+            order: Literal[orders] = "row",
+            word: Annotated[str | None, Query(max_length=100, description="a word the text holds")] = None,
+            label: Annotated[str | None, Query(max_length=200, description="the true label")] = None,
+            # ("": the form's "any")
+            wrong: Annotated[
+                Literal[(*names, "")] | None, Query(description="a model: the rows it misclassifies")
+            ] = None,
+            page: Annotated[int, Query(ge=1, le=10**6)] = 1,
+        ) -> Selection:
+            # an emptied form field is not a filter
+            return Selection(order, word or None, label or None, wrong or None, page)
 
         @get_and_head(
             app,
@@ -140,13 +155,13 @@ class Api:
             responses=schema.answers(404, 422, 500, 503, keyed=keyed, page=True),
             summary="the first model's test rows",
         )
-        async def browse(key: key, order: Literal[orders] = "row"):
+        async def browse(key: key, sel: Annotated[Selection, Depends(selection)]):
             rows = await self.rows()
             first = next(iter(self.models.values()))
             about = (
                 f"{len(rows)} test rows of {first.about}, sampled with seed {self.s.seed}; each opens in the explorer"
             )
-            return HTMLResponse(browse_page(rows, self.names, order, about, key, orders))
+            return HTMLResponse(browse_page(rows, self.names, sel, about, key, orders))
 
         @get_and_head(
             app,
@@ -155,10 +170,10 @@ class Api:
             responses={200: {"content": {"text/csv": {}}}, **schema.answers(404, 422, 500, 503, keyed=keyed)},
             summary="the first model's test rows as CSV (a download)",
         )
-        async def browse_table(key: key, order: Literal[orders] = "row"):
+        async def browse_table(key: key, sel: Annotated[Selection, Depends(selection)]):
             rows = await self.rows()
             return Response(
-                browse_csv(rows, self.names, order),
+                browse_csv(rows, self.names, sel),
                 media_type="text/csv; charset=utf-8",
                 headers={"Content-Disposition": "attachment; filename=browse.csv"},
             )
