@@ -1525,6 +1525,13 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         ["tests/test_serve.py::test_browse_lists_the_runs_test_rows_orders_them_and_opens_each"],
     ),
     (
+        "a-models-card-without-its-test-accuracy",
+        "attnclf/commands/serve.py",
+        r'return "" if acc is None else f", test accuracy \{acc:\.3f\}"',
+        'return ""',
+        ["tests/test_serve.py::test_each_models_card_names_its_run_and_its_test_accuracy"],
+    ),
+    (
         "a-default-written-twice-in-a-command",
         "conf/train.yaml",
         r"\nhydra:\n  job:",

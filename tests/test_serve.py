@@ -62,6 +62,15 @@ def test_health_names_every_model_by_its_attention(two):
     assert r.status_code == 200 and r.json() == {"status": "ok", "models": ["dot", "additive"]}
 
 
+def test_each_models_card_names_its_run_and_its_test_accuracy(two, tiny_run, tiny_run_additive):
+    """The page's line on each model: its run folder, attention, encoder and the test accuracy its run's
+    metrics.json holds."""
+    page = html.unescape(two.get("/", params={"text": "a wonderful film"}).text)
+    for name, run in (("dot", tiny_run), ("additive", tiny_run_additive)):
+        acc = json.loads((run / "metrics.json").read_text())["test/acc"]
+        assert f"{run.name}: {name} attention, BiGRU, test accuracy {acc:.3f}</p>" in page
+
+
 def test_predict_gives_each_text_what_the_classifier_gives_it_in_order(two, tiny_run_additive):
     texts = [TEXT, "awful boring waste", "great " * 1200, "superb"]
     r = two.post("/predict", json={"texts": texts, "model": "additive"})

@@ -69,9 +69,24 @@ def load_models(s: ServeConfig) -> list:
         raise AttnclfError(f"the models' names clash ({', '.join(names)}); name them: 'names=[a,b,...]'")
     int8 = s.quantize == "int8"
     return [
-        Model(name, clf, ckpt, f"{clf.run.name}: {attention} attention, {rnn_of(clf)}", clf.int8() if int8 else clf)
+        Model(
+            name,
+            clf,
+            ckpt,
+            f"{clf.run.name}: {attention} attention, {rnn_of(clf)}{tested(clf)}",
+            clf.int8() if int8 else clf,
+        )
         for name, clf, ckpt, attention in zip(names, clfs, ckpts, attentions, strict=True)
     ]
+
+
+def tested(clf) -> str:
+    """ ", test accuracy 0.xxx" from the run's metrics.json, where it holds one (a run tested at its end)."""
+    from attnclf.utils.jsonfile import read_json
+
+    metrics = clf.run / "metrics.json"
+    acc = read_json(metrics).get("test/acc") if metrics.is_file() else None
+    return "" if acc is None else f", test accuracy {acc:.3f}"
 
 
 def rnn_of(clf) -> str:
