@@ -1427,8 +1427,8 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     (
         "a-package-mechanism-named-by-importing-it",
         "attnclf/settings/attention.py",
-        r"    if target in package_names\(\):\n",
-        "    if False:\n",
+        r"name = package_names\(\)\.get\(target\)",
+        "name = None",
         ["tests/test_config.py::test_each_package_mechanisms_name_is_its_yamls_without_importing_it"],
     ),
     (

@@ -9,6 +9,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from attnclf.errors import AttnclfError
+from attnclf.settings.run import checkpoints_given
 
 HELP = """usage: attnclf export ckpt=<.ckpt or run folder> out=<folder> [license=ID] [push=<repo id>]
 
@@ -29,8 +30,7 @@ class ExportConfig:
     def check(self) -> None:
         if self.ckpt is None or self.out is None:
             raise AttnclfError("give the run and the folder: attnclf export ckpt=<run> out=<folder>")
-        if not Path(self.ckpt).exists():
-            raise AttnclfError(f"ckpt={self.ckpt!r}: no such checkpoint or run folder")
+        checkpoints_given(self.ckpt, "export")
         out = Path(self.out)
         if out.exists() and (not out.is_dir() or any(out.iterdir())):
             raise AttnclfError(f"out={self.out!r} exists and is not an empty folder; give a new one")

@@ -1,7 +1,7 @@
 """`attnclf train attention=additive [key=value ...]`: train a classifier. `train(cfg)` is the whole run,
 callable from Python and tests: its settings checked first (attnclf/settings/train.py, no torch: a bad value is
 one line at once), then the run (attnclf/training/fit.py). `command(cfg)` is what the Hydra app calls
-(attnclf/commands/hydra_app.py; `python train.py` at a checkout's root too)."""
+(attnclf/commands/__init__.py: hydra_app; `python train.py` at a checkout's root too)."""
 
 from __future__ import annotations
 

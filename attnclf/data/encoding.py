@@ -47,14 +47,13 @@ CACHE_LAYOUT = "flat-v2"
 @dataclass
 class Encoded:
     """A tokenised split: row i is ids[offsets[i]:offsets[i+1]], in ids of `table`. From the cache the ids
-    are memory-mapped (`ids_file`: the file, which streaming passes read in blocks instead, so that reading
-    the whole split once does not keep it resident)."""
+    are memory-mapped, and streaming passes read their file in blocks instead, so that reading the whole split
+    once does not keep it resident."""
 
     ids: np.ndarray  # (N_tokens,) int32
     offsets: np.ndarray  # (N_rows + 1,) int64
     labels: np.ndarray  # (N_rows,) int64
     table: list[str]
-    ids_file: Path | None = None
 
     @property
     def lengths(self) -> np.ndarray:
@@ -62,13 +61,15 @@ class Encoded:
 
     def id_blocks(self, rows_per_block: int = CHUNK_ROWS) -> Iterator[tuple[int, int, np.ndarray]]:
         """(first row, end row, their ids) over the split, `rows_per_block` rows at a time."""
+        # (the cache's file where the ids are mapped from one)
+        path = getattr(self.ids, "filename", None)
         for a in range(0, len(self.labels), rows_per_block):
             b = min(a + rows_per_block, len(self.labels))
             lo, hi = int(self.offsets[a]), int(self.offsets[b])
-            if self.ids_file is None:
+            if path is None:
                 yield a, b, self.ids[lo:hi]
             else:
-                yield a, b, np.fromfile(self.ids_file, dtype=np.int32, count=hi - lo, offset=4 * lo)
+                yield a, b, np.fromfile(path, dtype=np.int32, count=hi - lo, offset=4 * lo)
 
     def token_counts(self, rows: np.ndarray) -> np.ndarray:
         """How often each table entry occurs in the given rows (counted a block of rows at a time)."""
@@ -256,7 +257,7 @@ def opened_cache(folder: Path) -> Encoded | None:
         log.warning("token cache %s cannot be read (%s: %s); tokenising again", folder, type(e).__name__, e)
         shutil.rmtree(folder, ignore_errors=True)
         return None
-    return Encoded(ids, offsets, labels, table, ids_file=folder / "ids.int32")
+    return Encoded(ids, offsets, labels, table)
 
 
 def mapped(path: Path, dtype, count: int) -> np.ndarray:

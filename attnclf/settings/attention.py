@@ -52,8 +52,9 @@ def package_names() -> dict[str, str]:
 def name_of_class(target: str) -> str:
     """The name of the mechanism the class `target` names: the package's from its YAML, a class of the user's
     own imported and asked (attnclf/models/registry.py: attention_name)."""
-    if target in package_names():
-        return package_names()[target]
+    name = package_names().get(target)
+    if name is not None:
+        return name
     from attnclf.models.registry import attention_class, attention_name
 
     return attention_name(attention_class(target))
