@@ -817,8 +817,8 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     (
         "serve-page-text-unescaped",
         "attnclf/presentation/explorer.py",
-        r"placeholder='Type or paste a text'>\{html\.escape\(text\)\}",
-        "placeholder='Type or paste a text'>{text}",
+        r"placeholder='Type or paste a text'>\{html\.escape\(look\.text\)\}",
+        "placeholder='Type or paste a text'>{look.text}",
         ["tests/test_serve.py::test_the_page_shows_every_model_side_by_side_and_escapes_the_text"],
     ),
     (
@@ -904,7 +904,7 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     ),
     (
         "serve-api-link-drops-the-key",
-        "attnclf/presentation/explorer.py",
+        "attnclf/presentation/site.py",
         r"<a href='\{link\('/docs', key\)\}'>API</a>",
         "<a href='/docs'>API</a>",
         [
@@ -951,8 +951,8 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     (
         "serve-key-in-the-form-unescaped",
         "attnclf/presentation/explorer.py",
-        r"value='\{html\.escape\(key\)\}'",
-        "value='{key}'",
+        r"value='\{html\.escape\(v\)\}'>\" for k, v in keep\.items\(\) if v is not None",
+        "value='{v}'>\" for k, v in keep.items() if v is not None",
         ["tests/test_serve.py::test_every_value_a_page_writes_back_is_escaped_key_order_and_row"],
     ),
     (
@@ -1505,21 +1505,21 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     ),
     (
         "the-browse-csv-in-the-samples-order",
-        "attnclf/presentation/explorer.py",
+        "attnclf/presentation/browse.py",
         r"    for r in selected\(rows, sel\):\n        models = ",
         "    for r in rows:\n        models = ",
         ["tests/test_serve.py::test_the_browse_table_downloads_as_csv_with_the_pages_rows_in_its_order"],
     ),
     (
         "browse-misclassified-by-any-model",
-        "attnclf/presentation/explorer.py",
+        "attnclf/presentation/browse.py",
         r'and \(sel\.wrong is None or r\["models"\]\[sel\.wrong\]\["label"\] != r\["label"\]\)',
         'and (sel.wrong is None or any(m["label"] != r["label"] for m in r["models"].values()))',
         ["tests/test_serve.py::test_browse_filters_by_a_word_the_true_label_and_a_models_mistakes_and_the_csv_follows"],
     ),
     (
         "browse-pages-overlap",
-        "attnclf/presentation/explorer.py",
+        "attnclf/presentation/browse.py",
         r"shown = chosen\[\(page - 1\) \* PAGE_ROWS : page \* PAGE_ROWS\]",
         "shown = chosen[: page * PAGE_ROWS]",
         ["tests/test_serve.py::test_browse_lists_the_runs_test_rows_orders_them_and_opens_each"],
@@ -1656,6 +1656,87 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         r'return "BiLSTM" if clf\.module\.config\.model\.rnn == "lstm" else "BiGRU"',
         'return "BiLSTM" if getattr(clf.module.hparams, "rnn", "gru") == "lstm" else "BiGRU"',
         ["tests/test_serve.py::test_a_served_model_is_said_with_its_own_encoder"],
+    ),
+    (
+        "flip-searched-lowest-first",
+        "attnclf/serving/explain.py",
+        r"measures\.ranking\(np\.nan_to_num\(v, nan=-np\.inf\)\)",
+        "measures.ranking(-np.nan_to_num(v, nan=np.inf))",
+        ["tests/test_serve.py::test_explain_says_what_flips_the_decision_in_each_measures_order"],
+    ),
+    (
+        "flip-words-not-the-deleted-ones",
+        "attnclf/serving/explain.py",
+        r"sorted\(order\[:k\]\.tolist\(\)\)",
+        "sorted(order[1 : k + 1].tolist())",
+        ["tests/test_serve.py::test_explain_says_what_flips_the_decision_in_each_measures_order"],
+    ),
+    (
+        "flip-search-short-of-within",
+        "attnclf/analysis/measures.py",
+        r"end = max\(\(len\(s\) for s in seqs\), default=1\) if within is None else within",
+        "end = max((len(s) for s in seqs), default=1) if within is None else min(within, 2)",
+        ["tests/test_serve.py::test_explain_says_what_flips_the_decision_in_each_measures_order"],
+    ),
+    (
+        "edit-delta-the-wrong-way",
+        "attnclf/presentation/explorer.py",
+        r"delta = p\.probs\[k\] - was\.probs\[k\]",
+        "delta = was.probs[k] - p.probs[k]",
+        ["tests/test_serve.py::test_a_deleted_word_opens_the_edit_compared_with_the_pinned_original"],
+    ),
+    (
+        "edit-deletes-the-next-word",
+        "attnclf/serving/routes.py",
+        r"text=without_tokens\(shown\.text, places\)",
+        "text=without_tokens(shown.text, [min(i + 1, n - 1) for i in places])",
+        ["tests/test_serve.py::test_a_deleted_word_opens_the_edit_compared_with_the_pinned_original"],
+    ),
+    (
+        "edit-forgets-the-original",
+        "attnclf/serving/routes.py",
+        r"pinned = shown\.pinned if shown\.pinned is not None else shown\.text",
+        "pinned = shown.pinned",
+        ["tests/test_serve.py::test_a_deleted_word_opens_the_edit_compared_with_the_pinned_original"],
+    ),
+    (
+        "deleted-words-run-together",
+        "attnclf/data/text.py",
+        r'            out\.append\(" "\)\n',
+        "            pass\n",
+        ["tests/test_data.py::test_deleting_words_leaves_the_other_tokens_and_the_text_as_written"],
+    ),
+    (
+        "uniform-scale-relative-to-the-highest",
+        "attnclf/presentation/html.py",
+        r"ratio = weight \* n / total if total > 0 else 1\.0",
+        "ratio = weight / max(values) if total > 0 else 1.0",
+        ["tests/test_presentation.py::test_the_uniform_scale_is_white_at_one_over_n_red_above_and_blue_below"],
+    ),
+    (
+        "analysis-json-without-the-original",
+        "attnclf/serving/routes.py",
+        r"            if shown\.compared:\n                body\[",
+        "            if False:\n                body[",
+        ["tests/test_serve.py::test_the_analysis_downloads_as_json_with_each_models_explain"],
+    ),
+    (
+        "matrix-cell-rows-any-model",
+        "attnclf/presentation/browse.py",
+        r'and all\(r\["models"\]\[m\]\["label"\] == label for m, label in said\)',
+        'and any(r["models"][m]["label"] == label for m, label in said)',
+        [
+            "tests/test_serve.py::test_browse_gives_accuracy_by_slice_and_the_agreement_matrix_each_number_a_link_to_its_rows"
+        ],
+    ),
+    (
+        "slice-accuracy-over-every-row",
+        "attnclf/presentation/browse.py",
+        r"these = selected\(rows, replace\(sel, \*\*change\)\)",
+        "these = rows",
+        [
+            "tests/test_serve.py::test_browse_gives_accuracy_by_slice_and_the_agreement_matrix_each_number_a_link_to_its_rows"
+        ],
     ),
 ]
 

@@ -15,7 +15,9 @@ batches of as many texts as the setting keeps waiting (what the server's batchin
 first 100 and after all N. --litserve: the same /predict served by LitServe (`pip install litserve`; its
 batching: up to 64 requests, 5 ms), the comparison behind docs/decisions.md's choice. --quantize int8: the
 server's /predict in int8, the offline reference still float (the targets are ratios to float offline).
-Timings, not a test.
+--explain (--ckpt given once a run, e.g. a dot and an additive run): /explain's seconds on the first run's
+median, 90th-percentile and longest review, its flip search batched against one pass a deletion, and the
+explorer page with every run served at those lengths. Timings, not a test.
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ import statistics
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
+from urllib.parse import urlencode
 
 import numpy as np
 import torch
@@ -88,7 +92,7 @@ def start_server(
         "-m",
         "attnclf",
         "serve",
-        f"ckpt={ckpt}",
+        f"ckpt=[{ckpt}]",
         "port=0",
         f"num_threads={threads}",
         f"quantize={quantize}",
@@ -287,18 +291,65 @@ def table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def print_explain(ref: Offline) -> None:
-    """/explain's work (attnclf.serving.explain) on the reviews at the median, the 90th percentile and the
-    longest, seconds each (after one warm-up)."""
+def print_explain(ref: Offline, ckpts: list[str], threads: int, work: Path) -> None:
+    """/explain's work (attnclf.serving.explain: leave-one-out, gradient, the flip search) on the first run's
+    reviews at the median, the 90th percentile and the longest, seconds each (after one warm-up); the flip
+    search alone, batched as served against one forward pass a deletion; then the explorer page with every
+    run served, over a real socket, on other reviews at those lengths (each read for the first time)."""
     from attnclf.serving.explain import explain
 
     by_length = sorted(ref.readings, key=lambda r: len(r.ids))
-    for q in (0.5, 0.9, 1.0):
-        r = by_length[min(int(q * len(by_length)), len(by_length) - 1)]
-        explain(ref.clf, r)
+    at = {q: min(int(q * len(by_length)), len(by_length) - 1) for q in (0.5, 0.9, 1.0)}
+    for q, i in at.items():
+        explain(ref.clf, by_length[i])
         t = time.perf_counter()
-        explain(ref.clf, r)
-        print(f"/explain, {len(r.ids)} tokens (quantile {q}): {time.perf_counter() - t:.2f} s")
+        explain(ref.clf, by_length[i])
+        print(f"/explain, {len(by_length[i].ids)} tokens (quantile {q}): {time.perf_counter() - t:.2f} s")
+    print_flip_search(ref.clf, by_length[at[0.5]])
+    proc, host, port = start_server(",".join(ckpts), threads, work)
+    try:
+        for q, i in at.items():
+            page = f"http://{host}:{port}/?" + urlencode({"text": by_length[max(0, i - 1)].text})
+            urllib.request.urlopen(page, timeout=600).read()  # (a warm-up on the review beside it)
+            page = f"http://{host}:{port}/?" + urlencode({"text": by_length[i].text})
+            t = time.perf_counter()
+            urllib.request.urlopen(page, timeout=600).read()
+            took = time.perf_counter() - t
+            print(f"the page, {len(ckpts)} models, {len(by_length[i].ids)} tokens (quantile {q}): {took:.2f} s")
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(60)
+
+
+def print_flip_search(clf, reading, within: int = 50) -> None:
+    """What flips a review, in three orders up to `within` words: batched (attnclf.serving.explain.flips, as
+    served) against one forward pass a deletion (each order until it flips or reaches `within`)."""
+    from attnclf.analysis import measures
+    from attnclf.serving.explain import explain, flips
+
+    _, ex = explain(clf, reading, within)
+    scores = {"attention": None, "gradient": ex["gradient"], "leave_one_out": ex["leave_one_out"]}
+    model = clf.module.model
+    probs = measures.probabilities(model, [reading.ids])
+    scores["attention"] = measures.attention_weights(model, [reading.ids])[0]
+    scores = {k: np.asarray([np.nan if v is None else v for v in s], dtype=float) for k, s in scores.items()}
+    t = time.perf_counter()
+    batched = flips(model, reading, probs, scores, within)
+    took = time.perf_counter() - t
+    t, passes = time.perf_counter(), 0
+    for s in scores.values():
+        order = measures.ranking(np.nan_to_num(s, nan=-np.inf))
+        for k in range(1, min(within, len(reading.ids) - 1) + 1):
+            passes += 1
+            kept = np.delete(reading.ids, order[:k])
+            if measures.probabilities(model, [kept]).argmax() != probs.argmax():
+                break
+    alone = time.perf_counter() - t
+    counts = {k: v["count"] for k, v in batched.items()}
+    print(
+        f"the flip search, {len(reading.ids)} tokens, within {within} ({counts}): batched {took:.3f} s, "
+        f"one pass a deletion {alone:.3f} s ({passes} passes)"
+    )
 
 
 def print_budgets(ref: Offline, budgets: list[int], arrivals: list[int]) -> None:
@@ -311,7 +362,7 @@ def print_budgets(ref: Offline, budgets: list[int], arrivals: list[int]) -> None
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--ckpt", required=True, help="a run folder or checkpoint")
+    ap.add_argument("--ckpt", required=True, action="append", help="a run folder or checkpoint (--explain: several)")
     ap.add_argument("--data", required=True, help="the data whose test texts are sent (or a .txt, one a line)")
     ap.add_argument("--reviews", type=int, default=2000, help="texts sampled (offline runs over all of them)")
     ap.add_argument("--requests", type=int, default=400, help="requests a setting (at least 4 a client)")
@@ -326,13 +377,16 @@ def main() -> None:
     ap.add_argument("--explain", action="store_true", help="instead: /explain's seconds on short to long reviews")
     ap.add_argument("--serve-litserve", action="store_true", help=argparse.SUPPRESS)  # (the LitServe process)
     args = ap.parse_args()
+    ckpts, args.ckpt = args.ckpt, args.ckpt[0]
     if args.serve_litserve:
         return serve_litserve(args.ckpt, args.threads)
     texts = sample_texts(args.data, args.reviews)
     clients, per = [int(c) for c in args.clients.split(",")], [int(k) for k in args.texts.split(",")]
     ref = Offline(args.ckpt, texts, args.threads)
     if args.explain:
-        return print_explain(ref)
+        work = Path(args.out.parent if args.out else ".").resolve() / "bench_serve_work"
+        work.mkdir(parents=True, exist_ok=True)
+        return print_explain(ref, ckpts, args.threads, work)
     if args.budgets:
         return print_budgets(ref, [int(b) for b in args.budgets.split(",")], [c * k for k in per for c in clients])
     work = Path(args.out.parent if args.out else ".").resolve() / "bench_serve_work"

@@ -9,7 +9,7 @@ import attnclf.data.encoding as encoding
 from attnclf.data.dataset import TextDataset, collate
 from attnclf.data.sampling import BucketBatchSampler
 from attnclf.data.splits import carve_splits
-from attnclf.data.text import PAD, UNK, UNK_ID, Vocab, tokenize
+from attnclf.data.text import PAD, UNK, UNK_ID, Vocab, tokenize, without_tokens
 from attnclf.errors import AttnclfError
 
 
@@ -28,6 +28,19 @@ def test_tokenize():
     ]
     assert tokenize("") == [] and tokenize("  \n ") == []
     assert tokenize("Großartig — très émouvant") == ["großartig", "très", "émouvant"]
+
+
+def test_deleting_words_leaves_the_other_tokens_and_the_text_as_written():
+    """The explorer's edit: every one and every two tokens deleted, the rest tokenise as before, the writer's
+    case, punctuation and markup kept, neighbours kept apart, no doubled space."""
+    texts = ["A wonderful film, really moving! The plot was dull.", "a!b?c don't<br />stop", "İstanbul was grand"]
+    for text in texts:
+        tokens = tokenize(text)
+        for gone in [{i} for i in range(len(tokens))] + [{i, j} for i in range(len(tokens)) for j in range(i)]:
+            left = without_tokens(text, gone)
+            assert tokenize(left) == [t for i, t in enumerate(tokens) if i not in gone], (text, gone, left)
+    assert without_tokens(texts[0], [1]) == "A film, really moving! The plot was dull."
+    assert without_tokens(texts[1], [1]) == "a b?c don't<br />stop"
 
 
 def test_vocab_roundtrip(tmp_path):

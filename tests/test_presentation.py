@@ -109,3 +109,28 @@ def test_html_shading_is_relative_to_the_reviews_peak_weight():
     assert alphas == [1.0, 0.5, 0.2]
     p.text, p.positions = "", []  # (the words as the model read them: the same rule)
     assert [float(a) for a in re.findall(r"rgba\(220,40,40,([0-9.]+)\)", shade_words(p))] == [1.0, 0.5, 0.2]
+
+
+def test_the_uniform_scale_is_white_at_one_over_n_red_above_and_blue_below():
+    """Relative to uniform: a word's share of the text's total against 1/n (log scale, full at 8x either way),
+    so that near-uniform weights shade pale where the highest-relative scale paints them all dark."""
+    import re
+    from types import SimpleNamespace
+
+    from attnclf.presentation.html import by_peak, by_uniform, shade_words
+
+    def colours(weights, scale):
+        p = SimpleNamespace(text="", tokens=["w"] * len(weights), positions=[], weights=weights)
+        return re.findall(r"background:rgba\((\d+),\d+,\d+,([0-9.]+)\)", shade_words(p, scale=scale))
+
+    near = [0.26, 0.25, 0.25, 0.24]
+    assert all(float(a) < 0.05 for _, a in colours(near, by_uniform))
+    assert all(float(a) > 0.9 for _, a in colours(near, by_peak))
+    # n = 4: 8/n of the total is full red, 1/(8n) full blue, 2/n a third of the way (log base 8 of 2)
+    got = colours([8, 1 / 8, 2, 1, 1], by_uniform)  # (shares of a total of 12.125 over 5 words)
+    total = 12.125
+    ratios = [w * 5 / total for w in (8, 1 / 8, 2, 1, 1)]
+    import math
+
+    want = [("220" if r >= 1 else "40", f"{min(1.0, abs(math.log(r, 8))):.3f}") for r in ratios]
+    assert got == want and got[0] == ("220", "1.000") and got[1][0] == "40"

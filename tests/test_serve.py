@@ -10,14 +10,16 @@ import logging
 import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import parse_qs, parse_qsl, urlencode
 
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
+from helpers.flips import fewest_to_flip
 from scipy.stats import kendalltau
 
 from attnclf.analysis import measures
-from attnclf.data.text import tokenize
+from attnclf.data.text import tokenize, without_tokens
 from attnclf.errors import AttnclfError
 from attnclf.inference.trained import TrainedClassifier
 from attnclf.serving.app import create_app
@@ -109,6 +111,23 @@ def test_explain_gives_the_measures_faithfulness_defines_and_their_taus(two, tin
     assert e["gradient"] == pytest.approx(np.abs(fixed), abs=1e-7) and not np.allclose(np.abs(fixed), np.abs(free))
 
 
+def test_explain_says_what_flips_the_decision_in_each_measures_order(two, tiny_run_additive):
+    clf = TrainedClassifier.from_checkpoint(tiny_run_additive)
+    flipped = 0
+    for text in (TEXT, "dull, boring and too long but the acting is wonderful and moving", "superb film"):
+        e = two.post("/explain", json={"text": text, "model": "additive"}).json()
+        assert e["flip_within"] == 50
+        for measure, scores in (
+            ("attention", e["weights"]),
+            ("gradient", e["gradient"]),
+            ("leave_one_out", e["leave_one_out"]),
+        ):
+            count, words = fewest_to_flip(clf, e["tokens"], scores, 50)
+            assert e["flip"][measure] == {"count": count, "words": words}, (text, measure)
+            flipped += count is not None
+    assert flipped >= 2
+
+
 def test_a_one_word_text_has_no_tau_and_says_so_with_null(two):
     e = two.post("/explain", json={"text": "superb", "model": "additive"}).json()
     assert e["tau"] == {"gradient": None, "leave_one_out": None} and e["leave_one_out"] == [None]
@@ -152,7 +171,13 @@ def test_each_bad_request_is_a_4xx_with_one_line_one_log_line_and_the_next_is_an
 @pytest.mark.parametrize(
     "method,path,body,status,words",
     [
-        ("get", "/nosuch", None, 404, "no such path: /nosuch; paths: /health, /predict, /explain, /, /browse"),
+        (
+            "get",
+            "/nosuch",
+            None,
+            404,
+            "no such path: /nosuch; paths: /health, /predict, /explain, /, /explain.json, /browse",
+        ),
         ("get", "/predict", None, 405, "GET is not allowed on /predict; allowed: POST"),
         ("put", "/explain", None, 405, "PUT is not allowed on /explain"),
         ("post", "/health", None, 405, "POST is not allowed on /health; allowed: GET, HEAD"),
@@ -247,14 +272,23 @@ def test_the_page_shows_every_model_side_by_side_and_escapes_the_text(two):
     assert "<img" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
     assert page.count("<section class='model'") == 2 and "data-model='dot'" in page and "data-model='additive'" in page
     assert page.count("class='label'") == 2 and page.count("class='tau'") == 4  # (two taus a model)
-    for m in ("attention", "gradient", "loo"):  # each model's text shaded three ways, one shown at a time
-        assert page.count(f"class='by by-{m}'") == 3  # (two models + the legend)
+    # shaded by attention; the other measures and scales a link away, each link keeping the text
+    assert page.count("title='attention ") == 2 * len(tokenize(text))
+    for change in ("shade=gradient", "shade=loo", "scale=uniform"):
+        assert f"?text=superb+%3Cimg+src%3Dx+onerror%3Dalert%281%29%3E+%26+dull&amp;{change}'" in page, change
     assert "src=" not in page.replace("src=x", "") and "http" not in page  # (nothing fetched from elsewhere)
 
 
 def test_the_page_refuses_a_text_over_the_limit_in_one_line(one):
     r = one.get("/", params={"text": "a" * 2001})
     assert r.status_code == 413 and "at most 2000 (max_text_chars)" in r.text and "class='model'" not in r.text
+
+
+def kept_rows(run, names=("dot", "additive")) -> list[dict]:
+    """The rows /browse kept in `run`'s folder for the served models `names` (other servers keep their own)."""
+    kept = [json.loads(f.read_text())["rows"] for f in run.glob("browse_test_500_s42_*.json")]
+    (rows,) = [r for r in kept if list(r[0]["models"]) == list(names)]
+    return rows
 
 
 def rows_shown(page: str) -> list[int]:
@@ -275,9 +309,7 @@ def all_pages(client, **params) -> list[int]:
 def test_browse_lists_the_runs_test_rows_orders_them_and_opens_each(two, tiny_run):
     r = two.get("/browse")
     assert r.status_code == 200
-    kept = list(tiny_run.glob("browse_test_500_s42_*.json"))
-    assert len(kept) == 1
-    rows = json.loads(kept[0].read_text())["rows"]
+    rows = kept_rows(tiny_run)
     # (80 test rows: fewer than 500; 50 a page)
     assert rows_shown(r.text) == list(range(50)) and "rows 1-50 of 80" in r.text
     assert all_pages(two) == [x["row"] for x in rows] == list(range(80))
@@ -307,8 +339,7 @@ def test_the_browse_table_downloads_as_csv_with_the_pages_rows_in_its_order(two,
     import io
 
     assert two.get("/browse").status_code == 200
-    (kept,) = tiny_run.glob("browse_test_500_s42_*.json")
-    rows = {x["row"]: x for x in json.loads(kept.read_text())["rows"]}
+    rows = {x["row"]: x for x in kept_rows(tiny_run)}
     for order in ("row", "tau", "misclassified"):
         page = two.get("/browse", params={"order": order}).text
         assert f"href='/browse.csv{'' if order == 'row' else '?order=' + order}' download>" in page
@@ -331,7 +362,8 @@ def test_the_browse_table_downloads_as_csv_with_the_pages_rows_in_its_order(two,
             want = rows[int(line[0])]
             models = [want["models"][n] for n in ("dot", "additive")]
             cells = [str(v) for m in models for v in (m["label"], m["prob"], "" if m["tau"] is None else m["tau"])]
-            assert line == [str(want["row"]), want["label"], *cells, want["text"]]
+            cut = "yes" if want["truncated"] else "no"
+            assert line == [str(want["row"]), want["label"], *cells, str(want["tokens"]), cut, want["text"]]
     assert two.get("/browse.csv", params={"order": "nosuch"}).status_code == 422
 
 
@@ -343,8 +375,7 @@ def test_browse_filters_by_a_word_the_true_label_and_a_models_mistakes_and_the_c
     import io
 
     assert two.get("/browse").status_code == 200
-    (kept,) = tiny_run.glob("browse_test_500_s42_*.json")
-    rows = json.loads(kept.read_text())["rows"]
+    rows = kept_rows(tiny_run)
     word = tokenize(rows[7]["text"])[2]
     label = rows[0]["label"]
     cases = [
@@ -583,12 +614,84 @@ def test_a_failed_batch_is_a_one_line_500_through_the_app(tiny_run, monkeypatch)
 
 
 def test_explain_and_pages_wait_in_the_bounded_queue_counted_by_their_texts(tiny_run):
-    """An /explain of n words runs n+2 texts and counts so in max_queue: over it, a 503 (a page: its 503 page)."""
+    """An /explain of n words runs n+2 texts and up to 3 x flip_within more, and counts so in max_queue: over
+    it, a 503 (a page: its 503 page)."""
     words = " ".join(["superb"] * 20)
-    with client_of([tiny_run], max_queue=21) as c:
-        assert c.post("/predict", json={"texts": [words] * 21}).status_code == 200
+    with client_of([tiny_run], max_queue=27, flip_within=2) as c:
+        assert c.post("/predict", json={"texts": [words] * 27}).status_code == 200
         r = c.post("/explain", json={"text": words})
-        assert r.status_code == 503 and "(at most 21: max_queue)" in r.json()["error"]
+        assert r.status_code == 503 and "(at most 27: max_queue)" in r.json()["error"]
         page = c.get("/", params={"text": words})
         assert page.status_code == 503 and page.headers["content-type"].startswith("text/html")
         assert c.post("/explain", json={"text": " ".join(["superb"] * 19)}).status_code == 200
+
+
+def test_a_deleted_word_opens_the_edit_compared_with_the_pinned_original(two):
+    """/?delete=i: the text less its i-th word, pinned to the original (a 303 to the whole state's address);
+    the page then gives each model's probability and Δp as /predict gives them; a place past the text is a 422."""
+    r = two.get("/", params={"text": TEXT, "delete": "1,3", "shade": "gradient"}, follow_redirects=False)
+    edited = without_tokens(TEXT, [1, 3])
+    assert r.status_code == 303
+    assert r.headers["location"] == "/?" + urlencode({"text": edited, "pinned": TEXT, "shade": "gradient"})
+    page = two.get(r.headers["location"]).text
+    for name in ("dot", "additive"):
+        before, after = (
+            two.post("/predict", json={"texts": [t], "model": name}).json()["predictions"][0] for t in (TEXT, edited)
+        )
+        section = page.split(f"data-model='{name}'")[1].split("</section>")[0]
+        assert f"<b class='prob'>{after['prob']:.3f}</b>" in section
+        delta = after["probs"][before["label"]] - before["probs"][before["label"]]
+        assert f"<b class='delta'>{delta:+.3f}</b>" in section and "class='pinned'" in section
+    assert "title='|gradient x input| " in page
+    past = two.get("/", params={"text": "superb film", "delete": "2"}, follow_redirects=False)
+    assert past.status_code == 422 and "delete=2 is past the text's 2 words (0..1)" in html.unescape(past.text)
+    assert two.get("/", params={"text": "superb", "delete": "x"}).status_code == 422
+
+
+def test_the_analysis_downloads_as_json_with_each_models_explain(two):
+    edited = "A film, really moving!"
+    r = two.get("/explain.json", params={"text": edited, "pinned": TEXT})
+    assert r.status_code == 200 and r.headers["content-disposition"] == "attachment; filename=explain.json"
+    got = r.json()
+    assert got["text"] == edited and got["pinned"] == TEXT
+    for name in ("dot", "additive"):
+        for text, part in ((edited, "models"), (TEXT, "pinned_models")):
+            assert got[part][name] == two.post("/explain", json={"text": text, "model": name}).json()
+    page = two.get("/", params={"text": edited, "pinned": TEXT}).text
+    assert "href='/explain.json?" + html.escape(urlencode({"text": edited, "pinned": TEXT})) + "' download>" in page
+    assert two.get("/explain.json").status_code == 422
+
+
+def test_browse_gives_accuracy_by_slice_and_the_agreement_matrix_each_number_a_link_to_its_rows(two, tiny_run):
+    assert two.get("/browse").status_code == 200
+    rows = kept_rows(tiny_run)
+    page = two.get("/browse").text
+    metrics = page.split("<table class='metrics'>")[1].split("</table>")[0]
+    cells = re.findall(r"<tr><td>([^<]*)</td><td class='num'><a href='([^']*)'>(\d+)</a></td>(.*?)</tr>", metrics)
+    labels = sorted({x["label"] for x in rows})
+    assert [c[0] for c in cells][:4] == ["all selected", *(f"true label {v}" for v in labels), "≤100 tokens"]
+    for what, href, count, accuracies in cells:
+        shown = (
+            all_pages(two, **dict(parse_qsl(html.unescape(href).split("?", 1)[1]))) if "?" in href else all_pages(two)
+        )
+        assert len(shown) == int(count), what
+        these = [x for x in rows if x["row"] in set(shown)]
+        if not these:
+            assert accuracies.count("–") == 2, what
+            continue
+        found = re.findall(r"<a href='([^']*)'[^>]*>([\d.]+)%</a>", accuracies)
+        for name, (wrong_href, acc) in zip(("dot", "additive"), found, strict=True):
+            right = sum(x["models"][name]["label"] == x["label"] for x in these)
+            assert acc == f"{100 * right / len(these):.1f}", (what, name)
+            mistakes = all_pages(two, **dict(parse_qsl(html.unescape(wrong_href).split("?", 1)[1])))
+            assert mistakes == [x["row"] for x in these if x["models"][name]["label"] != x["label"]]
+    matrix = page.split("<table class='matrix'")[1].split("</table>")[0]
+    links = re.findall(r"<td class='cell'><a href='([^']*)'>(\d+)</a>", matrix)
+    assert len(links) == 4 and sum(int(n) for _, n in links) == len(rows)
+    for href, n in links:
+        query = parse_qs(html.unescape(href).split("?", 1)[1])
+        (a, x), (b, y) = (s.split(":", 1) for s in query["said"])
+        want = [r["row"] for r in rows if r["models"][a]["label"] == x and r["models"][b]["label"] == y]
+        assert all_pages(two, said=query["said"]) == want and len(want) == int(n)
+    assert two.get("/browse", params={"said": "nosuch:pos"}).status_code == 422
+    assert all_pages(two, length="1-100") == [r["row"] for r in rows if r["tokens"] <= 100]

@@ -1,5 +1,5 @@
 """attnclf serve as a user runs it: a process of its own (started, asked, stopped by SIGTERM with a request in
-flight), its bad settings, and its page in a real browser (headless Chromium)."""
+flight), its bad settings (the page in a real browser: tests/test_explorer_browser.py)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,8 @@ import socket
 import subprocess
 import sys
 import time
-from urllib.parse import quote
 
 import pytest
-from helpers.browser import chromium, need_chromium
 from helpers.server import served
 
 pytestmark = pytest.mark.slow
@@ -71,43 +69,3 @@ def test_a_port_in_use_is_one_line_exit_2_from_the_command_line(tiny_run, tmp_pa
         and r.stderr == f"error: port={port} is in use on 127.0.0.1; give another (port=0: any free one)\n"
     )
     assert list(tmp_path.iterdir()) == []  # (the run folder Hydra made is gone again)
-
-
-def test_the_page_in_a_real_browser_shows_both_models_and_runs_no_script_from_a_link(
-    tiny_run, tiny_run_additive, tmp_path
-):
-    need_chromium()
-    from selenium.webdriver.common.by import By
-
-    with served([f"ckpt=[{tiny_run},{tiny_run_additive}]"], tmp_path) as server:
-        labels = {
-            m: server.post("/predict", {"texts": [TEXT], "model": m})[1]["predictions"][0]["label"]
-            for m in ("dot", "additive")
-        }
-        driver = chromium()
-        try:
-            driver.get(server.url + "?text=" + quote(TEXT))
-            models = driver.find_elements(By.CSS_SELECTOR, "section.model")
-            assert [m.get_attribute("data-model") for m in models] == ["dot", "additive"]
-            for m in models:
-                assert m.find_element(By.CLASS_NAME, "label").text == labels[m.get_attribute("data-model")]
-                shaded = [w for w in m.find_elements(By.CSS_SELECTOR, "span.w") if w.is_displayed()]
-                assert [w.text for w in shaded][:3] == ["A", "wonderful", "film"]
-                assert all("rgba(220, 40, 40" in w.value_of_css_property("background-color") for w in shaded)
-                assert all(w.get_attribute("title").startswith("attention ") for w in shaded)
-            driver.find_element(By.CSS_SELECTOR, "label[for='shade-gradient']").click()
-            shown = [w for w in driver.find_elements(By.CSS_SELECTOR, "span.w") if w.is_displayed()]
-            assert len(shown) == 2 * 12 and all(
-                w.get_attribute("title").startswith("|gradient x input| ") for w in shown
-            )
-            driver.save_screenshot(str(tmp_path / "explorer.png"))
-
-            attack = "superb <img src=x onerror=\"document.title='pwned'\"><script>document.title='pwned'</script>"
-            driver.get(server.url + "?text=" + quote(attack))
-            time.sleep(0.5)
-            assert driver.title == "attnclf explorer"
-            assert driver.find_elements(By.TAG_NAME, "img") == []
-            assert driver.find_elements(By.TAG_NAME, "script") == []
-            assert "<img src=x" in driver.find_element(By.TAG_NAME, "textarea").get_attribute("value")
-        finally:
-            driver.quit()

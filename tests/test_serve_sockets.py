@@ -174,7 +174,7 @@ def test_the_curl_examples_on_docs_answer_as_shown(keyed):
     """Each route's curl example on /docs, run as a user copies it (the key from the environment)."""
     page = html.unescape(urlopen(keyed, "/docs?key=s3cret")[2].decode())
     examples = re.findall(r"<pre>(curl [^<]*)</pre>", page)
-    assert len(examples) == 6, examples
+    assert len(examples) == 7, examples
     for example in examples:
         run = subprocess.run(
             ["bash", "-c", example + " -o /dev/null -w '%{http_code}'"],

@@ -11,7 +11,7 @@ with tokens removed) of similar length go together, up to `batch_tokens` tokens 
 - `erasure`: remove the top-k tokens by a ranking, count decisions flipped.
 - `comprehensiveness_sufficiency`: ERASER's scores: p(predicted) lost when a ranking's top k% of tokens is
   deleted, and when only they are kept, over ERASER's bins, and their AOPC.
-- `tokens_to_flip`: how many top-attention tokens must be removed, in order, before the decision flips.
+- `tokens_to_flip`: how many tokens of a ranking must be removed, in its order, before the decision flips.
 - `permutation`: shuffle the weights among a review's real tokens; how far the output moves.
 - `uniform`: every real token the same weight.
 - `js_distance`: Jensen-Shannon distance between two sets of weights on the same reviews.
@@ -261,18 +261,22 @@ def tokens_to_flip(
     orders: list[np.ndarray],
     batch_tokens: int = 32768,
     steps: Sequence[int] = (4, 16, 64, 256),
+    within: int | None = None,
 ) -> np.ndarray:
     """For each review, how many of its tokens, removed in `orders` order, flip the decision
-    (nan where removing all but one never does).
+    (nan where removing all but one never does, or where `within` tokens removed do not).
 
-    Counts 1, 2, ... are tried in rounds up to each of `steps` (then to the end), and a review
-    leaves once it has flipped, so the cost follows the answer rather than the review's length.
+    This is ERASER's comprehensiveness read for one review: the smallest top-k of a ranking whose deletion
+    takes the predicted class away. Counts 1, 2, ... are tried in rounds up to each of `steps` (then to the
+    end, or to `within`), and a review leaves once it has flipped, so the cost follows the answer rather
+    than the review's length.
     """
     pred = probs.argmax(-1)
     found = np.full(len(seqs), np.nan)
     active = [i for i, s in enumerate(seqs) if len(s) >= 2]
     lo = 1
-    for hi in [*steps, max((len(s) for s in seqs), default=1)]:
+    end = max((len(s) for s in seqs), default=1) if within is None else within
+    for hi in [*(s for s in steps if s < end), end]:
         if not active or hi < lo:
             continue
         variants, owners = [], []

@@ -46,6 +46,26 @@ def token_spans(text: str) -> list[tuple[int, int]] | None:
     return [m.span() for m in TOKEN.finditer(blanked)]
 
 
+def without_tokens(text: str, positions: Iterable[int]) -> str:
+    """`text` with the tokens at `positions` (places among tokenize(text)'s) deleted, the rest as written:
+    tokenize() of the result is tokenize(text) less those tokens. Where offsets cannot be traced
+    (token_spans), the other tokens joined by spaces."""
+    gone = set(positions)
+    spans = token_spans(text)
+    if spans is None:
+        return " ".join(t for i, t in enumerate(tokenize(text)) if i not in gone)
+    out, at = [], 0
+    for i in sorted(gone):
+        start, end = spans[i]
+        out.append(text[at:start])
+        before, after = text[start - 1 : start], text[end : end + 1]
+        # the tokens either side stay apart ("a!b" less "!" is "a b"), one space where there were two
+        if before and after and not before.isspace() and not after.isspace():
+            out.append(" ")
+        at = end + (before == " " and after == " ")
+    return "".join([*out, text[at:]])
+
+
 class Vocab:
     """Token <-> id map; id 0 is padding, id 1 unknown words."""
 

@@ -1,51 +1,144 @@
-"""The served pages: the explorer (a text read by every served model side by side, each word shaded by
-attention, |gradient x input| or |leave-one-out|), /browse (a run's test rows to pick from) and /docs (the
-API described from its OpenAPI schema). Plain HTML and CSS, nothing fetched from elsewhere: the pages work
-offline. Every text shown is escaped."""
+"""The explorer page: a text read by every served model side by side, each word shaded by attention,
+|gradient x input| or |leave-one-out| on a scale chosen (relative to the text's highest, or to uniform), each
+model's class probabilities as bars, its top words by each measure, and what flips its decision (the fewest
+words, in each measure's order, whose deletion changes it). A word is deleted by clicking it (a button of a
+plain form: no script) and an edited text is compared with the pinned original (Δp, both texts shaded). The
+address holds the whole state (`Look`), so that a view can be shared. Every text shown is escaped."""
 
 from __future__ import annotations
 
-import csv
 import html
-import io
-import json
 from dataclasses import asdict, dataclass, replace
-from urllib.parse import urlencode
 
-from attnclf.data.text import tokenize
-from attnclf.presentation.html import STYLE, legend, shade_words
+from attnclf.presentation.html import SPAN, by_peak, by_uniform, shade_words
+from attnclf.presentation.site import head, link
 
-# (id, what the legend says, what a word's hover says)
+# (the page's key, what the page calls it, /explain's key of its values and of its flip)
 MEASURES = (
-    ("attention", "Attention weight", "attention"),
-    ("gradient", "|gradient x input|", "|gradient x input|"),
-    ("loo", "|leave-one-out|", "|leave-one-out|"),
+    ("attention", "attention weight", "weights", "attention"),
+    ("gradient", "|gradient x input|", "gradient", "gradient"),
+    ("loo", "|leave-one-out|", "leave_one_out", "leave_one_out"),
 )
-EXPLORER_STYLE = (
-    "<style>body{max-width:96em;padding:0 1em} *{box-sizing:border-box} textarea{width:100%;font:inherit} "
-    "button{font:inherit;padding:.2em 1em} .models{display:grid;gap:1.5em;"
-    "grid-template-columns:repeat(auto-fit,minmax(22em,1fr))} .model{border:1px solid #ddd;border-radius:6px;"
-    "padding:0 1em} .by{display:none} .about{color:#666;font-size:90%} .error{color:#b00} "
-    "table{border-collapse:collapse} td,th{border-bottom:1px solid #eee;padding:2px 8px;text-align:left;"
-    "vertical-align:top} .wrong{color:#b00} pre{background:#f6f6f6;padding:.5em;overflow:auto} "
-    + " ".join(f"#shade-{m}:checked ~ * .by-{m}, #shade-{m}:checked ~ .by-{m}{{display:block}}" for m, *_ in MEASURES)
-    + "</style>"
-)
+SCALES = {"max": "relative to the text's highest", "uniform": "relative to uniform (a weight of 1/n)"}
 
 
-def link(path: str, key: str | None, **params) -> str:
-    """A link within the server, carrying the API key where one is in use."""
-    query = {k: v for k, v in params.items() if v is not None}
-    if key:
-        query["key"] = key
-    return html.escape(path + ("?" + urlencode(query) if query else ""))
+@dataclass
+class Look:
+    """What the explorer shows: its query's keys (a link keeps them all)."""
+
+    text: str = ""
+    # the original an edited text is compared with
+    pinned: str | None = None
+    # MEASURES' key: what shades the words
+    shade: str = "attention"
+    # SCALES' key
+    scale: str = "max"
+    # a /browse row (its text, and its true label shown)
+    row: str | None = None
+
+    def query(self, **change) -> dict:
+        """The keys that differ from the defaults, with `change` over them: a link's query."""
+        given = asdict(replace(self, **change))
+        return {k: v for k, v in given.items() if v != getattr(Look, k) and v is not None}
+
+    @property
+    def compared(self) -> bool:
+        """An edit to compare: a pinned original other than the text."""
+        return self.pinned is not None and self.pinned != self.text
 
 
-def head(title: str, key: str | None) -> str:
-    nav = f"<a href='{link('/', key)}'>explorer</a> · <a href='{link('/browse', key)}'>browse test rows</a> · "
+def explorer_page(
+    look: Look,
+    views: list[dict],
+    key: str | None = None,
+    gold: str | None = None,
+    error: str | None = None,
+    about: str = "",
+) -> str:
+    """The explorer: the text box, and where a text was given, each model's view side by side (`gold`: the
+    row's true label, where the text is a test row; `about`: what reading it took and its limits)."""
+    parts = [
+        head("attnclf explorer", key),
+        "<p class='about'>Every served model reads the text; each word is shaded by the measure chosen below. "
+        "Click a word to delete it: each model's new decision shows beside the pinned original's.</p>",
+        text_form(look, key),
+    ]
+    if error:
+        parts.append(f"<p class='error'>{html.escape(error)}</p>")
+    if views:
+        parts.append(choices(look, key))
+        if gold is not None:
+            parts.append(
+                f"<p>true label{' of the pinned text' if look.compared else ''}: "
+                f"<b class='gold'>{html.escape(gold)}</b></p>"
+            )
+        parts.append("<div class='models'>" + "".join(model_view(v, look, key) for v in views) + "</div>")
+        download = link("/explain.json", key, **look.query(shade=None, scale=None))
+        parts.append(
+            f"<p class='about'>{html.escape(about)} · <a href='{download}' download>this analysis as JSON</a></p>"
+        )
+    return "\n".join(parts) + "\n"
+
+
+def text_form(look: Look, key: str | None) -> str:
+    """The text box; a text shown is pinned (kept as the original), so that an edit of it is compared."""
+    pinned = look.pinned if look.pinned is not None else (look.text or None)
+    keep = {"pinned": pinned, "shade": look.shade, "scale": look.scale, "row": look.row, "key": key}
+    hidden = "".join(
+        f"<input type='hidden' name='{k}' value='{html.escape(v)}'>" for k, v in keep.items() if v is not None
+    )
+    unpin = (
+        f" <a href='{link('/', key, **look.query(pinned=None, row=None))}'>unpin the original</a>"
+        if look.compared
+        else ""
+    )
     return (
-        f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title>{STYLE}{EXPLORER_STYLE}"
-        f"<p><b>attnclf</b> · {nav}<a href='{link('/docs', key)}'>API</a></p>"
+        "<form method='get' action='/'>"
+        f"<textarea name='text' rows='4' placeholder='Type or paste a text'>{html.escape(look.text)}</textarea>"
+        f"{hidden}<p><button type='submit'>Read it</button>{unpin}</p></form>"
+    )
+
+
+def choices(look: Look, key: str | None) -> str:
+    """The measure that shades the words and its scale, as links (the address keeps the choice)."""
+
+    def tab(change: dict, what: str, chosen: bool) -> str:
+        return (
+            f"<b>{html.escape(what)}</b>"
+            if chosen
+            else f"<a href='{link('/', key, **look.query(**change))}'>{html.escape(what)}</a>"
+        )
+
+    shades = "".join(tab({"shade": m}, what, m == look.shade) for m, what, *_ in MEASURES)
+    scales = "".join(tab({"scale": s}, what, s == look.scale) for s, what in SCALES.items())
+    return f"<p class='tabs'>shade by: {shades}</p><p class='tabs'>scale: {scales}</p>"
+
+
+def measure_of(look: Look) -> tuple[str, str, str]:
+    """The chosen measure: what it is called, /explain's key of its values and of its flip."""
+    return next(tuple(rest) for m, *rest in MEASURES if m == look.shade)
+
+
+def model_view(view: dict, look: Look, key: str | None) -> str:
+    """One model's reading: its name, run, decision (against the pinned original's), taus, what flips it, and
+    the text shaded by the chosen measure, each word a button that deletes it."""
+    p, ex = view["prediction"], view["explained"]
+    what, values_key, _ = measure_of(look)
+    values = ex[values_key] if values_key != "weights" else p.weights
+    notes = "<p class='about'>Cut to the run's length: the grey words were not read.</p>" if p.truncated else ""
+    if ex.get("rows"):
+        notes += f"<p class='about'>Its weights are the mean of its {len(ex['rows'])} rows (heads or hops).</p>"
+    return (
+        f"<section class='model' data-model='{html.escape(view['name'])}'><h2>{html.escape(view['name'])}</h2>"
+        f"<p class='about'>{html.escape(view['about'])}</p>"
+        + decision(view, look)
+        + f"<p class='about'>{tau_text(ex['tau'])}</p>{notes}"
+        + flips_text(view, look, key)
+        + scale_legend(values, what, look.scale)
+        + edit_form(view, look, key, values, what)
+        + pinned_view(view, look, what)
+        + top_words(view)
+        + "</section>"
     )
 
 
@@ -59,252 +152,106 @@ def tau_text(tau: dict) -> str:
     )
 
 
-def model_view(view: dict) -> str:
-    """One model's reading: its name, run, decision, this text's taus and the text shaded three ways."""
+def decision(view: dict, look: Look) -> str:
+    """The predicted label and every class's probability as a bar; beside an edit, the pinned original's
+    label and the change (Δp) of the original's class's probability."""
+    p, labels = view["prediction"], view["labels"]
+    bars = "".join(
+        f"<div class='probs'><span class='track'><span class='bar' style='width:{q:.1%}'></span></span>"
+        f"{'<b>' if name == p.label_name else ''}{html.escape(name)} {q:.3f}{'</b>' if name == p.label_name else ''}"
+        "</div>"
+        for name, q in zip(labels, p.probs, strict=True)
+    )
+    said = f"<p>predicted <b class='label'>{html.escape(p.label_name)}</b> (p = <b class='prob'>{p.prob:.3f}</b>)</p>"
+    if not look.compared or view.get("pinned") is None:
+        return said + bars
+    was = view["pinned"]["prediction"]
+    k = labels.index(was.label_name)
+    delta = p.probs[k] - was.probs[k]
+    flipped = " (the decision flipped)" if was.label_name != p.label_name else ""
+    return (
+        said + bars + f"<p>pinned original: <b class='was'>{html.escape(was.label_name)}</b> (p = {was.prob:.3f}); "
+        f"p({html.escape(was.label_name)}) now {p.probs[k]:.3f}, Δp = <b class='delta'>{delta:+.3f}</b>{flipped}</p>"
+    )
+
+
+def flips_text(view: dict, look: Look, key: str | None) -> str:
+    """What flips the decision in each measure's order: a count, and a button that deletes those words."""
     p, ex = view["prediction"], view["explained"]
-    scores = {"attention": None, "gradient": ex["gradient"], "loo": ex["leave_one_out"]}
-    shaded = "".join(f"<p class='by by-{m}'>{shade_words(p, scores[m], hover)}</p>" for m, _, hover in MEASURES)
-    notes = "<p class='about'>Cut to the run's length: the grey words were not read.</p>" if p.truncated else ""
-    rows = ex.get("rows")
-    if rows:
-        notes += f"<p class='about'>Its weights are the mean of its {len(rows)} rows (heads or hops).</p>"
-    return (
-        f"<section class='model' data-model='{html.escape(view['name'])}'><h2>{html.escape(view['name'])}</h2>"
-        f"<p class='about'>{html.escape(view['about'])}</p>"
-        f"<p>predicted <b class='label'>{html.escape(p.label_name)}</b> (p = {p.prob:.3f})</p>"
-        f"<p class='about'>{tau_text(ex['tau'])}</p>{notes}{shaded}</section>"
-    )
-
-
-def explorer_page(
-    text: str, views: list[dict], key: str | None = None, gold: str | None = None, error: str | None = None
-) -> str:
-    """The explorer: the text box, and where a text was given, each model's view side by side (`gold`: the
-    row's true label, where the text is a test row)."""
-    parts = [
-        head("attnclf explorer", key),
-        "<p class='about'>Every served model reads the text; each word is shaded by the measure chosen below, "
-        "and each model says how far its attention agrees with what its decision rests on (Kendall tau).</p>",
-        "<form method='get' action='/'>",
-        f"<textarea name='text' rows='3' placeholder='Type or paste a text'>{html.escape(text)}</textarea>",
-        f"<input type='hidden' name='key' value='{html.escape(key)}'>" if key else "",
-        "<p><button type='submit'>Read it</button></p></form>",
-    ]
-    if error:
-        parts.append(f"<p class='error'>{html.escape(error)}</p>")
-    if views:
-        parts += [
-            f"<input type='radio' name='shade' id='shade-{m}'{' checked' if m == 'attention' else ''}>"
-            f"<label for='shade-{m}'>{html.escape(what)}</label> "
-            for m, what, _ in MEASURES
-        ]
-        truncated = any(v["prediction"].truncated for v in views)
-        parts += [f"<div class='by by-{m}'>{legend(truncated, what)}</div>" for m, what, _ in MEASURES]
-        if gold is not None:
-            parts.append(f"<p>true label: <b class='gold'>{html.escape(gold)}</b></p>")
-        parts.append("<div class='models'>" + "".join(model_view(v) for v in views) + "</div>")
-    return "\n".join(parts) + "\n"
-
-
-# /browse?order=...: what comes first
-ORDERS = {
-    "row": "the sample's order",
-    "disagree": "the models disagree",
-    "tau": "attention and gradient disagree most (lowest tau)",
-    "misclassified": "a model is wrong",
-}
-
-
-def ordered(rows: list[dict], order: str) -> list[dict]:
-    """/browse's rows in the order asked for (ties keep the sample's order)."""
-
-    def lowest_tau(r):
-        taus = [m["tau"] for m in r["models"].values() if m["tau"] is not None]
-        return min(taus) if taus else float("inf")
-
-    keys = {
-        "row": lambda r: 0,
-        "disagree": lambda r: -len({m["label"] for m in r["models"].values()}),
-        "tau": lowest_tau,
-        "misclassified": lambda r: -sum(m["label"] != r["label"] for m in r["models"].values()),
-    }
-    return sorted(rows, key=keys[order])
-
-
-# /browse's rows a page
-PAGE_ROWS = 50
-# the tau of /browse's columns (the page's header says it in short, the CSV's header whole)
-TAU_COLUMN = "tau (Kendall, attention vs |gradient x input|)"
-
-
-@dataclass
-class Selection:
-    """Which of /browse's rows show, in what order: its query's keys (the CSV takes the same, less `page`)."""
-
-    order: str = "row"
-    # a word the text holds (as the tokenizer reads it: any case)
-    word: str | None = None
-    # the true label
-    label: str | None = None
-    # a model's name: the rows it misclassifies
-    wrong: str | None = None
-    page: int = 1
-
-    def query(self, **change) -> dict:
-        """The keys that differ from the defaults, with `change` over them: a link's query."""
-        given = asdict(replace(self, **change))
-        return {k: v for k, v in given.items() if v != getattr(Selection, k)}
-
-
-def selected(rows: list[dict], sel: Selection) -> list[dict]:
-    """The rows `sel` selects, in its order (every page)."""
-    word = sel.word.lower() if sel.word else None
-    return [
-        r
-        for r in ordered(rows, sel.order)
-        if (sel.label is None or r["label"] == sel.label)
-        and (sel.wrong is None or r["models"][sel.wrong]["label"] != r["label"])
-        and (word is None or word in tokenize(r["text"]))
-    ]
-
-
-def browse_page(
-    rows: list[dict], names: list[str], sel: Selection, about: str, key: str | None = None, offered=tuple(ORDERS)
-) -> str:
-    """/browse: the sampled test rows, each model's label, probability and tau; each row opens in the explorer.
-    `offered`: the orders that apply (the models' disagreement only where two or more are served)."""
-    orders = " · ".join(
-        f"<b>{html.escape(ORDERS[o])}</b>"
-        if o == sel.order
-        else f"<a href='{link('/browse', key, **sel.query(order=o, page=1))}'>{html.escape(ORDERS[o])}</a>"
-        for o in offered
-    )
-    chosen = selected(rows, sel)
-    pages = max(1, -(-len(chosen) // PAGE_ROWS))
-    page = min(sel.page, pages)
-    shown = chosen[(page - 1) * PAGE_ROWS : page * PAGE_ROWS]
-    csv_query = sel.query(page=1)
-    download = f"<a href='{link('/browse.csv', key, **csv_query)}' download>these rows as CSV</a>"
-    header = "".join(f"<th>{html.escape(n)}</th><th title='{TAU_COLUMN}'>tau vs |grad x input|</th>" for n in names)
-    return (
-        head("attnclf: browse", key)
-        + f"<p class='about'>{html.escape(about)}</p><p>First where: {orders}</p>"
-        + filters_form(rows, names, sel, key)
-        + f"<p>{paging(len(chosen), page, pages, sel, key)} · {download}</p>"
-        + f"<table><tr><th>row</th><th>true</th>{header}<th>text</th></tr>\n"
-        + "\n".join(browse_row(r, names, key) for r in shown)
-        + "</table>\n"
-    )
-
-
-def browse_row(r: dict, names: list[str], key: str | None) -> str:
-    cells = []
-    for n in names:
-        m = r["models"][n]
-        wrong = " class='wrong'" if m["label"] != r["label"] else ""
-        tau = "n/a" if m["tau"] is None else f"{m['tau']:.2f}"
-        cells.append(f"<td{wrong}>{html.escape(m['label'])} ({m['prob']:.2f})</td><td>{tau}</td>")
-    preview = " ".join(r["text"].split())[:100]
-    return (
-        f"<tr><td><a href='{link('/', key, row=r['row'])}'>{r['row']}</a></td><td>{html.escape(r['label'])}</td>"
-        + "".join(cells)
-        + f"<td>{html.escape(preview)}</td></tr>"
-    )
-
-
-def filters_form(rows: list[dict], names: list[str], sel: Selection, key: str | None) -> str:
-    """The filters as a plain GET form (no script): a word, the true label, a model's mistakes."""
-
-    def options(values, chosen):
-        first = "<option value=''>any</option>"
-        return first + "".join(f"<option{' selected' if v == chosen else ''}>{html.escape(v)}</option>" for v in values)
-
-    labels = sorted({r["label"] for r in rows})
-    hidden = {"order": sel.order, **({"key": key} if key else {})}
-    return (
-        "<form method='get' action='/browse'>"
-        + "".join(f"<input type='hidden' name='{k}' value='{html.escape(v)}'>" for k, v in hidden.items())
-        + f"word <input name='word' value='{html.escape(sel.word or '')}'> "
-        + f"true label <select name='label'>{options(labels, sel.label)}</select> "
-        + f"misclassified by <select name='wrong'>{options(names, sel.wrong)}</select> "
-        + "<button>show</button></form>"
-    )
-
-
-def paging(count: int, page: int, pages: int, sel: Selection, key: str | None) -> str:
-    """ "rows a-b of n", with links to the pages before and after."""
-    first, last = (page - 1) * PAGE_ROWS + 1, min(page * PAGE_ROWS, count)
-    said = f"rows {first}-{last} of {count}" if count else "no row is selected"
-    before = f"<a href='{link('/browse', key, **sel.query(page=page - 1))}'>previous</a> " if page > 1 else ""
-    after = f" <a href='{link('/browse', key, **sel.query(page=page + 1))}'>next</a>" if page < pages else ""
-    return before + said + after
-
-
-def browse_csv(rows: list[dict], names: list[str], sel: Selection) -> str:
-    """/browse's selected rows as CSV, every page, in its order: the row, its true label, each model's label,
-    probability and tau, and the whole text (the page shows its first words)."""
-    out = io.StringIO()
-    writer = csv.writer(out)
-    writer.writerow(["row", "true", *(f"{n} {c}" for n in names for c in ("label", "prob", TAU_COLUMN)), "text"])
-    for r in selected(rows, sel):
-        models = [r["models"][n] for n in names]
-        cells = [v for m in models for v in (m["label"], m["prob"], "" if m["tau"] is None else m["tau"])]
-        writer.writerow([r["row"], r["label"], *cells, r["text"]])
-    return out.getvalue()
-
-
-def request_body(op: dict, schema: dict | None = None) -> dict | None:
-    """A route's JSON request body's schema, its reference to the components followed where `schema` is given."""
-    body = op.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
-    if body and schema and "$ref" in body:
-        return schema["components"]["schemas"][body["$ref"].rsplit("/", 1)[1]]
-    return body
-
-
-def curl_example(method: str, path: str, op: dict, body: dict | None, schema: dict, base: str) -> str:
-    """A curl command for one route at `base` (the server's address) with its request `body`'s schema, the
-    API key read from the environment where one is asked."""
-    keyed = bool(schema.get("components", {}).get("securitySchemes")) and "security" in op
-    parts = ["curl -s"]
-    if keyed:
-        parts.append('-H "X-API-Key: $ATTNCLF_API_KEY"')
-    if method == "head":
-        parts.append("-I")
-    if body:
-        example = {"texts": ["a wonderful film"]} if "texts" in json.dumps(body) else {"text": "a wonderful film"}
-        parts.append(f"-H 'Content-Type: application/json' -d '{json.dumps(example)}'")
-    parts.append(base.rstrip("/") + path)
-    return " ".join(parts)
-
-
-def docs_page(
-    schema: dict, limits: list[tuple[str, str]], key: str | None = None, base: str = "http://127.0.0.1:8000"
-) -> str:
-    """/docs: each endpoint of the OpenAPI schema with its request, its answers and a curl example (at `base`,
-    the server's address), and the limits; its links carry the API key where one is in use."""
-    parts = [
-        head("attnclf API", key),
-        "<h1>attnclf API</h1>",
-        f"<p>The whole schema, as OpenAPI JSON: <a href='{link('/openapi.json', key)}'>/openapi.json</a>.</p>",
-    ]
-    keyed = bool(schema.get("components", {}).get("securitySchemes"))
-    if keyed:
-        parts.append(
-            "<p>Every endpoint but /health asks for the API key: the header X-API-Key, or Authorization: Bearer, "
-            "or key= in the address.</p>"
-        )
-    for path, methods in schema.get("paths", {}).items():
-        for method, op in methods.items():
-            parts.append(f"<h2>{method.upper()} {html.escape(path)}</h2><p>{html.escape(op.get('summary', ''))}</p>")
-            body = request_body(op, schema)
-            if body:
-                parts.append(f"<p>Request body:</p><pre>{html.escape(json.dumps(body, indent=1))}</pre>")
-            codes = ", ".join(
-                f"{c} {html.escape(r.get('description', ''))}" for c, r in op.get("responses", {}).items()
+    within, places = ex["flip_within"], p.positions or list(range(len(p.tokens)))
+    said = []
+    for _, what, _, flip_key in MEASURES:
+        f = ex["flip"][flip_key]
+        if f["count"] is None:
+            said.append(
+                f"{html.escape(what)}: <b class='flips' data-measure='{flip_key}'>does not flip within "
+                f"{within} words</b>"
             )
-            parts.append(f"<p>Answers: {codes}</p>")
-            example = curl_example(method, path, op, body, schema, base)
-            parts.append(f"<pre>{html.escape(example)}</pre>")
-    parts.append("<h2>Limits</h2><ul>" + "".join(f"<li>{html.escape(k)}: {html.escape(v)}</li>" for k, v in limits))
-    parts.append("</ul>")
-    return "\n".join(parts) + "\n"
+            continue
+        words = ",".join(str(places[j]) for j in f["words"])
+        said.append(
+            f"{html.escape(what)}: <button class='flips' data-measure='{flip_key}' name='delete' value='{words}' "
+            f"title='delete them'>{f['count']} word{'s' if f['count'] != 1 else ''}</button>"
+        )
+    return (
+        f"<form method='get' action='/'>{hidden_look(look, key)}<p>What flips it (the fewest words deleted, "
+        f"highest first, outlined for the chosen measure): {' · '.join(said)}</p></form>"
+    )
+
+
+def hidden_look(look: Look, key: str | None) -> str:
+    """The page's state as a form's hidden fields (a button of the form then adds `delete`)."""
+    keep = {**look.query(), **({"key": key} if key else {})}
+    return "".join(f"<input type='hidden' name='{k}' value='{html.escape(v)}'>" for k, v in keep.items())
+
+
+def scale_legend(values: list, what: str, scale: str) -> str:
+    """What the shading means, with its numbers."""
+    finite = [0.0 if v is None else v for v in values]
+    if scale == "max":
+        top = max(finite, default=0.0)
+        return (
+            f"<p class='about'>{html.escape(what)}: 0 <span class='scale' style='background:linear-gradient(to right,"
+            f"rgba(220,40,40,0),rgba(220,40,40,1))'></span> {top:.4g} (the text's highest)</p>"
+        )
+    n = len(finite)
+    return (
+        f"<p class='about'>{html.escape(what)} as a share of the text's total: {1 / (SPAN * n):.3g} (1/{SPAN} of "
+        "uniform) or less <span class='scale' style='background:linear-gradient(to right,rgba(40,90,220,1),"
+        f"rgba(40,90,220,0),rgba(220,40,40,1))'></span> {SPAN / n:.3g} ({SPAN}x) or more; white: 1/n = "
+        f"{1 / n:.3g} (n = {n} words)</p>"
+    )
+
+
+def edit_form(view: dict, look: Look, key: str | None, values: list, what: str) -> str:
+    """The text shaded, each word a button of a plain form that deletes it; the chosen measure's flip words
+    outlined."""
+    p, ex = view["prediction"], view["explained"]
+    _, _, flip_key = measure_of(look)
+    scale = by_peak if look.scale == "max" else by_uniform
+    shaded = shade_words(p, values, what, scale, button=True, marked=ex["flip"][flip_key]["words"])
+    return f"<form method='get' action='/'>{hidden_look(look, key)}<p class='text'>{shaded}</p></form>"
+
+
+def pinned_view(view: dict, look: Look, what: str) -> str:
+    """The pinned original, shaded as the text is, beside an edit."""
+    if not look.compared or view.get("pinned") is None:
+        return ""
+    was = view["pinned"]
+    values_key = measure_of(look)[1]
+    values = was["prediction"].weights if values_key == "weights" else was["explained"][values_key]
+    scale = by_peak if look.scale == "max" else by_uniform
+    shaded = shade_words(was["prediction"], values, what, scale)
+    return f"<p class='about'>pinned original:</p><p class='pinned'>{shaded}</p>"
+
+
+def top_words(view: dict, k: int = 5) -> str:
+    """The words each measure ranks highest, with their values."""
+    p, ex = view["prediction"], view["explained"]
+    lines = []
+    for _, what, values_key, _ in MEASURES:
+        values = p.weights if values_key == "weights" else [-1.0 if v is None else v for v in ex[values_key]]
+        top = sorted(range(len(values)), key=lambda i: (-values[i], i))[:k]
+        words = ", ".join(f"{html.escape(p.tokens[i])} {values[i]:.3g}" for i in top if values[i] >= 0)
+        lines.append(f"<tr><th>{html.escape(what)}</th><td class='top'>{words}</td></tr>")
+    return f"<table class='tops'><caption>top words</caption>{''.join(lines)}</table>"

@@ -6,21 +6,49 @@ shaded by its weight, and a legend says what the shading means."""
 from __future__ import annotations
 
 import html
+import math
 
 from attnclf.data.text import TAG, token_spans
 
 STYLE = (
     "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto} p{line-height:1.8} "
-    ".w{padding:1px 2px;border-radius:3px} .cut{color:#999} "
+    ".w{padding:1px 2px;border-radius:3px} .cut{color:#999} .flip{outline:2px solid #333} "
+    "button.w{border:0;font:inherit;color:inherit;cursor:pointer;margin:0} "
     ".legend{display:inline-block;width:12em;height:0.9em;vertical-align:middle;border:1px solid #ccc;"
     "background:linear-gradient(to right,rgba(220,40,40,0),rgba(220,40,40,1))}</style>"
 )
 
 
-def _shade(text: str, weight: float, peak: float, what: str = "attention") -> str:
+def by_peak(values: list[float]):
+    """A word's colour relative to the text's highest value (the darkest): red, from none to full."""
+    peak = max(values, default=0.0) or 1.0
+    return lambda weight: f"rgba(220,40,40,{weight / peak:.3f})"
+
+
+# the uniform scale's ends: a word's share of the text's total at 1/SPAN or SPAN times uniform (1/n) is full
+SPAN = 8
+
+
+def by_uniform(values: list[float]):
+    """A word's colour relative to uniform: its share of the text's total against 1/n, white at 1/n, red above
+    to full at SPAN/n, blue below to full at 1/(SPAN n): near-uniform weights shade pale, not dark."""
+    total, n = sum(values), len(values)
+
+    def colour(weight: float) -> str:
+        ratio = weight * n / total if total > 0 else 1.0
+        strength = min(1.0, abs(math.log(max(ratio, 1e-12), SPAN)))
+        return f"rgba(220,40,40,{strength:.3f})" if ratio >= 1 else f"rgba(40,90,220,{strength:.3f})"
+
+    return colour
+
+
+def _shade(text: str, weight: float, colour, what: str, place: int | None = None, marked: bool = False) -> str:
+    """One word: shaded, its value on hover; with its `place` (among tokenize()'s tokens), a button of the
+    form around it that deletes it; `marked`: outlined (a word whose deletion flips the decision)."""
+    tag, button = ("button", f" name='delete' value='{place}'") if place is not None else ("span", "")
     return (
-        f"<span class='w' title='{what} {weight:.4f}' style='background:rgba(220,40,40,{weight / peak:.3f})'>"
-        f"{html.escape(text)}</span>"
+        f"<{tag} class='w{' flip' if marked else ''}'{button} title='{what} {weight:.4f}' "
+        f"style='background:{colour(weight)}'>{html.escape(text)}</{tag}>"
     )
 
 
@@ -34,23 +62,29 @@ def _between(raw: str) -> str:
     return "".join([*parts, html.escape(raw[at:])]).replace("\n", "<br>")
 
 
-def shade_words(p, scores=None, what: str = "attention") -> str:
+def shade_words(p, scores=None, what: str = "attention", scale=by_peak, button: bool = False, marked=()) -> str:
     """A Prediction's review as HTML: its own text, each word it read shaded by its attention weight (darker:
-    more), words left out by truncation in grey. Where the text's offsets cannot be traced (see
-    token_spans), the words as the model read them. `scores` (one a word read, >= 0; None counts as 0), named
-    `what`, shade in place of the weights."""
+    more; `scale` makes the colours of the text's values), words left out by truncation in grey. Where the
+    text's offsets cannot be traced (see token_spans), the words as the model read them. `scores` (one a word
+    read, >= 0; None counts as 0), named `what`, shade in place of the weights. `button`: each read word a
+    button that deletes it (in a form the caller writes); `marked`: the read words (places among those read)
+    outlined."""
     values = p.weights if scores is None else [0.0 if v is None else v for v in scores]
-    peak = max(values) or 1.0
-    spans = token_spans(p.text) if p.text else None
+    colour, spans = scale(values), token_spans(p.text) if p.text else None
+    places = p.positions or list(range(len(p.tokens)))
+    marked = {places[j] for j in marked}
+
+    def word(text, i, v):
+        return _shade(text, v, colour, what, i if button else None, i in marked)
+
     if spans is None or not p.positions:
-        return " ".join(_shade(t, w, peak, what) for t, w in zip(p.tokens, values, strict=True))
+        return " ".join(word(t, i, v) for t, i, v in zip(p.tokens, places, values, strict=True))
     weight_at = dict(zip(p.positions, values, strict=True))
     out, at = [], 0
     for i, (start, end) in enumerate(spans):
         out.append(_between(p.text[at:start]))
-        word = p.text[start:end]
-        cut = f"<span class='cut'>{html.escape(word)}</span>"
-        out.append(_shade(word, weight_at[i], peak, what) if i in weight_at else cut)
+        text = p.text[start:end]
+        out.append(word(text, i, weight_at[i]) if i in weight_at else f"<span class='cut'>{html.escape(text)}</span>")
         at = end
     out.append(_between(p.text[at:]))
     return "".join(out)

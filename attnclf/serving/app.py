@@ -22,7 +22,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect
 
 from attnclf.inference.trained import TrainedClassifier
-from attnclf.presentation.explorer import explorer_page
+from attnclf.presentation.explorer import Look, explorer_page
 from attnclf.serving.batching import Batcher, Busy, ModelFailed
 from attnclf.serving.body import BodyGuard, BodyProblem
 from attnclf.serving.refusals import cut, refusal_of
@@ -97,7 +97,7 @@ def answer(request: Request, status: int, message: str, headers: dict | None = N
     if request.url.path in PAGES:
         # (a refused key is not carried on)
         key = request.query_params.get("key") if status != 401 else None
-        return HTMLResponse(explorer_page("", [], key, None, message), status_code=status, headers=headers)
+        return HTMLResponse(explorer_page(Look(), [], key, error=message), status_code=status, headers=headers)
     return JSONResponse({"error": message}, status_code=status, headers=headers)
 
 

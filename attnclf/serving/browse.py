@@ -10,23 +10,28 @@ from pathlib import Path
 
 import numpy as np
 
+from attnclf.data.text import tokenize
 from attnclf.inference.as_trained import texts_as_trained
 from attnclf.serving.explain import gradient_taus
 from attnclf.utils.jsonfile import finite, read_json, write_json
 
 log = logging.getLogger(__name__)
 
+# what a kept row holds (part of the file's name: a file of an older layout is computed again)
+ROWS_LAYOUT = "tokens-truncated"
+
 
 def cache_file(models: list, rows: int, seed: int) -> Path:
     """Where the sample's rows are kept: the first model's run folder, named for what went into them."""
     made = [f"{m.name}={m.checkpoint.resolve()}:{m.checkpoint.stat().st_mtime_ns}" for m in models]
-    digest = hashlib.sha256("\n".join([str(rows), str(seed), *made]).encode()).hexdigest()[:12]
+    digest = hashlib.sha256("\n".join([ROWS_LAYOUT, str(rows), str(seed), *made]).encode()).hexdigest()[:12]
     return models[0].clf.run / f"browse_test_{rows}_s{seed}_{digest}.json"
 
 
 def browse_rows(models: list, rows: int, seed: int, batch_tokens: int) -> list[dict]:
-    """The sample's rows: {row (its place among the run's test rows), text, label (true), models: {name:
-    {label, prob, tau}}}; read from the run folder where computed before."""
+    """The sample's rows: {row (its place among the run's test rows), text, label (true), tokens (the text's),
+    truncated (some model cut it to its run's length), models: {name: {label, prob, tau}}}; read from the run
+    folder where computed before."""
     cache = cache_file(models, rows, seed)
     if cache.is_file():
         return read_json(cache)["rows"]
@@ -34,11 +39,18 @@ def browse_rows(models: list, rows: int, seed: int, batch_tokens: int) -> list[d
     texts, labels = texts_as_trained(first, "test", {})
     picked = np.sort(np.random.default_rng(seed).choice(len(texts), min(rows, len(texts)), replace=False))
     sample = [texts[i] for i in picked]
-    out = [{"row": int(i), "text": texts[i], "label": first.labels[labels[i]], "models": {}} for i in picked]
+    out = [
+        {"row": int(i), "text": texts[i], "label": first.labels[labels[i]], "tokens": len(tokenize(texts[i]))}
+        for i in picked
+    ]
+    for r in out:
+        r["truncated"], r["models"] = False, {}
     for m in models:
-        probs, taus, pred = gradient_taus(m.clf, [m.clf.read(t) for t in sample], batch_tokens)
-        for r, p, tau, k in zip(out, probs, taus, pred, strict=True):
+        readings = [m.clf.read(t) for t in sample]
+        probs, taus, pred = gradient_taus(m.clf, readings, batch_tokens)
+        for r, p, tau, k, read in zip(out, probs, taus, pred, readings, strict=True):
             r["models"][m.name] = {"label": m.clf.labels[k], "prob": float(p[k]), "tau": float(tau)}
+            r["truncated"] = r["truncated"] or read.truncated
     out = finite(out)
     try:
         write_json(cache, {"rows": out})

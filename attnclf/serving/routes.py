@@ -8,14 +8,22 @@ work of /predict, /explain and the pages goes through each model's bounded queue
 # the routes' annotations as objects)
 
 import asyncio
+import re
+import time
+from collections import OrderedDict
+from dataclasses import replace
 from functools import partial
 from typing import Annotated, Literal
 
 from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 
+from attnclf.data.text import tokenize, without_tokens
 from attnclf.errors import AttnclfError
-from attnclf.presentation.explorer import ORDERS, Selection, browse_csv, browse_page, docs_page, explorer_page
+from attnclf.presentation.api_docs import docs_page
+from attnclf.presentation.browse import LENGTHS, ORDERS, Selection, browse_csv, browse_page
+from attnclf.presentation.explorer import MEASURES, SCALES, Look, explorer_page
+from attnclf.presentation.site import address
 from attnclf.serving import schema
 from attnclf.serving.browse import browse_rows
 from attnclf.serving.explain import explain, prediction_json
@@ -25,6 +33,8 @@ from attnclf.settings.serve import ServeConfig
 
 # the routes that answer pages (their refusals too)
 PAGES = ("/", "/browse", "/docs")
+# texts whose explanations are kept (an edit compared with its pinned original reads the original once)
+KEPT_EXPLAINED = 32
 # what the limits a client meets are called, as /docs lists them
 LIMITS = ("max_texts", "max_text_chars", "max_body_bytes", "body_timeout", "max_queue", "batch_tokens")
 
@@ -48,9 +58,11 @@ def get_and_head(app: FastAPI, path: str, **kw):
     return add
 
 
-def explain_weight(reading) -> int:
-    """The texts an /explain of `reading` runs: each word deleted, the text, its gradient."""
-    return len(reading.ids) + 2
+def explain_weight(reading, within: int) -> int:
+    """The texts an /explain of `reading` runs: each word deleted, the text, its gradient, and the flip
+    search's deletions in three orders."""
+    n = len(reading.ids)
+    return n + 2 + 3 * min(within, n - 1)
 
 
 class Api:
@@ -60,6 +72,7 @@ class Api:
         self.models, self.s = models, s
         self.names = list(models)
         self.browsed: list[dict] | None = None
+        self.kept: OrderedDict = OrderedDict()
         # two first visits at once compute the rows once
         self.browsing = asyncio.Lock()
 
@@ -108,9 +121,18 @@ class Api:
             return {**prediction_json(m.name, pred, m.clf.labels), **explained}
 
     async def explained(self, m, text: str):
-        """`text` read off the loop, then explained on the model thread in its turn in `m`'s queue."""
+        """`text` read off the loop, then explained on the model thread in its turn in `m`'s queue (the last
+        KEPT_EXPLAINED texts' answers kept)."""
+        if (m.name, text) in self.kept:
+            self.kept.move_to_end((m.name, text))
+            return self.kept[m.name, text]
         reading = await asyncio.to_thread(m.clf.read, text)
-        return await m.batcher.run_alone(partial(explain, m.clf, reading), explain_weight(reading))
+        within = self.s.flip_within
+        got = await m.batcher.run_alone(partial(explain, m.clf, reading, within), explain_weight(reading, within))
+        self.kept[m.name, text] = got
+        while len(self.kept) > KEPT_EXPLAINED:
+            self.kept.popitem(last=False)
+        return got
 
     def page_routes(self, app: FastAPI) -> None:
         key = Annotated[str | None, Depends(key_required(self.s.api_key))]
@@ -119,6 +141,8 @@ class Api:
         orders = tuple(o for o in ORDERS if o != "disagree" or len(self.names) > 1)
         text_query = Query(max_length=self.s.max_text_chars, description="a text every model reads")
         names = tuple(self.names)
+
+        said_pattern = "^(" + "|".join(re.escape(n) for n in names) + "):.+$"
 
         # /browse's and /browse.csv's query: checked by FastAPI as the other routes' (422 naming the key)
         def selection(
@@ -129,10 +153,29 @@ class Api:
             wrong: Annotated[
                 Literal[(*names, "")] | None, Query(description="a model: the rows it misclassifies")
             ] = None,
+            length: Annotated[Literal[(*LENGTHS, "")] | None, Query(description="the text's tokens")] = None,
+            truncated: Annotated[Literal["yes", "no", ""] | None, Query(description="cut by a model")] = None,
+            said: Annotated[
+                list[Annotated[str, Query(pattern=said_pattern, max_length=300)]],
+                Query(description="model:label, each: the rows that model gives that label"),
+            ] = (),
             page: Annotated[int, Query(ge=1, le=10**6)] = 1,
         ) -> Selection:
             # an emptied form field is not a filter
-            return Selection(order, word or None, label or None, wrong or None, page)
+            return Selection(
+                order, word or None, label or None, wrong or None, length or None, truncated or None, tuple(said), page
+            )
+
+        def look(
+            text: Annotated[str | None, text_query] = None,
+            pinned: Annotated[
+                str | None, Query(max_length=self.s.max_text_chars, description="the original an edit is compared with")
+            ] = None,
+            shade: Literal[tuple(m for m, *_ in MEASURES)] = "attention",
+            scale: Literal[tuple(SCALES)] = "max",
+            row: Annotated[str | None, Query(description="a row of /browse")] = None,
+        ) -> Look:
+            return Look(text or "", pinned or None, shade, scale, row)
 
         @get_and_head(
             app,
@@ -141,12 +184,45 @@ class Api:
             responses=schema.answers(404, 413, 500, 503, keyed=keyed, page=True),
             summary="the explorer page",
         )
-        async def explorer(key: key, text: Annotated[str | None, text_query] = None, row: str | None = None):
+        async def explorer(
+            key: key,
+            shown: Annotated[Look, Depends(look)],
+            delete: Annotated[
+                str | None, Query(pattern=r"^\d{1,6}(,\d{1,6})*$", max_length=10_000, description="words to delete")
+            ] = None,
+        ):
             gold = None
-            if row is not None:
-                text, gold = await self.row_text(row)
-            views = await self.views(text) if text and text.strip() else []
-            return HTMLResponse(explorer_page(text or "", views, key, gold))
+            if shown.row is not None:
+                text, gold = await self.row_text(shown.row)
+                shown = shown if shown.text else replace(shown, text=text)
+            if delete is not None:
+                return RedirectResponse(address("/", key, **deleted(shown, delete).query()), 303)
+            if not shown.text.strip():
+                return HTMLResponse(explorer_page(shown, [], key, gold))
+            start = time.perf_counter()
+            views = await self.views(shown)
+            about = self.reading_said(time.perf_counter() - start)
+            return HTMLResponse(explorer_page(shown, views, key, gold, about=about))
+
+        @get_and_head(
+            app,
+            "/explain.json",
+            response_model=schema.Analysis,
+            responses=schema.answers(404, 413, 422, 500, 503, keyed=keyed),
+            summary="the explorer's analysis of a text (and of the pinned original) by every model: a download",
+        )
+        async def analysis(key: key, shown: Annotated[Look, Depends(look)]):
+            if shown.row is not None and not shown.text:
+                shown = replace(shown, text=(await self.row_text(shown.row))[0])
+            if not shown.text.strip():
+                raise HTTPException(422, "text is empty; give the text to analyse (text=...)")
+            body = {"text": shown.text, "pinned": shown.pinned, "models": await self.analysed(shown.text)}
+            if shown.compared:
+                body["pinned_models"] = await self.analysed(shown.pinned)
+            return JSONResponse(
+                schema.Analysis(**body).model_dump(mode="json"),
+                headers={"Content-Disposition": "attachment; filename=explain.json"},
+            )
 
         @get_and_head(
             app,
@@ -192,13 +268,41 @@ class Api:
         async def favicon():
             return Response(status_code=204)
 
-    async def views(self, text: str) -> list[dict]:
-        """Each model's reading of `text`, for the page."""
+    async def views(self, shown: Look) -> list[dict]:
+        """Each model's reading of the text, and of the pinned original where an edit is compared, for the page."""
         out = []
         for m in self.models.values():
-            pred, explained = await self.explained(m, text)
-            out.append({"name": m.name, "about": m.about, "prediction": pred, "explained": explained})
+            pred, explained = await self.explained(m, shown.text)
+            view = {
+                "name": m.name,
+                "about": m.about,
+                "labels": m.clf.labels,
+                "prediction": pred,
+                "explained": explained,
+            }
+            if shown.compared:
+                was, was_explained = await self.explained(m, shown.pinned)
+                view["pinned"] = {"prediction": was, "explained": was_explained}
+            out.append(view)
         return out
+
+    async def analysed(self, text: str) -> dict:
+        """Every model's /explain answer for `text`, by name."""
+        out = {}
+        for m in self.models.values():
+            pred, explained = await self.explained(m, text)
+            out[m.name] = {**prediction_json(m.name, pred, m.clf.labels), **explained}
+        return out
+
+    def reading_said(self, seconds: float) -> str:
+        """What reading the text took, and the limits on a long text."""
+        lengths = ", ".join(f"{m.name} {m.clf.max_length}" for m in self.models.values())
+        return (
+            f"Read in {seconds:.2f} s. Each model deletes every word it reads in turn (leave-one-out) and up to "
+            f"{self.s.flip_within} words in each measure's order (flip_within): the time grows with the text's "
+            f"length. A model reads at most its run's length (words: {lengths}); a text may hold "
+            f"{self.s.max_text_chars} characters (max_text_chars)."
+        )
 
     async def rows(self) -> list[dict]:
         """/browse's rows, computed at the first call in the first model's queue (then read from the run folder
@@ -221,3 +325,18 @@ class Api:
             first = ", ".join(list(rows)[:3])
             raise HTTPException(404, f"row={shown(row)} is not one of /browse's rows (its rows: {first}, ...)")
         return rows[row]["text"], rows[row]["label"]
+
+
+def deleted(shown: Look, delete: str) -> Look:
+    """The page's state once the words at `delete` (places among the text's tokens, comma-separated) are
+    deleted: the text without them, compared with the pinned original (the text itself where none was)."""
+    places = sorted({int(i) for i in delete.split(",")})
+    n = len(tokenize(shown.text))
+    if places[-1] >= n:
+        raise HTTPException(422, f"delete={shown_places(places)} is past the text's {n} words (0..{n - 1})")
+    pinned = shown.pinned if shown.pinned is not None else shown.text
+    return replace(shown, text=without_tokens(shown.text, places), pinned=pinned)
+
+
+def shown_places(places: list[int]) -> str:
+    return ",".join(str(i) for i in places[:5]) + (",..." if len(places) > 5 else "")

@@ -29,6 +29,14 @@ class PredictResponse(BaseModel):
     predictions: list[PredictionOut] = Field(description="one per text, in order")
 
 
+class FlipOut(BaseModel):
+    count: int | None = Field(
+        description="the fewest words, taken in the measure's order, whose deletion flips the decision; null "
+        "where flip_within words do not"
+    )
+    words: list[int] = Field(description="those words' places among tokens (empty where count is null)")
+
+
 class ExplainResponse(PredictionOut):
     gradient: list[float | None] = Field(description="|gradient x input| of each read word, weights held fixed")
     leave_one_out: list[float | None] = Field(description="|change of p(predicted)| with the word deleted")
@@ -37,6 +45,19 @@ class ExplainResponse(PredictionOut):
     rows: list[list[float]] | None = Field(
         description="a mechanism with several rows of weights (multihead's heads, structured's hops): each row "
         "over the read words; `weights` is their mean. null where the mechanism has one row"
+    )
+    flip_within: int = Field(description="the most words the flip search deletes (the server's flip_within)")
+    flip: dict[str, FlipOut] = Field(
+        description="what flips the decision, searched in the order of attention, gradient and leave_one_out"
+    )
+
+
+class Analysis(BaseModel):
+    text: str = Field(description="the text analysed")
+    pinned: str | None = Field(description="the pinned original an edit is compared with (null: none)")
+    models: dict[str, ExplainResponse] = Field(description="each model's /explain answer for the text, by name")
+    pinned_models: dict[str, ExplainResponse] | None = Field(
+        None, description="each model's /explain answer for the pinned original, where it differs from the text"
     )
 
 

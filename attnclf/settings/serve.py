@@ -57,6 +57,8 @@ class ServeConfig:
     browse_rows: int = 500
     # the seed of /browse's sample
     seed: int = DEFAULT_SEED
+    # /explain's and the page's search for what flips a decision: at most this many words deleted
+    flip_within: int = 50
 
     def normalize(self) -> None:
         """ckpt and names as lists; the API key given, else $ATTNCLF_API_KEY's."""
@@ -67,7 +69,15 @@ class ServeConfig:
 
     def check(self) -> None:
         self.check_names()
-        for key in ("max_texts", "max_text_chars", "max_body_bytes", "batch_tokens", "max_queue", "browse_rows"):
+        for key in (
+            "max_texts",
+            "max_text_chars",
+            "max_body_bytes",
+            "batch_tokens",
+            "max_queue",
+            "browse_rows",
+            "flip_within",
+        ):
             positive_int(key, getattr(self, key))
         positive_int("num_threads", self.num_threads, "PyTorch's default")
         positive_number("body_timeout", self.body_timeout)

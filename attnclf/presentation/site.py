@@ -1,0 +1,45 @@
+"""What the served pages share: their style, their header (links to each page) and links that carry the API
+key. Plain HTML and CSS, nothing fetched from elsewhere: the pages work offline."""
+
+from __future__ import annotations
+
+import html
+from urllib.parse import urlencode
+
+from attnclf.presentation.html import STYLE
+
+SITE_STYLE = (
+    "<style>body{max-width:96em;padding:0 1em} *{box-sizing:border-box} textarea{width:100%;font:inherit} "
+    "button{font:inherit;padding:.2em 1em} .models{display:grid;gap:1.5em;"
+    "grid-template-columns:repeat(auto-fit,minmax(22em,1fr))} .model{border:1px solid #ddd;border-radius:6px;"
+    "padding:0 1em} .about{color:#666;font-size:90%} .error{color:#b00} "
+    "table{border-collapse:collapse} td,th{border-bottom:1px solid #eee;padding:2px 8px;text-align:left;"
+    "vertical-align:top} .wrong{color:#b00} pre{background:#f6f6f6;padding:.5em;overflow:auto} "
+    ".bar{display:inline-block;height:.8em;background:#4a7;vertical-align:middle} "
+    ".track{display:inline-block;width:10em;background:#eee;vertical-align:middle;margin:0 .5em} "
+    ".scale{display:inline-block;width:12em;height:.9em;vertical-align:middle;border:1px solid #ccc} "
+    ".tabs a,.tabs b{margin-right:1em} .grid{display:flex;flex-wrap:wrap;gap:1.5em} .num{text-align:right}"
+    "</style>"
+)
+
+
+def address(path: str, key: str | None, **params) -> str:
+    """An address within the server, carrying the API key where one is in use (a list value: the key
+    repeated)."""
+    query = {k: v for k, v in params.items() if v is not None}
+    if key:
+        query["key"] = key
+    return path + ("?" + urlencode(query, doseq=True) if query else "")
+
+
+def link(path: str, key: str | None, **params) -> str:
+    """`address`, escaped for an HTML attribute."""
+    return html.escape(address(path, key, **params))
+
+
+def head(title: str, key: str | None) -> str:
+    nav = f"<a href='{link('/', key)}'>explorer</a> · <a href='{link('/browse', key)}'>browse test rows</a> · "
+    return (
+        f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title>{STYLE}{SITE_STYLE}"
+        f"<p><b>attnclf</b> · {nav}<a href='{link('/docs', key)}'>API</a></p>"
+    )
