@@ -1738,6 +1738,13 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
             "tests/test_serve.py::test_browse_gives_accuracy_by_slice_and_the_agreement_matrix_each_number_a_link_to_its_rows"
         ],
     ),
+    (
+        "a-refused-page-loses-the-text",
+        "attnclf/serving/app.py",
+        r'return Look\(text=text if len\(text\) <= request\.app\.state\.max_text_chars else ""\)',
+        "return Look()",
+        ["tests/test_serve.py::test_a_deleted_word_opens_the_edit_compared_with_the_pinned_original"],
+    ),
 ]
 
 args = sys.argv[1:]

@@ -46,6 +46,18 @@ def by_css(element, css: str):
     return element.find_elements(By.CSS_SELECTOR, css)
 
 
+def follow(driver, element) -> None:
+    """Click `element` (a link or a form's button) and wait until the page it opens has loaded: the old page's
+    element gone, the new one whole (a loaded machine answers slower than selenium's click returns)."""
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    element.click()
+    wait = WebDriverWait(driver, 120)
+    wait.until(expected_conditions.staleness_of(element))
+    wait.until(lambda d: d.execute_script("return document.readyState") == "complete")
+
+
 def sections(driver) -> dict:
     return {s.get_attribute("data-model"): s for s in by_css(driver, "section.model")}
 
@@ -66,7 +78,7 @@ def test_the_page_shows_both_models_shaded_and_the_measure_a_link_away(server, d
         assert all(w.get_attribute("title").startswith("attention weight ") for w in words)
         bars = by_css(section, ".probs .bar")
         assert len(bars) == 2 and all(b.size["width"] > 0 for b in bars)
-    by_css(driver, "p.tabs a")[0].click()  # |gradient x input|
+    follow(driver, by_css(driver, "p.tabs a")[0])  # |gradient x input|
     words = by_css(driver, "p.text .w")
     assert len(words) == 2 * 12 and all(w.get_attribute("title").startswith("|gradient x input| ") for w in words)
     assert "shade=gradient" in driver.current_url and "text=" in driver.current_url
@@ -75,7 +87,7 @@ def test_the_page_shows_both_models_shaded_and_the_measure_a_link_away(server, d
 def test_a_clicked_word_is_deleted_and_each_models_new_probability_is_what_predict_gives(server, driver):
     driver.get(server.url + "?text=" + quote(TEXT))
     (wonderful,) = [w for w in by_css(sections(driver)["dot"], "p.text .w") if w.text == "wonderful"]
-    wonderful.click()
+    follow(driver, wonderful)
     edited = without_tokens(TEXT, [1])
     assert by_css(driver, "textarea")[0].get_attribute("value") == edited
     for name, section in sections(driver).items():
@@ -91,6 +103,18 @@ def test_a_clicked_word_is_deleted_and_each_models_new_probability_is_what_predi
     driver.get("about:blank")
     driver.get(shared)
     assert [by_css(s, ".delta")[0].text for s in sections(driver).values()] == deltas
+    # a word replaced in the text box: compared with the same pinned original
+    box = by_css(driver, "textarea")[0]
+    box.clear()
+    replaced = TEXT.replace("wonderful", "dreadful")
+    box.send_keys(replaced)
+    follow(driver, by_css(driver, "form button[type='submit']")[0])
+    assert parse_qs(urlsplit(driver.current_url).query) == {"text": [replaced], "pinned": [TEXT]}
+    for name, section in sections(driver).items():
+        before, after = predicted(server, TEXT, name), predicted(server, replaced, name)
+        delta = after["probs"][before["label"]] - before["probs"][before["label"]]
+        assert by_css(section, ".prob")[0].text == f"{after['prob']:.3f}"
+        assert by_css(section, ".delta")[0].text == f"{delta:+.3f}"
 
 
 def test_the_flip_counts_are_explains_and_a_plain_computations(server, driver, tiny_run, tiny_run_additive):
@@ -112,7 +136,7 @@ def test_the_flip_counts_are_explains_and_a_plain_computations(server, driver, t
     assert flipped
     # a count's button deletes those words: the decision flips
     (name, section), *_ = [(n, s) for n, s in sections(driver).items() if by_css(s, "button.flips")]
-    by_css(section, "button.flips")[0].click()
+    follow(driver, by_css(section, "button.flips")[0])
     section = sections(driver)[name]
     assert by_css(section, ".label")[0].text != by_css(section, ".was")[0].text
 
@@ -126,7 +150,7 @@ def rows_over_pages(driver) -> list[int]:
         after = driver.find_elements(By.LINK_TEXT, "next")
         if not after:
             return shown
-        after[0].click()
+        follow(driver, after[0])
 
 
 def test_a_matrix_cells_link_opens_exactly_its_rows_and_the_csv_downloads_the_table(server, driver, tiny_run):
@@ -140,7 +164,7 @@ def test_a_matrix_cells_link_opens_exactly_its_rows_and_the_csv_downloads_the_ta
     assert len(cells) == 4 and sum(n for _, n in cells) == len(kept)
     href, n = max(cells, key=lambda c: c[1])
     caption = by_css(driver, "table.matrix td.cell a")[[c[0] for c in cells].index(href)]
-    caption.click()
+    follow(driver, caption)
     said = [s.split(":", 1) for s in parse_qs(urlsplit(driver.current_url).query)["said"]]
     want = [r["row"] for r in kept if all(r["models"][m]["label"] == label for m, label in said)]
     assert rows_over_pages(driver) == want and len(want) == n
@@ -168,8 +192,7 @@ def test_no_edit_or_export_link_runs_a_script_from_a_shared_address(server, driv
         assert driver.title.startswith("attnclf") and driver.title != "pwned", address
         assert by_css(driver, "img") == [] and by_css(driver, "script") == [] and by_css(driver, "svg") == []
     driver.get(server.url + "?" + urlencode({"text": attack, "pinned": other}))
-    by_css(driver, "p.text .w")[0].click()  # (deleted: "superb")
-    time.sleep(0.3)
+    follow(driver, by_css(driver, "p.text .w")[0])  # (deleted: "superb")
     assert driver.title == "attnclf explorer" and by_css(driver, "img") == [] and by_css(driver, "script") == []
     assert "<img src=x" in by_css(driver, "textarea")[0].get_attribute("value")
     (download,) = [a for a in by_css(driver, "a[download]") if "explain.json" in a.get_attribute("href")]

@@ -126,11 +126,11 @@ def test_the_uniform_scale_is_white_at_one_over_n_red_above_and_blue_below():
     near = [0.26, 0.25, 0.25, 0.24]
     assert all(float(a) < 0.05 for _, a in colours(near, by_uniform))
     assert all(float(a) > 0.9 for _, a in colours(near, by_peak))
-    # n = 4: 8/n of the total is full red, 1/(8n) full blue, 2/n a third of the way (log base 8 of 2)
-    got = colours([8, 1 / 8, 2, 1, 1], by_uniform)  # (shares of a total of 12.125 over 5 words)
-    total = 12.125
-    ratios = [w * 5 / total for w in (8, 1 / 8, 2, 1, 1)]
+    # 10 words, one 80 times the others: its share is 8.99 times uniform (full red), theirs 0.11 (full blue)
+    assert colours([80.0] + [1.0] * 9, by_uniform) == [("220", "1.000")] + [("40", "1.000")] * 9
+    # in between, the log of the share against uniform, base 8: 1.5 x uniform is red at log8(1.5)
     import math
 
-    want = [("220" if r >= 1 else "40", f"{min(1.0, abs(math.log(r, 8))):.3f}") for r in ratios]
-    assert got == want and got[0] == ("220", "1.000") and got[1][0] == "40"
+    ratios = [w * 3 / 4 for w in (2.0, 1.0, 1.0)]
+    want = [("220" if r >= 1 else "40", f"{abs(math.log(r, 8)):.3f}") for r in ratios]
+    assert colours([2.0, 1.0, 1.0], by_uniform) == want and want[0] == ("220", "0.195")

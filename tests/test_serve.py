@@ -645,6 +645,8 @@ def test_a_deleted_word_opens_the_edit_compared_with_the_pinned_original(two):
     assert "title='|gradient x input| " in page
     past = two.get("/", params={"text": "superb film", "delete": "2"}, follow_redirects=False)
     assert past.status_code == 422 and "delete=2 is past the text's 2 words (0..1)" in html.unescape(past.text)
+    # (the refused page keeps the text in its box: nothing typed is lost)
+    assert "placeholder='Type or paste a text'>superb film</textarea>" in past.text
     assert two.get("/", params={"text": "superb", "delete": "x"}).status_code == 422
 
 

@@ -83,7 +83,9 @@ def explorer_page(
 def text_form(look: Look, key: str | None) -> str:
     """The text box; a text shown is pinned (kept as the original), so that an edit of it is compared."""
     pinned = look.pinned if look.pinned is not None else (look.text or None)
-    keep = {"pinned": pinned, "shade": look.shade, "scale": look.scale, "row": look.row, "key": key}
+    # (the measure, scale and row where not the defaults: the address a text opens at stays short)
+    chosen = {k: v for k, v in look.query().items() if k in ("shade", "scale", "row")}
+    keep = {"pinned": pinned, **chosen, "key": key}
     hidden = "".join(
         f"<input type='hidden' name='{k}' value='{html.escape(v)}'>" for k, v in keep.items() if v is not None
     )

@@ -71,6 +71,7 @@ def create_app(models: list[Model], s: ServeConfig) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.model_names = [m.name for m in models]
+    app.state.max_text_chars = s.max_text_chars
     Api({m.name: m for m in models}, s).routes(app)
     app.openapi = partial(real_answers, app, app.openapi)
     add_error_handlers(app, s)
@@ -97,8 +98,17 @@ def answer(request: Request, status: int, message: str, headers: dict | None = N
     if request.url.path in PAGES:
         # (a refused key is not carried on)
         key = request.query_params.get("key") if status != 401 else None
-        return HTMLResponse(explorer_page(Look(), [], key, error=message), status_code=status, headers=headers)
+        return HTMLResponse(
+            explorer_page(kept_text(request), [], key, error=message), status_code=status, headers=headers
+        )
     return JSONResponse({"error": message}, status_code=status, headers=headers)
+
+
+def kept_text(request: Request) -> Look:
+    """A refused page's text box keeps the text it was sent, where the text itself was not what was refused
+    (nothing typed is lost); pinned and the rest are dropped."""
+    text = request.query_params.get("text", "")
+    return Look(text=text if len(text) <= request.app.state.max_text_chars else "")
 
 
 def add_error_handlers(app: FastAPI, s: ServeConfig) -> None:

@@ -8,26 +8,26 @@ work of /predict, /explain and the pages goes through each model's bounded queue
 # the routes' annotations as objects)
 
 import asyncio
-import re
 import time
 from collections import OrderedDict
 from dataclasses import replace
 from functools import partial
-from typing import Annotated, Literal
+from typing import Annotated
 
-from fastapi import Depends, FastAPI, HTTPException, Query, Request, Response
+from fastapi import Depends, FastAPI, HTTPException, Request, Response
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 
 from attnclf.data.text import tokenize, without_tokens
 from attnclf.errors import AttnclfError
 from attnclf.presentation.api_docs import docs_page
-from attnclf.presentation.browse import LENGTHS, ORDERS, Selection, browse_csv, browse_page
-from attnclf.presentation.explorer import MEASURES, SCALES, Look, explorer_page
+from attnclf.presentation.browse import ORDERS, Selection, browse_csv, browse_page
+from attnclf.presentation.explorer import Look, explorer_page
 from attnclf.presentation.site import address
 from attnclf.serving import schema
 from attnclf.serving.browse import browse_rows
 from attnclf.serving.explain import explain, prediction_json
 from attnclf.serving.keys import key_required
+from attnclf.serving.queries import Delete, look_query, selection_query
 from attnclf.serving.refusals import shown
 from attnclf.settings.serve import ServeConfig
 
@@ -136,60 +136,25 @@ class Api:
 
     def page_routes(self, app: FastAPI) -> None:
         key = Annotated[str | None, Depends(key_required(self.s.api_key))]
+        self.explorer_routes(app, key)
+        self.browse_routes(app, key)
+        self.doc_routes(app, key)
+
+    def explorer_routes(self, app: FastAPI, key) -> None:
         keyed = self.s.api_key is not None
-        page = {"response_class": HTMLResponse}
-        orders = tuple(o for o in ORDERS if o != "disagree" or len(self.names) > 1)
-        text_query = Query(max_length=self.s.max_text_chars, description="a text every model reads")
-        names = tuple(self.names)
-
-        said_pattern = "^(" + "|".join(re.escape(n) for n in names) + "):.+$"
-
-        # /browse's and /browse.csv's query: checked by FastAPI as the other routes' (422 naming the key)
-        def selection(
-            order: Literal[orders] = "row",
-            word: Annotated[str | None, Query(max_length=100, description="a word the text holds")] = None,
-            label: Annotated[str | None, Query(max_length=200, description="the true label")] = None,
-            # ("": the form's "any")
-            wrong: Annotated[
-                Literal[(*names, "")] | None, Query(description="a model: the rows it misclassifies")
-            ] = None,
-            length: Annotated[Literal[(*LENGTHS, "")] | None, Query(description="the text's tokens")] = None,
-            truncated: Annotated[Literal["yes", "no", ""] | None, Query(description="cut by a model")] = None,
-            said: Annotated[
-                list[Annotated[str, Query(pattern=said_pattern, max_length=300)]],
-                Query(description="model:label, each: the rows that model gives that label"),
-            ] = (),
-            page: Annotated[int, Query(ge=1, le=10**6)] = 1,
-        ) -> Selection:
-            # an emptied form field is not a filter
-            return Selection(
-                order, word or None, label or None, wrong or None, length or None, truncated or None, tuple(said), page
-            )
-
-        def look(
-            text: Annotated[str | None, text_query] = None,
-            pinned: Annotated[
-                str | None, Query(max_length=self.s.max_text_chars, description="the original an edit is compared with")
-            ] = None,
-            shade: Literal[tuple(m for m, *_ in MEASURES)] = "attention",
-            scale: Literal[tuple(SCALES)] = "max",
-            row: Annotated[str | None, Query(description="a row of /browse")] = None,
-        ) -> Look:
-            return Look(text or "", pinned or None, shade, scale, row)
+        look = look_query(self.s.max_text_chars)
 
         @get_and_head(
             app,
             "/",
-            **page,
+            response_class=HTMLResponse,
             responses=schema.answers(404, 413, 500, 503, keyed=keyed, page=True),
             summary="the explorer page",
         )
         async def explorer(
             key: key,
             shown: Annotated[Look, Depends(look)],
-            delete: Annotated[
-                str | None, Query(pattern=r"^\d{1,6}(,\d{1,6})*$", max_length=10_000, description="words to delete")
-            ] = None,
+            delete: Delete = None,
         ):
             gold = None
             if shown.row is not None:
@@ -224,10 +189,15 @@ class Api:
                 headers={"Content-Disposition": "attachment; filename=explain.json"},
             )
 
+    def browse_routes(self, app: FastAPI, key) -> None:
+        keyed = self.s.api_key is not None
+        orders = tuple(o for o in ORDERS if o != "disagree" or len(self.names) > 1)
+        selection = selection_query(tuple(self.names), orders)
+
         @get_and_head(
             app,
             "/browse",
-            **page,
+            response_class=HTMLResponse,
             responses=schema.answers(404, 422, 500, 503, keyed=keyed, page=True),
             summary="the first model's test rows",
         )
@@ -254,7 +224,8 @@ class Api:
                 headers={"Content-Disposition": "attachment; filename=browse.csv"},
             )
 
-        @get_and_head(app, "/docs", **page, include_in_schema=False)
+    def doc_routes(self, app: FastAPI, key) -> None:
+        @get_and_head(app, "/docs", response_class=HTMLResponse, include_in_schema=False)
         async def docs(request: Request, key: key):
             limits = [(k, str(getattr(self.s, k))) for k in LIMITS]
             return HTMLResponse(docs_page(request.app.openapi(), limits, key, str(request.base_url)))
