@@ -6,7 +6,9 @@ a test suite worth its name fails on every one. Add your own below as you find b
 with the tests that should catch it.
 
 --fast: the mutant's own tests first (seconds), then the whole suite only where they pass (a target that
-misses its defect costs time, never a wrong verdict). The whole list takes about 15 minutes on 2 cores.
+misses its defect costs time, never a wrong verdict); before any defect, those tests run once unplanted, and a
+test that fails by itself stops the run (it would "catch" every defect). The whole list takes about 15 minutes
+on 2 cores.
 
 Prints one line per mutant: caught / SURVIVED / STALE (the code it targets has changed: update the list).
 Usage (from the project root): python dev/mutants.py [--fast] . "$(which python)" [NAME...]
@@ -1762,6 +1764,28 @@ env = dict(
     HF_DATASETS_OFFLINE="1",
     PATH=os.path.dirname(os.path.abspath(python)) + os.pathsep + os.environ.get("PATH", ""),
 )  # scripts calling `python` get this one
+
+
+def baseline(targets: list[str]) -> None:
+    """--fast: the chosen defects' own tests, run once with no defect planted: a test that fails by itself would
+    "catch" its defect without telling anything (exit 1, naming them)."""
+    r = subprocess.run(
+        [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", *sorted(set(targets))],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        env=dict(env, PYTHONPATH=os.path.abspath(project)),
+        timeout=3600,
+    )
+    if r.returncode != 0:
+        failed = [line for line in r.stdout.splitlines() if line.startswith(("FAILED", "ERROR"))]
+        sys.exit(
+            "BASELINE: these tests fail with no defect planted:\n" + "\n".join(failed or r.stdout.splitlines()[-5:])
+        )
+
+
+if fast:
+    baseline([t for name, _, _, _, targets in MUTANTS if not only or name in only for t in targets])
 for name, rel, pattern, new, targets in MUTANTS:
     if only and name not in only:
         continue

@@ -697,3 +697,14 @@ def test_browse_gives_accuracy_by_slice_and_the_agreement_matrix_each_number_a_l
         assert all_pages(two, said=query["said"]) == want and len(want) == int(n)
     assert two.get("/browse", params={"said": "nosuch:pos"}).status_code == 422
     assert all_pages(two, length="1-100") == [r["row"] for r in rows if r["tokens"] <= 100]
+
+
+def test_an_edit_and_the_analysis_link_carry_the_api_key(tiny_run):
+    with client_of([tiny_run], api_key="k3y") as c:
+        r = c.get("/", params={"key": "k3y", "text": "superb film", "delete": "0"}, follow_redirects=False)
+        assert r.status_code == 303 and parse_qs(r.headers["location"].split("?", 1)[1])["key"] == ["k3y"]
+        page = c.get(r.headers["location"]).text
+        assert "<input type='hidden' name='key' value='k3y'>" in page
+        (download,) = re.findall(r"<a href='(/explain\.json\?[^']*)' download>", page)
+        assert c.get(html.unescape(download)).status_code == 200
+        assert c.get("/", params={"text": "superb film", "delete": "0"}).status_code == 401
