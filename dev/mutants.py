@@ -1734,7 +1734,7 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     (
         "slice-accuracy-over-every-row",
         "attnclf/presentation/browse.py",
-        r"these = selected\(rows, replace\(sel, \*\*change\)\)",
+        r"these = selected\(rows, Selection\(\*\*change\)\)",
         "these = rows",
         [
             "tests/test_serve.py::test_browse_gives_accuracy_by_slice_and_the_agreement_matrix_each_number_a_link_to_its_rows"

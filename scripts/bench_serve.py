@@ -327,11 +327,10 @@ def print_flip_search(clf, reading, within: int = 50) -> None:
     from attnclf.analysis import measures
     from attnclf.serving.explain import explain, flips
 
-    _, ex = explain(clf, reading, within)
-    scores = {"attention": None, "gradient": ex["gradient"], "leave_one_out": ex["leave_one_out"]}
-    model = clf.module.model
-    probs = measures.probabilities(model, [reading.ids])
-    scores["attention"] = measures.attention_weights(model, [reading.ids])[0]
+    # (the measures /explain computed, its probabilities and weights among them)
+    pred, ex = explain(clf, reading, within)
+    scores = {"attention": pred.weights, "gradient": ex["gradient"], "leave_one_out": ex["leave_one_out"]}
+    model, probs = clf.module.model, np.asarray([pred.probs])
     scores = {k: np.asarray([np.nan if v is None else v for v in s], dtype=float) for k, s in scores.items()}
     t = time.perf_counter()
     batched = flips(model, reading, probs, scores, within)

@@ -7,10 +7,10 @@ from __future__ import annotations
 import csv
 import html
 import io
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass
 
 from attnclf.data.text import tokenize
-from attnclf.presentation.site import head, link
+from attnclf.presentation.site import head, link, query_of
 
 # /browse?order=...: what comes first
 ORDERS = {
@@ -64,8 +64,7 @@ class Selection:
 
     def query(self, **change) -> dict:
         """The keys that differ from the defaults, with `change` over them: a link's query."""
-        given = asdict(replace(self, **change))
-        return {k: v for k, v in given.items() if v != getattr(Selection, k)}
+        return query_of(self, **change)
 
 
 def selected(rows: list[dict], sel: Selection) -> list[dict]:
@@ -175,7 +174,8 @@ def metrics(rows: list[dict], names: list[str], sel: Selection, key: str | None)
     head_row = "".join(f"<th>{html.escape(n)} accuracy</th>" for n in names)
     lines = []
     for what, change in slices:
-        these = selected(rows, replace(sel, **change))
+        # (the rows are the selection's already: only the slice's own key is left to filter by)
+        these = selected(rows, Selection(**change))
         here = sel.query(**change, page=1)
         cells = "".join(accuracy_cell(these, n, link("/browse", key, **{**here, "wrong": n})) for n in names)
         lines.append(

@@ -8,10 +8,10 @@ address holds the whole state (`Look`), so that a view can be shared. Every text
 from __future__ import annotations
 
 import html
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass
 
 from attnclf.presentation.html import SPAN, by_peak, by_uniform, shade_words
-from attnclf.presentation.site import head, link
+from attnclf.presentation.site import head, link, query_of
 
 # (the page's key, what the page calls it, /explain's key of its values and of its flip)
 MEASURES = (
@@ -38,8 +38,7 @@ class Look:
 
     def query(self, **change) -> dict:
         """The keys that differ from the defaults, with `change` over them: a link's query."""
-        given = asdict(replace(self, **change))
-        return {k: v for k, v in given.items() if v != getattr(Look, k) and v is not None}
+        return query_of(self, **change)
 
     @property
     def compared(self) -> bool:
@@ -213,8 +212,8 @@ def scale_legend(values: list, what: str, scale: str) -> str:
     if scale == "max":
         top = max(finite, default=0.0)
         return (
-            f"<p class='about'>{html.escape(what)}: 0 <span class='scale' style='background:linear-gradient(to right,"
-            f"rgba(220,40,40,0),rgba(220,40,40,1))'></span> {top:.4g} (the text's highest)</p>"
+            # (the red ramp every shaded page's legend draws: html.STYLE's .legend)
+            f"<p class='about'>{html.escape(what)}: 0 <span class='legend'></span> {top:.4g} (the text's highest)</p>"
         )
     n = len(finite)
     return (

@@ -4,6 +4,7 @@ key. Plain HTML and CSS, nothing fetched from elsewhere: the pages work offline.
 from __future__ import annotations
 
 import html
+from dataclasses import asdict, replace
 from urllib.parse import urlencode
 
 from attnclf.presentation.html import STYLE
@@ -21,6 +22,13 @@ SITE_STYLE = (
     ".tabs a,.tabs b{margin-right:1em} .grid{display:flex;flex-wrap:wrap;gap:1.5em} .num{text-align:right}"
     "</style>"
 )
+
+
+def query_of(state, **change) -> dict:
+    """A page's state (a dataclass of its query's keys) as a link's query: the keys that differ from the
+    class's defaults, with `change` over them (None: left out)."""
+    given = asdict(replace(state, **change))
+    return {k: v for k, v in given.items() if v != getattr(type(state), k) and v is not None}
 
 
 def address(path: str, key: str | None, **params) -> str:

@@ -40,11 +40,16 @@ def browse_rows(models: list, rows: int, seed: int, batch_tokens: int) -> list[d
     picked = np.sort(np.random.default_rng(seed).choice(len(texts), min(rows, len(texts)), replace=False))
     sample = [texts[i] for i in picked]
     out = [
-        {"row": int(i), "text": texts[i], "label": first.labels[labels[i]], "tokens": len(tokenize(texts[i]))}
+        {
+            "row": int(i),
+            "text": texts[i],
+            "label": first.labels[labels[i]],
+            "tokens": len(tokenize(texts[i])),
+            "truncated": False,
+            "models": {},
+        }
         for i in picked
     ]
-    for r in out:
-        r["truncated"], r["models"] = False, {}
     for m in models:
         readings = [m.clf.read(t) for t in sample]
         probs, taus, pred = gradient_taus(m.clf, readings, batch_tokens)

@@ -28,7 +28,7 @@ from attnclf.serving.browse import browse_rows
 from attnclf.serving.explain import explain, prediction_json
 from attnclf.serving.keys import key_required
 from attnclf.serving.queries import Delete, look_query, selection_query
-from attnclf.serving.refusals import shown
+from attnclf.serving.refusals import cut, shown
 from attnclf.settings.serve import ServeConfig
 
 # the routes that answer pages (their refusals too)
@@ -156,10 +156,7 @@ class Api:
             shown: Annotated[Look, Depends(look)],
             delete: Delete = None,
         ):
-            gold = None
-            if shown.row is not None:
-                text, gold = await self.row_text(shown.row)
-                shown = shown if shown.text else replace(shown, text=text)
+            shown, gold = await self.opened(shown)
             if delete is not None:
                 return RedirectResponse(address("/", key, **deleted(shown, delete).query()), 303)
             if not shown.text.strip():
@@ -177,8 +174,7 @@ class Api:
             summary="the explorer's analysis of a text (and of the pinned original) by every model: a download",
         )
         async def analysis(key: key, shown: Annotated[Look, Depends(look)]):
-            if shown.row is not None and not shown.text:
-                shown = replace(shown, text=(await self.row_text(shown.row))[0])
+            shown, _ = await self.opened(shown)
             if not shown.text.strip():
                 raise HTTPException(422, "text is empty; give the text to analyse (text=...)")
             body = {"text": shown.text, "pinned": shown.pinned, "models": await self.analysed(shown.text)}
@@ -289,6 +285,14 @@ class Api:
                     raise HTTPException(404, why) from None
         return self.browsed
 
+    async def opened(self, shown: Look) -> tuple[Look, str | None]:
+        """The state a page opens at, and the true label where it names a /browse row: the row's text where no
+        other text is given."""
+        if shown.row is None:
+            return shown, None
+        text, gold = await self.row_text(shown.row)
+        return (shown if shown.text else replace(shown, text=text)), gold
+
     async def row_text(self, row: str) -> tuple[str, str]:
         """The text and true label of /browse's row `row`."""
         rows = {str(r["row"]): r for r in await self.rows()}
@@ -304,10 +308,6 @@ def deleted(shown: Look, delete: str) -> Look:
     places = sorted({int(i) for i in delete.split(",")})
     n = len(tokenize(shown.text))
     if places[-1] >= n:
-        raise HTTPException(422, f"delete={shown_places(places)} is past the text's {n} words (0..{n - 1})")
+        raise HTTPException(422, f"delete={cut(delete)} is past the text's {n} words (0..{n - 1})")
     pinned = shown.pinned if shown.pinned is not None else shown.text
     return replace(shown, text=without_tokens(shown.text, places), pinned=pinned)
-
-
-def shown_places(places: list[int]) -> str:
-    return ",".join(str(i) for i in places[:5]) + (",..." if len(places) > 5 else "")
