@@ -41,6 +41,7 @@ def test_deleting_words_leaves_the_other_tokens_and_the_text_as_written():
             assert tokenize(left) == [t for i, t in enumerate(tokens) if i not in gone], (text, gone, left)
     assert without_tokens(texts[0], [1]) == "A film, really moving! The plot was dull."
     assert without_tokens(texts[1], [1]) == "a b?c don't<br />stop"
+    assert without_tokens("superb film", [0]) == "film"
 
 
 def test_vocab_roundtrip(tmp_path):

@@ -647,7 +647,13 @@ def test_a_deleted_word_opens_the_edit_compared_with_the_pinned_original(two):
     assert past.status_code == 422 and "delete=2 is past the text's 2 words (0..1)" in html.unescape(past.text)
     # (the refused page keeps the text in its box: nothing typed is lost)
     assert "placeholder='Type or paste a text'>superb film</textarea>" in past.text
-    assert two.get("/", params={"text": "superb", "delete": "x"}).status_code == 422
+    # a key of the page that is not of its form says so, naming the value (not "empty" as a blank text is)
+    bad = two.get("/", params={"text": "superb", "delete": "x"})
+    assert bad.status_code == 422 and "delete=&#x27;x&#x27; is not of the form ^" in bad.text
+    bad = two.get("/browse", params={"said": "nosuch:pos"})
+    assert bad.status_code == 422 and "said[0]=&#x27;nosuch:pos&#x27; is not of the form ^(dot|additive):" in bad.text
+    long_word = two.get("/browse", params={"word": "w" * 101})
+    assert long_word.status_code == 413 and "word has 101 characters; at most 100</p>" in long_word.text
 
 
 def test_the_analysis_downloads_as_json_with_each_models_explain(two):

@@ -59,10 +59,11 @@ def without_tokens(text: str, positions: Iterable[int]) -> str:
         start, end = spans[i]
         out.append(text[at:start])
         before, after = text[start - 1 : start], text[end : end + 1]
-        # the tokens either side stay apart ("a!b" less "!" is "a b"), one space where there were two
+        # the tokens either side stay apart ("a!b" less "!" is "a b"), one space where there were two, none
+        # before the first word left
         if before and after and not before.isspace() and not after.isspace():
             out.append(" ")
-        at = end + (before == " " and after == " ")
+        at = end + (after == " " and before in (" ", ""))
     return "".join([*out, text[at:]])
 
 

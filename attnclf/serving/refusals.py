@@ -3,6 +3,7 @@ allowed, with its status (413 for a limit, 400 for a body that is not JSON, 422 
 
 from __future__ import annotations
 
+from attnclf.serving.schema import NOT_BLANK
 from attnclf.settings.serve import ServeConfig
 
 # characters of a value a request sent that an answer or a log line shows
@@ -63,8 +64,13 @@ def refusal_of(error: dict, s: ServeConfig, names: list[str], fields: list[str])
         return 413, f"texts holds {len(value)} texts; at most {s.max_texts} a request (max_texts)"
     if kind_of == "string_type":
         return 422, f"{field} is {kind(value)}; each text must be a string"
-    if kind_of in ("string_too_short", "string_pattern_mismatch"):
+    # (a text's pattern asks for something besides spaces; the pages' other keys have patterns of their own)
+    if kind_of == "string_too_short" or (kind_of == "string_pattern_mismatch" and ctx.get("pattern") == NOT_BLANK):
         return 422, f"{field} is empty (or only spaces): nothing to classify"
+    if kind_of == "string_pattern_mismatch":
+        return 422, f"{field}={shown(value)} is not of the form {ctx.get('pattern')}"
     if kind_of == "string_too_long":
-        return 413, f"{field} has {len(value)} characters; at most {s.max_text_chars} (max_text_chars)"
+        limit = ctx.get("max_length", s.max_text_chars)
+        setting = " (max_text_chars)" if limit == s.max_text_chars else ""
+        return 413, f"{field} has {len(value)} characters; at most {limit}{setting}"
     return 422, f"{field or where}: {error.get('msg', 'not allowed')}"
