@@ -1761,6 +1761,28 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "limit = s.max_text_chars",
         ["tests/test_serve.py::test_a_deleted_word_opens_the_edit_compared_with_the_pinned_original"],
     ),
+    # every run keeps its test predictions
+    (
+        "test-predictions-in-loader-order",
+        "attnclf/training/module.py",
+        r"rows = torch\.as_tensor\(batches\[k\], device=self\.device\)",
+        "rows = torch.arange(k * len(p), (k + 1) * len(p), device=self.device)",
+        ["tests/test_predictions.py::test_a_run_keeps_one_row_per_test_example_equal_to_its_checkpoint"],
+    ),
+    (
+        "partial-test-keeps-untested-rows",
+        "attnclf/training/fit.py",
+        r"rows = test_set\.rows\[tested\]",
+        "rows = test_set.rows; tested = slice(None)",
+        ["tests/test_predictions.py::test_a_partial_test_keeps_only_the_examples_tested"],
+    ),
+    (
+        "int8-eval-overwrites-float",
+        "attnclf/commands/eval.py",
+        r"\{'' if s\.quantize == 'none' else '_' \+ s\.quantize\}\.json",
+        ".json",
+        ["tests/test_predictions.py::test_eval_writes_the_same_predictions_and_int8_apart"],
+    ),
 ]
 
 args = sys.argv[1:]

@@ -222,6 +222,12 @@ def test_ddp_two_processes_on_cpu(tiny_imdb, tmp_path):
     assert logged["eval_reviews"] == 2 * len(datamodule.val_set) == 120
     assert logged["train_tokens"] >= 2 * int(datamodule.train_set.lengths.sum())  # (a padded last step repeats)
     assert torch.load(logged["best_checkpoint"], weights_only=True)["global_step"] > 0
+    # the test predictions: every test review once, both ranks' together, as test/acc counted them
+    from attnclf.utils.predictions import PREDICTIONS, read_predictions
+
+    kept = read_predictions(run / PREDICTIONS)
+    assert sorted(kept.rows.tolist()) == list(range(80))
+    assert kept.correct.mean() == pytest.approx(logged["test/acc"], abs=1e-6)
 
 
 PRUNED_SEARCH = """# @package _global_

@@ -18,6 +18,7 @@ from attnclf.settings.run import check_device, check_quantize, checkpoints_given
 from attnclf.utils.checks import positive_int
 from attnclf.utils.files import check_writable_file
 from attnclf.utils.jsonfile import write_json
+from attnclf.utils.predictions import Predictions, predictions_name, write_predictions
 from attnclf.utils.progress import stage
 from attnclf.utils.threads import torch_threads
 
@@ -50,7 +51,8 @@ def evaluate_as_set(s: EvalConfig, cfg: DictConfig) -> dict:
     if s.output:
         out = Path(s.output)
     elif len(ckpts) == 1:
-        out = run_dir_of(ckpts[0]) / f"eval_{s.split}.json"
+        # an int8 evaluation apart from the float one: eval_<split>_int8.json
+        out = run_dir_of(ckpts[0]) / f"eval_{s.split}{'' if s.quantize == 'none' else '_' + s.quantize}.json"
     else:
         out = Path(cfg.paths.output_dir) / f"ensemble_{s.split}.json"
     # before any data work: a read-only run folder is one line
@@ -96,6 +98,8 @@ def evaluate_as_set(s: EvalConfig, cfg: DictConfig) -> dict:
         "checkpoint": str(ckpts[0]) if len(ckpts) == 1 else [str(c) for c in ckpts],
         "data": str(data.path or data.train_file),
         "split": s.split,
+        # none, or int8: the model as quantized
+        "quantize": s.quantize,
         "reviews": len(labels),
         **metrics_of(probs, labels, members[0]["labels"]),
     }
@@ -103,9 +107,22 @@ def evaluate_as_set(s: EvalConfig, cfg: DictConfig) -> dict:
     if len(ckpts) > 1:
         result["members"] = [{k: m[k] for k in ("checkpoint", "accuracy")} for m in members]
     write_json(out, result)
+    first = members[0]["dataset"]
+    found = Predictions(first.rows, labels, probs, members[0]["labels"], s.split, result["data"])
+    kept = predictions_path(s, out, len(ckpts) > 1)
+    write_predictions(kept, found)
     print_result(result)
-    print(f"written to {out}")
+    print(f"written to {out} (each example's prediction: {kept})")
     return result
+
+
+def predictions_path(s: EvalConfig, out: Path, ensemble: bool) -> Path:
+    """Where the evaluated examples' predictions go: a run's own evaluation beside its metrics, as the run
+    folder's predictions_<split>.parquet (predictions_<split>_int8.parquet for int8); an ensemble's or a given
+    output's beside that file, named after it (<output stem>.predictions.parquet)."""
+    if s.output or ensemble:
+        return out.with_name(f"{out.stem}.predictions.parquet")
+    return out.with_name(predictions_name(s.split, s.quantize))
 
 
 def same_rows(member: dict, data: DataConfig, dataset) -> bool:
@@ -143,8 +160,10 @@ def metrics_of(probs: np.ndarray, labels: np.ndarray, names: list[str]) -> dict:
 def print_result(r: dict) -> None:
     for m in r.get("members", []):
         print(f"member {m['checkpoint']}: accuracy {m['accuracy']:.4f}")
+    int8 = "" if r.get("quantize", "none") == "none" else f"{r['quantize']} "
     print(
-        f"{r['split']}: {r['reviews']} reviews  {'ensemble ' if 'members' in r else ''}accuracy {r['accuracy']:.4f}  "
+        f"{r['split']}: {r['reviews']} reviews  {int8}{'ensemble ' if 'members' in r else ''}accuracy "
+        f"{r['accuracy']:.4f}  "
         f"loss {r['loss']:.4f}  macro-F1 {r['macro_f1']:.4f}"
     )
     print("F1 per class: " + "  ".join(f"{name} {v:.4f}" for name, v in r["f1"].items()))

@@ -47,6 +47,7 @@ from attnclf.training.trainer import (
     write_hparams,
 )
 from attnclf.utils.jsonfile import write_json
+from attnclf.utils.predictions import PREDICTIONS, Predictions, write_predictions
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +84,26 @@ def fit(s: TrainConfig, cfg: DictConfig, overrides: list[str] | None) -> float:
     metrics = metrics_of(s, trainer, model, datamodule, tested, start, timing, out)
     if trainer.is_global_zero:
         write_results(trainer, metrics, out)
+        if tested:
+            write_test_predictions(model, datamodule, s.data, out)
     return metrics[s.run.optimized_metric]
+
+
+def write_test_predictions(model: ClassifierModule, datamodule: TextDataModule, data, out: Path) -> None:
+    """The run folder's predictions_test.parquet: each tested example's row, gold label and class probabilities
+    (the best checkpoint's, as test/acc)."""
+    probs, tested = model.test_probs
+    test_set = datamodule.test_set
+    rows = test_set.rows[tested]
+    found = Predictions(
+        rows=rows,
+        labels=test_set.labels[rows],
+        probs=probs[tested],
+        names=list(datamodule.vocab.meta["labels"]),
+        split="test",
+        data=str(data.path or data.train_file or ""),
+    )
+    write_predictions(out / PREDICTIONS, found)
 
 
 def checked_init_from(s: TrainConfig) -> dict | None:

@@ -377,6 +377,7 @@ class ClassifierModule(TrainingModule):
         self.log(f"{stage}/acc", acc, batch_size=n, prog_bar=True)
         self.log(f"{stage}/attn_entropy", entropy.mean(), batch_size=n, sync_dist=True)
         self.log(f"{stage}/attn_top5", top5.mean(), batch_size=n, sync_dist=True)
+        return logits
 
     def validation_step(self, batch, batch_idx):
         self._eval_step(batch, "val", self.val_acc)
@@ -405,8 +406,31 @@ class ClassifierModule(TrainingModule):
         self.val_acc_best(self.val_acc.compute())
         self.log("val/acc_best", self.val_acc_best.compute(), sync_dist=True)
 
+    def on_test_epoch_start(self) -> None:
+        # {batch index: class probabilities (B, C)} of this rank's test batches
+        self._test_probs: dict[int, torch.Tensor] = {}
+
     def test_step(self, batch, batch_idx):
-        self._eval_step(batch, "test", self.test_acc)
+        logits = self._eval_step(batch, "test", self.test_acc)
+        self._test_probs[batch_idx] = F.softmax(logits.float(), -1).detach()
 
     def on_test_epoch_end(self) -> None:
         self._log_f1("test")
+        self.test_probs = self._test_probabilities()
+
+    def _test_probabilities(self) -> tuple[np.ndarray, np.ndarray]:
+        """(probabilities (N, C), tested (N,) bool) over the test set's N rows, in its order, every rank's batches
+        together (a row not tested, as under trainer.limit_test_batches: zeros, tested False). The test loader
+        is not shuffled: its batch sampler lists each batch's rows, batch index by batch index."""
+        batches = list(self.trainer.test_dataloaders.batch_sampler)
+        n = len(self.trainer.datamodule.test_set)
+        probs = torch.zeros(n, self.hparams.num_classes, device=self.device)
+        tested = torch.zeros(n, device=self.device)
+        for k, p in self._test_probs.items():
+            rows = torch.as_tensor(batches[k], device=self.device)
+            probs[rows], tested[rows] = p, 1.0
+        self._test_probs = {}
+        # each rank tested other rows (DDP): the sum is every rank's, each row once
+        probs = self.trainer.strategy.reduce(probs, reduce_op="sum")
+        tested = self.trainer.strategy.reduce(tested, reduce_op="sum")
+        return probs.cpu().double().numpy(), tested.cpu().numpy() > 0
