@@ -1633,10 +1633,17 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     ),
     (
         "holm-uncorrected",
-        "attnclf/commands/report.py",
-        r"running = max\(running, min\(1\.0, \(m - j\) \* v\)\)",
-        "running = v",
-        ["tests/test_report.py::test_holm_adjusts_each_p_by_its_rank_and_keeps_the_order"],
+        "attnclf/analysis/significance.py",
+        r'adjusted = multipletests\(\[p\[k\] for k in keys\], method="holm"\)\[1\]',
+        "adjusted = [p[k] for k in keys]",
+        ["tests/test_significance.py::test_holm_adjusts_each_p_by_its_rank_and_keeps_the_order"],
+    ),
+    (
+        "holm-not-monotone",
+        "attnclf/analysis/significance.py",
+        r'method="holm"\)\[1\]',
+        'method="holm", is_sorted=True)[1]',
+        ["tests/test_significance.py::test_holm_adjusts_each_p_by_its_rank_and_keeps_the_order"],
     ),
     (
         "explain-without-the-rows",
@@ -1782,6 +1789,89 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         r"\{'' if s\.quantize == 'none' else '_' \+ s\.quantize\}\.json",
         ".json",
         ["tests/test_predictions.py::test_eval_writes_the_same_predictions_and_int8_apart"],
+    ),
+    # how sure a comparison is (attnclf/analysis/significance.py, verdicts.py)
+    (
+        "interval-without-the-seeds",
+        "attnclf/analysis/significance.py",
+        r"seed_var = spread \* \(1 / k \+ overlap\) if k > 1 else math\.nan",
+        "seed_var = 0.0 if k > 1 else math.nan",
+        [
+            "tests/test_significance.py::test_the_interval_adds_the_seeds_spread_and_the_shared_test_samples_variance_by_hand"
+        ],
+    ),
+    (
+        "shared-test-sample-counted-once-a-seed",
+        "attnclf/analysis/significance.py",
+        r"return float\(per_example\.var\(\) / len\(per_example\)\)",
+        "return float(per_example.var() / len(per_example) / len(a))",
+        [
+            "tests/test_significance.py::test_the_interval_adds_the_seeds_spread_and_the_shared_test_samples_variance_by_hand"
+        ],
+    ),
+    (
+        "mcnemar-counts-concordant-pairs",
+        "attnclf/analysis/significance.py",
+        r"a_only, b_only = int\(\(x & ~y\)\.sum\(\)\), int\(\(~x & y\)\.sum\(\)\)",
+        "a_only, b_only = int((x & y).sum()), int((~x & ~y).sum())",
+        ["tests/test_significance.py::test_mcnemar_counts_only_the_discordant_examples_and_equals_the_exact_binomial"],
+    ),
+    (
+        "mcnemar-combined-unsigned",
+        "attnclf/analysis/significance.py",
+        r"math\.copysign\(stats\.norm\.isf\(min\(t\.p, 1\.0\) / 2\), t\.b_only - t\.a_only\)",
+        "stats.norm.isf(min(t.p, 1.0) / 2)",
+        ["tests/test_significance.py::test_replicates_combine_signed_two_that_disagree_cancel"],
+    ),
+    (
+        "verdict-from-the-raw-p",
+        "attnclf/analysis/verdicts.py",
+        r"sig\.verdict\(v\.a, v\.b, v\.diff, v\.p_adjusted,",
+        "sig.verdict(v.a, v.b, v.diff, v.diff.p,",
+        ["tests/test_significance.py::test_the_verdict_reads_holms_p_not_the_raw_one"],
+    ),
+    (
+        "aso-a-over-b",
+        "attnclf/analysis/significance.py",
+        r"list\(map\(float, b\)\),\n            list\(map\(float, a\)\),",
+        "list(map(float, a)),\n            list(map(float, b)),",
+        ["tests/test_significance.py::test_aso_is_deepsigs_with_b_over_a_and_p_outperform_counts_ties_half"],
+    ),
+    (
+        "predictions-of-other-examples-paired",
+        "attnclf/analysis/verdicts.py",
+        r"if not fx\.same_examples\(fy\):",
+        "if False:",
+        ["tests/test_verdicts.py::test_predictions_of_other_examples_pair_at_the_seed_level_saying_why"],
+    ),
+    # across datasets (attnclf/analysis/across_datasets.py)
+    (
+        "bayes-pairs-swapped",
+        "attnclf/analysis/across_datasets.py",
+        r"SignedRankTest\.probs\(scores\[:, i\], scores\[:, j\],",
+        "SignedRankTest.probs(scores[:, j], scores[:, i],",
+        ["tests/test_across_datasets.py::test_bayes_pairs_say_which_is_better_the_way_round_they_are_named"],
+    ),
+    (
+        "nemenyi-without-the-sqrt2",
+        "attnclf/analysis/across_datasets.py",
+        r"studentized_range\.ppf\(1 - alpha, k, math\.inf\) / math\.sqrt\(2\)",
+        "studentized_range.ppf(1 - alpha, k, math.inf)",
+        ["tests/test_across_datasets.py::test_mean_ranks_friedman_and_the_critical_difference_by_hand"],
+    ),
+    (
+        "ranks-lowest-first",
+        "attnclf/analysis/across_datasets.py",
+        r"rankdata\(-row\)",
+        "rankdata(row)",
+        ["tests/test_across_datasets.py::test_mean_ranks_friedman_and_the_critical_difference_by_hand"],
+    ),
+    (
+        "report-pools-label-maps",
+        "attnclf/commands/report.py",
+        r'if record\.exists\(\) and r\["data"\]\.get\("label_map"\):',
+        "if False:",
+        ["tests/test_across_datasets.py::test_the_same_files_with_classes_mapped_otherwise_are_another_dataset"],
     ),
 ]
 

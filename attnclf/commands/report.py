@@ -38,6 +38,7 @@ from pathlib import Path
 from attnclf.commands.keyvalue import Keys, as_flags, usage
 from attnclf.errors import AttnclfError
 from attnclf.settings.attention import attention_node, attention_order
+from attnclf.utils.predictions import PREDICTIONS
 
 # config keys that do not make a run a different setting: replicates (seeds, cross-validation folds), and
 # where a run is logged and shown, which does not change what it learns (a group's keys: the prefix)
@@ -102,6 +103,9 @@ def load_runs(root: Path) -> list[dict]:
             m["fold"] = None if fold in ("null", "None") else int(fold)
             data = [w.split("=", 1)[1] for w in m["setting"] if w.split("=", 1)[0] in DATA_KEYS]
         m["data"] = " ".join(str(d) for d in data if d not in (None, "null", "None")) or "(the default data)"
+        # the same files with classes mapped otherwise (binary SST from SST-5's files) are other data
+        if record.exists() and r["data"].get("label_map"):
+            m["data"] += " label_map=" + json.dumps(r["data"]["label_map"], sort_keys=True)
         runs.append(m)
     return runs
 
@@ -330,9 +334,13 @@ def pair_sentences(a: str, b: str, pairs: list[tuple[dict, dict]]) -> list[str]:
 def pairs_table(pairs_of: dict) -> list[str]:
     """Every pair of attentions: the paired difference B − A, each test's p and its Holm correction over the
     pairs compared (a family per test)."""
+    from attnclf.analysis.significance import holm
+
     diffs = {k: [y["test/acc"] - x["test/acc"] for x, y in v] for k, v in pairs_of.items()}
-    t_p = holm({k: paired_t_p(d) for k, d in diffs.items() if d})
-    flip_p = holm({k: sign_flip_p(d) for k, d in diffs.items() if d})
+    t_raw = {k: paired_t_p(d) for k, d in diffs.items() if d}
+    flip_raw = {k: sign_flip_p(d) for k, d in diffs.items() if d}
+    t_p = {k: (t_raw[k], v) for k, v in holm(t_raw).items()}
+    flip_p = {k: (flip_raw[k], v) for k, v in holm(flip_raw).items()}
     lines = [
         f"Every pair of attentions: runs that differ only in the attention, paired (same seed, fold and setting); "
         f"p-values Holm-corrected over the {len(t_p)} pairs compared.",
@@ -353,18 +361,6 @@ def pairs_table(pairs_of: dict) -> list[str]:
             f"{verdict} |"
         )
     return lines
-
-
-def holm(p: dict) -> dict:
-    """{key: (p, Holm's adjusted p)}: with m p-values in ascending order p(1) <= ... <= p(m), the i-th adjusted is
-    max over j <= i of min(1, (m - j + 1) p(j)) (Holm 1979). A p that is nan (no spread) stays nan, outside the
-    family."""
-    finite = sorted((v, k) for k, v in p.items() if not math.isnan(v))
-    m, running, out = len(finite), 0.0, {k: (v, math.nan) for k, v in p.items()}
-    for j, (v, k) in enumerate(finite):
-        running = max(running, min(1.0, (m - j) * v))
-        out[k] = (v, running)
-    return out
 
 
 def setting_key(run: dict) -> tuple[tuple, object]:
@@ -415,13 +411,18 @@ def dataset_section(data: str, group: list[dict], i: int, several: bool, args) -
     print(f"\nbest: {args.objective} {best[args.objective]:.4f}  {' '.join(best['overrides']) or '(defaults)'}")
     plot(group, args.folder / figure)
     versus = compare(group, args.target)
-    # the table report.md holds, on the terminal too
-    show_markdown("\n".join(versus))
+    sure = how_sure(group, args.rope)
+    # the tables report.md holds, on the terminal too
+    show_markdown("\n".join([*versus, "", *sure]))
     return [
         *head,
         f"{h} The attentions compared",
         "",
         *versus,
+        "",
+        f"{h} How sure: every pair",
+        "",
+        *sure,
         "",
         f"![validation accuracy]({figure})",
         "",
@@ -434,6 +435,108 @@ def dataset_section(data: str, group: list[dict], i: int, several: bool, args) -
         *ranking,
         "",
     ]
+
+
+def how_sure(group: list[dict], rope: float) -> list[str]:
+    """Every pair of attentions judged from the paired runs' test predictions (and per-review tau where
+    `attnclf faithfulness` ran on both): attnclf/analysis/verdicts.py; the lines of report.md."""
+    from attnclf.analysis.verdicts import Settings, accuracy_evidence, judge_all, tau_evidence
+    from attnclf.presentation.markdown import verdict_lines
+
+    names = attention_order({m["attention"] for m in group})
+    pairs_of = {(a, b): paired_by_setting(group, a, b) for a, b in itertools.combinations(names, 2)}
+    if not any(pairs_of.values()):
+        return ["No two attentions have runs that differ only in the attention: nothing to judge."]
+    s = Settings(rope=rope)
+    judged = judge_all(pairs_of, accuracy_evidence, s, 100, "points", s.rope)
+    lines = [
+        f"Test accuracy, B − A, paired by seed or fold; p: the interval's test (seeds and the test sample), "
+        f"Holm-corrected over the {len(judged)} pair(s); practically equivalent: the interval within ±{s.rope:g} "
+        'points (docs/usage.md, "How sure is a comparison").',
+        "",
+    ]
+    older = sum(not (Path(m["dir"]) / PREDICTIONS).exists() for m in group)
+    if older:
+        lines += [
+            f"{older} of {len(group)} runs kept no test predictions (trained before runs kept them): each pair "
+            "with one of them is judged on the seeds' accuracies alone.",
+            "",
+        ]
+    lines += verdict_lines(judged, 100, "points", "accuracy")
+    for against, said in (("gradient", "|gradient x input|"), ("loo", "leave-one-out")):
+        taus = judge_all(pairs_of, lambda p, a=against: tau_evidence(p, a), s, 1, "tau", s.rope_tau)
+        if taus:
+            lines += ["", f"Kendall tau of the attention against {said}, B − A, review by review:", ""]
+            lines += verdict_lines(taus, 1, "tau", f"which maps agree more with {said}")
+    return lines
+
+
+def dataset_label(group: list[dict], root: Path) -> str:
+    """A dataset's short name: the folder its runs share right under the report's (compare-datasets' and
+    study's layout: OUT/<name>/...), else its data's file or folder name."""
+    firsts = {Path(m["dir"]).resolve().relative_to(root.resolve()).parts[0] for m in group}
+    if len(firsts) == 1 and len(Path(group[0]["dir"]).resolve().relative_to(root.resolve()).parts) > 1:
+        return firsts.pop()
+    return Path(group[0]["data"].split(" label_map=")[0]).name or group[0]["data"]
+
+
+def across_datasets(groups: dict, folder: Path, rope: float) -> list[str]:
+    """The attentions that ran on every dataset ranked over the datasets (each one's mean test accuracy there):
+    Friedman's test, the critical-difference diagram (critical_difference.png), and every pair's Bayesian
+    signed-rank test with the ROPE (bayes_across_datasets.png); the lines of report.md."""
+    import numpy as np
+
+    from attnclf.analysis.across_datasets import bayes_pairs, rank
+    from attnclf.presentation.diagrams import bayes_pairs_figure, critical_difference_figure
+    from attnclf.presentation.figures import pyplot
+
+    ordered = sorted(groups.items())
+    names = [a for a in attention_order({m["attention"] for _, g in ordered for m in g})
+             if all(any(m["attention"] == a for m in g) for _, g in ordered)]  # fmt: skip
+    head = ["## Across datasets", ""]
+    if len(names) < 2:
+        return [*head, "Fewer than two attentions ran on every dataset: nothing to rank across them."]
+    labels = [dataset_label(g, folder) for _, g in ordered]
+    scores = np.array(
+        [[np.nanmean([m["test/acc"] for m in g if m["attention"] == a]) for a in names] for _, g in ordered]
+    )
+    ranking = rank(scores, names, labels)
+    pairs = bayes_pairs(scores, names, rope / 100)
+    for fig, name in ((critical_difference_figure(ranking), "critical_difference.png"),
+                      (bayes_pairs_figure(pairs, rope), "bayes_across_datasets.png")):  # fmt: skip
+        fig.savefig(folder / name, dpi=110)
+        pyplot().close(fig)
+    friedman = (
+        f"Friedman's test over the {len(labels)} datasets: p = {ranking.friedman_p:.3g}"
+        if ranking.friedman_p == ranking.friedman_p
+        else "Friedman's test needs 3 attentions or more"
+    )
+    lines = [
+        *head,
+        f"Each attention's mean test accuracy on each dataset (%), ranked within the dataset (1 the best). {friedman}"
+        f"; Nemenyi's critical difference of mean ranks {ranking.cd:.2f} (two attentions whose mean ranks differ by "
+        "less are joined in the diagram).",
+        "",
+        "| dataset | " + " | ".join(names) + " |",
+        "|---|" + "---|" * len(names),
+        *(
+            f"| {d} | " + " | ".join(f"{x * 100:.2f}" for x in row) + " |"
+            for d, row in zip(labels, scores, strict=True)
+        ),
+        "| mean rank | " + " | ".join(f"{ranking.mean_ranks[a]:.2f}" for a in names) + " |",
+        "",
+        "![critical-difference diagram](critical_difference.png)",
+        "",
+        f"Every pair over the datasets, Bayesian signed-rank test (baycomp), practically equivalent within ±{rope:g} "
+        "points:",
+        "",
+        "| A | B | P(A better) | P(equivalent) | P(B better) |",
+        "|---|---|---|---|---|",
+        *(f"| {p.a} | {p.b} | {p.p_a:.3f} | {p.p_equivalent:.3f} | {p.p_b:.3f} |" for p in pairs),
+        "",
+        "![Bayesian signed-rank probabilities of every pair](bayes_across_datasets.png)",
+    ]
+    return lines
 
 
 def differences(groups: dict, path: Path) -> str:
@@ -455,21 +558,29 @@ def differences(groups: dict, path: Path) -> str:
     return ", ".join(f"{b} − {a}" for a, b in sorted(pairs))
 
 
-KEYS = Keys("report", positional=(("path", "folder"),), flags={"objective": "--objective", "target": "--target"})
+KEYS = Keys(
+    "report",
+    positional=(("path", "folder"),),
+    flags={"objective": "--objective", "target": "--target", "rope": "--rope"},
+)
 
 
 def command(argv: list[str] | None = None) -> int:
     argv = as_flags(list(sys.argv[1:] if argv is None else argv), KEYS)
     p = argparse.ArgumentParser(
         prog="attnclf report",
-        usage=usage(KEYS, "path=<folder> [objective=val/acc] [target=0.85]"),
+        usage=usage(KEYS, "path=<folder> [objective=val/acc] [target=0.85] [rope=0.2]"),
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("folder", type=Path)
     p.add_argument("--objective", default="val/acc", help=f"one of {', '.join(OBJECTIVES)}")
     p.add_argument("--target", type=float, default=0.85, help="validation accuracy for 'time to reach'")
+    p.add_argument("--rope", type=float, default=0.2, help="points of accuracy within which two are equivalent")
     args = p.parse_args(argv)
+    if not (math.isfinite(args.rope) and args.rope >= 0):
+        print(f"error: rope={args.rope}; allowed: points of accuracy, 0 or more (e.g. 0.2)", file=sys.stderr)
+        return 2
     if args.objective not in OBJECTIVES:
         print(f"error: --objective={args.objective!r}; allowed: {', '.join(OBJECTIVES)}", file=sys.stderr)
         return 2
@@ -491,10 +602,12 @@ def command(argv: list[str] | None = None) -> int:
     ]
     for i, (data, group) in enumerate(sorted(groups.items())):
         report += dataset_section(data, group, i, len(groups) > 1, args)
-    # the per-dataset differences in one figure
+    # the per-dataset differences in one figure, and the mechanisms ranked over the datasets
     if len(groups) > 1:
         caption = differences(groups, args.folder / "differences.png")
-        report[4:4] = [f"![{caption} per dataset](differences.png)", ""]
+        across = across_datasets(groups, args.folder, args.rope)
+        show_markdown("\n".join(across))
+        report[4:4] = [f"![{caption} per dataset](differences.png)", "", *across, ""]
     (args.folder / "report.md").write_text("\n".join(report))
     print(f"written {args.folder / 'report.md'} and its figures (val_acc*.png)")
     return 0

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from attnclf.presentation.figures import k_label
@@ -253,3 +255,40 @@ def attention_tests_markdown(r: dict) -> str:
         table[2:] = [f"{row} {acc:.2%} |" for row, acc in zip(table[2:], guided, strict=True)]
     base = f"\n\nThe classifier itself: {first['base_accuracy']:.2%} on the same {first['test_rows']} rows.\n"
     return head + "\n".join(table) + (base if first else "\n")
+
+
+def _num(x: float, fmt: str = ".3g") -> str:
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
+
+
+def verdict_lines(judged: list, scale: float, unit: str, what: str) -> list[str]:
+    """The verdict table of every pair (attnclf/analysis/verdicts.py's PairVerdicts): B − A with its interval,
+    the tests, and the verdict; a line under it for each pair judged at the seed level only, saying why."""
+    lines = [
+        f"| A | B | replicates | judged on | B − A ({unit}, 95% interval) | p (Holm) | McNemar p (Holm) | "
+        f"ASO ε_min, B ≻ A | P(B > A) | verdict ({what}) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    notes = []
+    for v in judged:
+        d = v.diff
+        interval = f"{d.mean * scale:+.2f} ({d.lo * scale:+.2f} to {d.hi * scale:+.2f})"
+        if not math.isfinite(d.lo):
+            interval = f"{d.mean * scale:+.2f} (one replicate: no interval)"
+        level = "examples" if v.evidence.level == "examples" else "seeds only"
+        cells = [
+            v.a,
+            v.b,
+            str(d.replicates),
+            level,
+            interval,
+            f"{_num(d.p)} ({_num(v.p_adjusted)})",
+            f"{_num(v.mcnemar_p)} ({_num(v.mcnemar_adjusted)})" if v.mcnemar else "-",
+            _num(v.eps, ".2f"),
+            _num(v.p_outperform, ".2f"),
+            v.verdict.text,
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+        if v.evidence.why:
+            notes.append(f"- {v.a} and {v.b}: judged on the seeds' accuracies only: {v.evidence.why}.")
+    return lines + ([""] + notes if notes else [])
