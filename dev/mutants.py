@@ -1873,6 +1873,35 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "if False:",
         ["tests/test_across_datasets.py::test_the_same_files_with_classes_mapped_otherwise_are_another_dataset"],
     ),
+    # attnclf study: its stopping rule and its runs
+    (
+        "study-looks-without-correction",
+        "attnclf/analysis/sequential.py",
+        r"return alpha / looks",
+        "return alpha",
+        ["tests/test_study.py::test_the_stopping_rule_keeps_false_positives_at_or_under_alpha"],
+    ),
+    (
+        "study-ignores-runs-that-exist",
+        "attnclf/commands/study_runs.py",
+        r"missing = \[r for r in range\(targets\.get\(mechanism_name\(choice\), 0\)\) if r not in have\]",
+        "missing = list(range(targets.get(mechanism_name(choice), 0)))",
+        ["tests/test_study.py::test_a_tiny_study_stops_when_settled_and_continues_without_rerunning"],
+    ),
+    (
+        "study-budget-unchecked",
+        "attnclf/settings/study.py",
+        r"if s\.budget < s\.first_step_runs\(\):",
+        "if False:",
+        ["tests/test_study.py::test_bad_input_is_one_line_exit_2_and_nothing_run"],
+    ),
+    (
+        "study-out-of-another-study-taken",
+        "attnclf/settings/study.py",
+        r"if differ:",
+        "if False:",
+        ["tests/test_study.py::test_bad_input_is_one_line_exit_2_and_nothing_run"],
+    ),
 ]
 
 args = sys.argv[1:]

@@ -219,6 +219,16 @@ def more_for_power(
     return None
 
 
+def decide(diff: Difference, p_adjusted: float, alpha: float, rope: float) -> str:
+    """ "better" (no difference rejected at `alpha`, the interval on one side of 0), "equivalent" (the interval
+    inside ±rope, in the scores' unit), or "not settled"."""
+    if p_adjusted < alpha and (diff.lo > 0 or diff.hi < 0):
+        return "better"
+    if -rope <= diff.lo and diff.hi <= rope:
+        return "equivalent"
+    return "not settled"
+
+
 @dataclass
 class Verdict:
     kind: str  # "better", "equivalent", "not settled"
@@ -233,10 +243,11 @@ def verdict(
     """The pair's verdict in words. `scale`: the scores' unit to the words' (100: a share in points);
     `more_alpha`: the level the power simulation aims at (the strictest of the correction's steps)."""
     lo, hi, mean = diff.lo * scale, diff.hi * scale, diff.mean * scale
-    if p_adjusted < alpha and (lo > 0 or hi < 0):
+    kind = decide(diff, p_adjusted, alpha, rope / scale)
+    if kind == "better":
         winner = b if mean > 0 else a
         return Verdict("better", f"{winner} better by {abs(mean):.2f} {unit} ({lo:+.2f} to {hi:+.2f}), settled")
-    if -rope <= lo and hi <= rope:
+    if kind == "equivalent":
         return Verdict("equivalent", f"practically equivalent (within ±{rope:g} {unit}: {lo:+.2f} to {hi:+.2f})")
     noun = "folds" if diff.overlap else "seeds"
     if diff.replicates < 2:

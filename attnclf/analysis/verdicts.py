@@ -32,6 +32,11 @@ class Settings:
     rope_tau: float = 0.02
     seed: int = 0
 
+    @property
+    def level(self) -> float:
+        """The intervals' confidence: 1 − alpha (95% for the report; a study's looks use a smaller alpha)."""
+        return 1 - self.alpha
+
 
 @dataclass
 class Evidence:
@@ -132,7 +137,7 @@ def judge_all(pairs_of: dict, evidence_of, s: Settings, scale: float, unit: str,
         ev = evidence_of(pairs) if pairs else None
         if ev is None:
             continue
-        diff = sig.difference(ev.a, ev.b, ev.shared, ev.overlap)
+        diff = sig.difference(ev.a, ev.b, ev.shared, ev.overlap, s.level)
         v = PairVerdict(a, b, ev, diff)
         if ev.level == "examples" and unit == "points":
             v.mcnemar = sig.mcnemar_tables(ev.a, ev.b)

@@ -40,6 +40,10 @@ COMMANDS = {
         "attnclf.commands.compare_datasets",
         "dot vs additive on several datasets, each by its protocol, then one report",
     ),
+    "study": (
+        "attnclf.commands.study",
+        "run the attentions on datasets until every pair is settled or the budget is spent, then report",
+    ),
     "compare-faithfulness": (
         "attnclf.commands.compare_faithfulness",
         "faithfulness results side by side, or mean ± sd per attention",

@@ -411,7 +411,7 @@ def dataset_section(data: str, group: list[dict], i: int, several: bool, args) -
     print(f"\nbest: {args.objective} {best[args.objective]:.4f}  {' '.join(best['overrides']) or '(defaults)'}")
     plot(group, args.folder / figure)
     versus = compare(group, args.target)
-    sure = how_sure(group, args.rope)
+    sure = how_sure(group, args.rope, *study_alpha(args.folder))
     # the tables report.md holds, on the terminal too
     show_markdown("\n".join([*versus, "", *sure]))
     return [
@@ -437,7 +437,18 @@ def dataset_section(data: str, group: list[dict], i: int, several: bool, args) -
     ]
 
 
-def how_sure(group: list[dict], rope: float) -> list[str]:
+def study_alpha(folder: Path) -> tuple[float, str]:
+    """The level each pair is judged at: 0.05, or in a study's folder (its study.json) the level of its looks
+    (alpha / looks: attnclf/analysis/sequential.py), and a sentence saying so."""
+    kept = folder / "study.json"
+    if not kept.exists():
+        return 0.05, ""
+    s = json.loads(kept.read_text())
+    alpha, looks = s.get("alpha", 0.05), s.get("looks", 1)
+    return alpha / looks, f"A study's folder: each pair judged at {alpha:g} / {looks} looks = {alpha / looks:.3g}."
+
+
+def how_sure(group: list[dict], rope: float, alpha: float = 0.05, note: str = "") -> list[str]:
     """Every pair of attentions judged from the paired runs' test predictions (and per-review tau where
     `attnclf faithfulness` ran on both): attnclf/analysis/verdicts.py; the lines of report.md."""
     from attnclf.analysis.verdicts import Settings, accuracy_evidence, judge_all, tau_evidence
@@ -447,12 +458,12 @@ def how_sure(group: list[dict], rope: float) -> list[str]:
     pairs_of = {(a, b): paired_by_setting(group, a, b) for a, b in itertools.combinations(names, 2)}
     if not any(pairs_of.values()):
         return ["No two attentions have runs that differ only in the attention: nothing to judge."]
-    s = Settings(rope=rope)
+    s = Settings(alpha=alpha, rope=rope)
     judged = judge_all(pairs_of, accuracy_evidence, s, 100, "points", s.rope)
     lines = [
         f"Test accuracy, B − A, paired by seed or fold; p: the interval's test (seeds and the test sample), "
         f"Holm-corrected over the {len(judged)} pair(s); practically equivalent: the interval within ±{s.rope:g} "
-        'points (docs/usage.md, "How sure is a comparison").',
+        f'points (docs/usage.md, "How sure is a comparison"). {note}'.rstrip(),
         "",
     ]
     older = sum(not (Path(m["dir"]) / PREDICTIONS).exists() for m in group)
@@ -462,12 +473,12 @@ def how_sure(group: list[dict], rope: float) -> list[str]:
             "with one of them is judged on the seeds' accuracies alone.",
             "",
         ]
-    lines += verdict_lines(judged, 100, "points", "accuracy")
+    lines += verdict_lines(judged, 100, "points", "accuracy", s.level)
     for against, said in (("gradient", "|gradient x input|"), ("loo", "leave-one-out")):
         taus = judge_all(pairs_of, lambda p, a=against: tau_evidence(p, a), s, 1, "tau", s.rope_tau)
         if taus:
             lines += ["", f"Kendall tau of the attention against {said}, B − A, review by review:", ""]
-            lines += verdict_lines(taus, 1, "tau", f"which maps agree more with {said}")
+            lines += verdict_lines(taus, 1, "tau", f"which maps agree more with {said}", s.level)
     return lines
 
 

@@ -261,11 +261,11 @@ def _num(x: float, fmt: str = ".3g") -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
 
 
-def verdict_lines(judged: list, scale: float, unit: str, what: str) -> list[str]:
+def verdict_lines(judged: list, scale: float, unit: str, what: str, level: float = 0.95) -> list[str]:
     """The verdict table of every pair (attnclf/analysis/verdicts.py's PairVerdicts): B − A with its interval,
     the tests, and the verdict; a line under it for each pair judged at the seed level only, saying why."""
     lines = [
-        f"| A | B | replicates | judged on | B − A ({unit}, 95% interval) | p (Holm) | McNemar p (Holm) | "
+        f"| A | B | replicates | judged on | B − A ({unit}, {level * 100:g}% interval) | p (Holm) | McNemar p (Holm) | "
         f"ASO ε_min, B ≻ A | P(B > A) | verdict ({what}) |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
