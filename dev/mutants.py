@@ -1803,8 +1803,8 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     (
         "shared-test-sample-counted-once-a-seed",
         "attnclf/analysis/significance.py",
-        r"return float\(per_example\.var\(\) / len\(per_example\)\)",
-        "return float(per_example.var() / len(per_example) / len(a))",
+        r"return max\(0\.0, float\(per_example\.var\(\)\) - within\) / n",
+        "return max(0.0, float(per_example.var()) - within) / n / k",
         [
             "tests/test_significance.py::test_the_interval_adds_the_seeds_spread_and_the_shared_test_samples_variance_by_hand"
         ],
@@ -1901,6 +1901,13 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         r"if differ:",
         "if False:",
         ["tests/test_study.py::test_bad_input_is_one_line_exit_2_and_nothing_run"],
+    ),
+    (
+        "shared-variance-counts-the-seeds-twice",
+        "attnclf/analysis/significance.py",
+        r"within = float\(d\.var\(0, ddof=1\)\.mean\(\)\) / k if k > 1 else 0\.0",
+        "within = 0.0",
+        ["tests/test_significance.py::test_the_shared_variance_is_the_bootstrap_of_the_examples_less_the_seeds_own"],
     ),
 ]
 

@@ -16,25 +16,21 @@ def right_wrong(n: int, accuracy: float, seed: int) -> np.ndarray:
 
 
 def test_the_interval_adds_the_seeds_spread_and_the_shared_test_samples_variance_by_hand():
-    a = [
-        np.array([1, 1, 0, 1, 0, 1, 1, 0.0]),
-        np.array([1, 0, 0, 1, 1, 1, 1, 0.0]),
-        np.array([1, 1, 1, 1, 0, 0, 1, 0.0]),
-    ]
-    b = [
-        np.array([1, 1, 1, 1, 0, 1, 1, 1.0]),
-        np.array([1, 1, 0, 1, 1, 1, 1, 0.0]),
-        np.array([1, 1, 1, 1, 1, 1, 1, 0.0]),
-    ]
+    rows_a = ([1, 1, 0, 1, 0, 1, 1, 0], [1, 1, 0, 1, 0, 1, 1, 0], [1, 0, 0, 1, 0, 1, 1, 0])
+    rows_b = ([1, 1, 1, 1, 0, 1, 1, 1], [1, 1, 1, 1, 1, 1, 1, 0], [1, 1, 1, 1, 0, 1, 1, 1])
+    a = [np.array(x, dtype=np.float64) for x in rows_a]
+    b = [np.array(x, dtype=np.float64) for x in rows_b]
     d = sig.difference(a, b, shared=True)
-    per = np.array([2 / 8, 1 / 8, 2 / 8])
+    per = np.array([2 / 8, 2 / 8, 3 / 8])
     assert np.allclose(d.per_replicate, per) and d.mean == pytest.approx(per.mean())
     # the seeds: the replicates' sample variance over k
     seed_var = per.var(ddof=1) / 3
     # the test sample: the per-example difference averaged over the seeds, its variance over n (ddof 0: the
-    # bootstrap's)
-    m = np.mean([y - x for x, y in zip(a, b, strict=True)], 0)
-    example_var = m.var() / 8
+    # bootstrap's), less each example's variance across the seeds over k (the seeds' own disagreement)
+    per_example = np.array([y - x for x, y in zip(a, b, strict=True)])  # (3, 8)
+    m = per_example.mean(0)
+    example_var = (m.var() - per_example.var(0, ddof=1).mean() / 3) / 8
+    assert example_var > 0
     assert d.seed_var == pytest.approx(seed_var) and d.example_var == pytest.approx(example_var)
     df = 2 * ((seed_var + example_var) / seed_var) ** 2
     half = stats.t.ppf(0.975, df) * math.sqrt(seed_var + example_var)
@@ -46,13 +42,18 @@ def test_the_interval_adds_the_seeds_spread_and_the_shared_test_samples_variance
     assert cv.df == 2
 
 
-def test_the_shared_variance_is_the_bootstrap_of_the_examples():
-    a = [right_wrong(2000, 0.8, s) for s in range(3)]
-    b = [right_wrong(2000, 0.82, s + 10) for s in range(3)]
-    m = np.mean([y - x for x, y in zip(a, b, strict=True)], 0)
+def test_the_shared_variance_is_the_bootstrap_of_the_examples_less_the_seeds_own():
+    # one replicate: the bootstrap variance of its mean difference over the examples
+    a, b = [right_wrong(2000, 0.8, 0)], [right_wrong(2000, 0.82, 10)]
     rng = np.random.default_rng(0)
-    boot = [m[rng.integers(0, len(m), len(m))].mean() for _ in range(4000)]
+    d = b[0] - a[0]
+    boot = [d[rng.integers(0, len(d), len(d))].mean() for _ in range(4000)]
     assert sig.shared_example_variance(a, b) == pytest.approx(np.var(boot), rel=0.1)
+    # replicates that disagree at random, example by example, share no test-sample error: about 0
+    a = [right_wrong(2000, 0.8, s) for s in range(8)]
+    b = [right_wrong(2000, 0.8, s + 10) for s in range(8)]
+    naive = np.mean([y - x for x, y in zip(a, b, strict=True)], 0).var() / 2000
+    assert sig.shared_example_variance(a, b) < 0.1 * naive
 
 
 def test_mcnemar_counts_only_the_discordant_examples_and_equals_the_exact_binomial():

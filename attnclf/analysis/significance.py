@@ -8,13 +8,14 @@ per-example figure (a review's Kendall tau). From it:
   of the per-replicate differences is the training variance; where every replicate classified the same test
   examples (a dataset's own test split), that test sample is shared and its error does not shrink with more
   seeds, so its variance is added once: the bootstrap variance of the mean over examples of the seeds'
-  average per-example difference. Under cross-validation each fold has its own held-out examples, whose
+  average per-example difference, less the seeds' own disagreement example by example (already in their
+  spread). Under cross-validation each fold has its own held-out examples, whose
   sampling error is already in the folds' spread, and the folds' training sets overlap: Nadeau & Bengio's
   (2003) correction, the correlated t-test Benavoli et al. (2017) use, 1/k + n_test/n_train. The interval is
   Student's t with Welch–Satterthwaite's degrees of freedom for the sum of the two variances. Why not a
   bootstrap of the seeds too: with 2-5 seeds a bootstrap understates their spread by a factor (k−1)/k and
   has a handful of distinct means; t is exact for normal seed effects (the simulation in
-  tests/test_significance.py measures its false-positive rate).
+  tests/test_study.py measures its false-positive rate).
 - `mcnemar_tables` and `combined_mcnemar`: Dietterich's (1998) example-level test, McNemar's exact test on each
   replicate's discordant pairs, the replicates combined by Stouffer's method with each z signed by the
   direction of its replicate (two seeds that disagree in direction cancel, as they should).
@@ -70,10 +71,15 @@ def replicate_differences(a: list[np.ndarray], b: list[np.ndarray]) -> np.ndarra
 
 
 def shared_example_variance(a: list[np.ndarray], b: list[np.ndarray]) -> float:
-    """The bootstrap variance (resampling the n examples) of the mean over examples of the replicates' average
-    per-example difference: the test sample's share when every replicate scored the same examples."""
-    per_example = np.mean([np.asarray(y, np.float64) - np.asarray(x, np.float64) for x, y in zip(a, b, strict=True)], 0)
-    return float(per_example.var() / len(per_example))
+    """The test sample's share of the variance of the mean difference when every replicate scored the same n
+    examples: the bootstrap variance over examples of the replicates' average per-example difference, less
+    the part of it that is the replicates' own disagreement (each example's variance across replicates over k,
+    already in the replicates' spread), as a two-way analysis of variance splits them; 0 at the least."""
+    d = np.stack([np.asarray(y, np.float64) - np.asarray(x, np.float64) for x, y in zip(a, b, strict=True)])
+    k, n = d.shape
+    per_example = d.mean(0)
+    within = float(d.var(0, ddof=1).mean()) / k if k > 1 else 0.0
+    return max(0.0, float(per_example.var()) - within) / n
 
 
 def difference(

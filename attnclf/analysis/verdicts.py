@@ -128,10 +128,13 @@ def tau_evidence(pairs: list[tuple[dict, dict]], against: str) -> Evidence | Non
     return Evidence(a, b, shared, 0.0, "examples") if pairs else None
 
 
-def judge_all(pairs_of: dict, evidence_of, s: Settings, scale: float, unit: str, rope: float) -> list[PairVerdict]:
+def judge_all(
+    pairs_of: dict, evidence_of, s: Settings, scale: float, unit: str, rope: float, quick: bool = False
+) -> list[PairVerdict]:
     """Every pair judged: `pairs_of` {(a, b): [(run a, run b), ...]}, `evidence_of` the pairs' Evidence (or
     None: the pair left out). The p-values Holm-corrected over the pairs judged (the interval test's and the
-    example-level test's, each its own family)."""
+    example-level test's, each its own family). `quick`: without ASO (a second a pair), which the verdict does
+    not read (a study's steps)."""
     judged = []
     for (a, b), pairs in pairs_of.items():
         ev = evidence_of(pairs) if pairs else None
@@ -144,7 +147,8 @@ def judge_all(pairs_of: dict, evidence_of, s: Settings, scale: float, unit: str,
             v.mcnemar_p = sig.combined_mcnemar(v.mcnemar)
         scores_a = [float(np.mean(x)) for x in ev.a]
         scores_b = [float(np.mean(y)) for y in ev.b]
-        v.eps = sig.aso_epsilon(scores_a, scores_b, comparisons=len(pairs_of), seed=s.seed)
+        if not quick:
+            v.eps = sig.aso_epsilon(scores_a, scores_b, comparisons=len(pairs_of), seed=s.seed)
         v.p_outperform = sig.prob_outperform(scores_a, scores_b)
         judged.append(v)
     adjusted = sig.holm({(v.a, v.b): v.diff.p for v in judged})

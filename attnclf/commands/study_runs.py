@@ -88,13 +88,13 @@ def judged(s: StudyConfig, by: dict) -> dict:
         if look:
             at[(a, b)] = [(by[a][r], by[b][r]) for r in common[:look]]
     settings = Settings(alpha=sequential.look_alpha(s.alpha, s.looks), rope=s.rope)
-    verdicts = judge_all(at, accuracy_evidence, settings, 100, "points", s.rope)
+    verdicts = judge_all(at, accuracy_evidence, settings, 100, "points", s.rope, quick=True)
     return {(v.a, v.b): (len(at[(v.a, v.b)]), v) for v in verdicts}
 
 
 def wanted(s: StudyConfig, by: dict, verdicts: dict) -> tuple[dict, list[str]]:
     """({mechanism: replicate count to reach}, why): `first` each to begin with; then the next look for both
-    mechanisms of every pair not settled that more replicates can reach."""
+    mechanisms of every pair not settled whose simulated count of more replicates is within the last look."""
     counts, targets, why = sequential.look_counts(s.first, s.looks), {}, []
     for name, reps in by.items():
         if len(reps) < s.first:
@@ -102,8 +102,9 @@ def wanted(s: StudyConfig, by: dict, verdicts: dict) -> tuple[dict, list[str]]:
     if targets:
         return targets, [f"the first step: {s.first} each"]
     for (a, b), (k, v) in verdicts.items():
-        nxt = sequential.next_look(counts, k)
-        if v.verdict.kind != "not settled" or nxt is None or v.verdict.more is None:
+        nxt, more = sequential.next_look(counts, k), v.verdict.more
+        # settled, past the last look, or out of reach within it: no more runs for this pair
+        if v.verdict.kind != "not settled" or nxt is None or more is None or k + more > counts[-1]:
             continue
         for name in (a, b):
             targets[name] = max(targets.get(name, 0), nxt)
@@ -180,13 +181,17 @@ def first_checks(s: StudyConfig, datasets: list[Dataset]) -> None:
             raise AttnclfError(f"data: {ds.name} ({ds.path}): {why}")
 
 
-def plan(s: StudyConfig, datasets: list[Dataset]) -> tuple[list, int]:
-    """[(dataset, its adds, why)], cheapest dataset first, and the runs the study holds now."""
+def plan(s: StudyConfig, datasets: list[Dataset], seen: dict) -> tuple[list, int]:
+    """[(dataset, its adds, why)], cheapest dataset first, and the runs the study holds now. `seen`: each
+    dataset's judgement by its runs, so that only a dataset with new runs is judged again."""
     steps, total = [], 0
     for ds in datasets:
         by, runs = existing(s, ds)
         total += len(runs)
-        targets, why = wanted(s, by, judged(s, by) if all(len(r) >= s.first for r in by.values()) else {})
+        key = (ds.name, frozenset(str(m["dir"]) for m in runs))
+        if key not in seen:
+            seen[key] = wanted(s, by, judged(s, by) if all(len(r) >= s.first for r in by.values()) else {})
+        targets, why = seen[key]
         adds = to_add(s, by, targets)
         if adds:
             steps.append((seconds_a_run(runs), ds, adds, why))
@@ -201,8 +206,9 @@ def run_study(s: StudyConfig) -> int:
     noun = {True: "seeds", False: "folds"}
     done = [int(p.name[4:].split("_")[0]) for p in Path(s.out).glob("*/step*") if p.name[4:].split("_")[0].isdigit()]
     step, start = max(done, default=0) + 1, time.perf_counter()
+    seen: dict = {}
     while True:
-        steps, total = plan(s, datasets)
+        steps, total = plan(s, datasets, seen)
         if not steps:
             print(f"study: every pair settled, equivalent, out of reach or past its last look ({total} runs)")
             break
