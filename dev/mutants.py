@@ -1909,6 +1909,65 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "within = 0.0",
         ["tests/test_significance.py::test_the_shared_variance_is_the_bootstrap_of_the_examples_less_the_seeds_own"],
     ),
+    # behaviours a new user's trial found no test pinned
+    (
+        "api-key-empty-lets-in",
+        "attnclf/serving/keys.py",
+        r"if given is None or not hmac\.compare_digest\(given\.encode\(\), expected\.encode\(\)\):",
+        "if given is None or (given and not hmac.compare_digest(given.encode(), expected.encode())):",
+        ["tests/test_serve.py::test_an_empty_key_or_a_prefix_of_the_key_is_refused_in_every_form"],
+    ),
+    (
+        "api-key-prefix-lets-in",
+        "attnclf/serving/keys.py",
+        r"if given is None or not hmac\.compare_digest\(given\.encode\(\), expected\.encode\(\)\):",
+        "if given is None or not expected.startswith(given):",
+        ["tests/test_serve.py::test_an_empty_key_or_a_prefix_of_the_key_is_refused_in_every_form"],
+    ),
+    (
+        "subclass-named-as-its-parent",
+        "attnclf/models/registry.py",
+        r'return vars\(cls\)\.get\("name"\) or cls\.__name__\.lower\(\)',
+        'return getattr(cls, "name", None) or cls.__name__.lower()',
+        ["tests/test_verdicts.py::test_a_twin_with_the_same_seeds_is_never_better"],
+    ),
+    (
+        "eval-int8-evaluates-the-float-model",
+        "attnclf/commands/eval.py",
+        r"TrainedClassifier\.from_checkpoint\(ckpt, s\.device, s\.quantize\)",
+        'TrainedClassifier.from_checkpoint(ckpt, s.device, "none")',
+        ["tests/test_predictions.py::test_eval_writes_the_same_predictions_and_int8_apart"],
+    ),
+    (
+        "n-way-verdict-from-the-raw-p",
+        "attnclf/commands/report.py",
+        r'verdict = f"\{b if mean > 0 else a\} more accurate" if t_holm < 0\.05 else "no significant difference"',
+        'verdict = f"{b if mean > 0 else a} more accurate" if tp < 0.05 else "no significant difference"',
+        ["tests/test_report.py::test_five_attentions_every_pair_paired_by_seed_and_holm_corrected"],
+    ),
+    (
+        "token-cache-blocks-read-at-an-offset-in-items",
+        "attnclf/data/encoding.py",
+        r"offset=4 \* lo\)",
+        "offset=lo)",
+        ["tests/test_token_cache.py::test_chunks_in_memory_and_in_the_cache_are_one_passs_arrays"],
+    ),
+    (
+        "token-cache-key-without-the-label-column",
+        "attnclf/data/encoding.py",
+        r'f"\{split\._fingerprint\}\|\{text_column\}\|\{label_column\}\|\{TOKENIZER_VERSION\}"',
+        'f"{split._fingerprint}|{text_column}|{TOKENIZER_VERSION}"',
+        ["tests/test_token_cache.py::test_the_cache_is_one_a_label_column"],
+    ),
+    (
+        "browse-lengths-in-characters",
+        "attnclf/serving/browse.py",
+        r'"tokens": len\(tokenize\(texts\[i\]\)\),',
+        '"tokens": len(texts[i]),',
+        [
+            "tests/test_serve.py::test_browse_gives_accuracy_by_slice_and_the_agreement_matrix_each_number_a_link_to_its_rows"
+        ],
+    ),
 ]
 
 args = sys.argv[1:]

@@ -56,6 +56,8 @@ def test_eval_writes_the_same_predictions_and_int8_apart(tiny_run, tmp_path, cap
     assert int8["quantize"] == "int8"
     kept = read_predictions(run / "predictions_test_int8.parquet")
     assert kept.same_examples(ours) and kept.correct.mean() == pytest.approx(int8["accuracy"], abs=1e-6)
+    # the int8 model's own probabilities: near the float model's, not equal to them
+    assert np.abs(kept.probs - ours.probs).max() < 0.1 and not np.allclose(kept.probs, ours.probs, atol=1e-6)
 
 
 def test_a_partial_test_keeps_only_the_examples_tested(tiny_imdb, tmp_path):

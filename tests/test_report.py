@@ -290,7 +290,14 @@ def test_five_attentions_every_pair_paired_by_seed_and_holm_corrected(tmp_path):
     assert rows[("| dot", "multihead")][2] == "4" and rows[("| dot", "multihead")][3].startswith("+1.0")
     assert rows[("| dot", "multihead")][-1] == "multihead more accurate |"
     assert rows[("| dot", "general")][-1] == "no significant difference |"
-    # (Holm's p is never below the raw one)
-    for cells in rows.values():
-        if cells[4] not in ("nan", "-"):
-            assert float(cells[5]) >= float(cells[4])
+    # every row, not only dot's: Holm's p is never below the raw one, and the verdict is read from Holm's
+    every = [ln.strip("| ").split(" | ") for ln in table]
+    for a, b, _, diff, raw, adjusted, *_, verdict in every:
+        if raw in ("nan", "-"):
+            continue
+        assert float(adjusted) >= float(raw)
+        better = b if diff.startswith("+") else a
+        expected = f"{better} more accurate" if float(adjusted) < 0.05 else "no significant difference"
+        assert verdict == expected, (a, b, raw, adjusted, verdict)
+    # a pair whose raw p is under 0.05 and Holm's over it: no verdict of "more accurate"
+    assert any(float(c[4]) < 0.05 <= float(c[5]) for c in every if c[4] not in ("nan", "-"))

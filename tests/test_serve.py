@@ -213,6 +213,16 @@ def test_an_api_key_is_asked_of_every_path_but_health(tiny_run):
         assert page.status_code == 200 and "name='key' value='s3cret'" in page.text  # (the form keeps it)
 
 
+def test_an_empty_key_or_a_prefix_of_the_key_is_refused_in_every_form(tiny_run):
+    with client_of([tiny_run], api_key="s3cret") as c:
+        for given in ("", "s3", "s3cre"):
+            assert c.get("/browse", params={"key": given}).status_code == 401, repr(given)
+            headers = {"X-API-Key": given}
+            assert c.post("/predict", json={"texts": ["a"]}, headers=headers).status_code == 401, repr(given)
+            bearer = {"Authorization": f"Bearer {given}"}
+            assert c.post("/predict", json={"texts": ["a"]}, headers=bearer).status_code == 401, repr(given)
+
+
 @pytest.mark.parametrize(
     "host,key,words",
     [
@@ -702,7 +712,10 @@ def test_browse_gives_accuracy_by_slice_and_the_agreement_matrix_each_number_a_l
         want = [r["row"] for r in rows if r["models"][a]["label"] == x and r["models"][b]["label"] == y]
         assert all_pages(two, said=query["said"]) == want and len(want) == int(n)
     assert two.get("/browse", params={"said": "nosuch:pos"}).status_code == 422
-    assert all_pages(two, length="1-100") == [r["row"] for r in rows if r["tokens"] <= 100]
+    # the length slices count the text's tokens, as the model reads it, not its characters
+    assert all(r["tokens"] == len(tokenize(r["text"])) for r in rows)
+    short = [r["row"] for r in rows if len(tokenize(r["text"])) <= 100]
+    assert all_pages(two, length="1-100") == short and 0 < len(short) < len(rows)
 
 
 def test_an_edit_and_the_analysis_link_carry_the_api_key(tiny_run):

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from helpers.commands import attnclf_finished
 from helpers.config import tiny_overrides
+from helpers.crippled import BLIND
 
 from attnclf.analysis import sequential
 from attnclf.analysis import significance as sig
@@ -74,22 +75,6 @@ def test_bad_input_is_one_line_exit_2_and_nothing_run(argv, said, tiny_imdb, tmp
     assert r.returncode == 2 and said in r.stderr, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "study").exists() and sorted(p.name for p in other.iterdir()) == ["study.json"]
-
-
-BLIND = '''
-from attnclf.models.attention import Attention
-
-
-class Blind(Attention):
-    """Uniform weights and a context of zeros: the classifier sees nothing of the text."""
-
-    def scores(self, query, keys):
-        return keys.new_zeros(keys.size(0), query.size(1), keys.size(1))
-
-    def forward(self, query, keys, values, mask=None):
-        context, weights = super().forward(query, keys, values, mask)
-        return context * 0, weights
-'''
 
 
 @pytest.mark.slow  # (processes of its own)

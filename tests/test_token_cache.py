@@ -118,3 +118,14 @@ def test_a_row_remapped_as_read_is_the_whole_splits_lookup(tmp_path):
     view = enc.remap(vocab)
     whole = view.lut[np.asarray(enc.ids)]
     assert len(view) == len(whole) and np.array_equal(view[10:40], whole[10:40])
+
+
+def test_the_cache_is_one_a_label_column(tmp_path):
+    """One file with two integer label columns (TREC's coarse and fine), read once as each: two caches, each
+    with its own column's labels."""
+    texts = texts_of(50)
+    split = datasets.Dataset.from_dict({"text": texts, "coarse": np.arange(50) % 2, "fine": np.arange(50) % 5})
+    coarse = encode_split(split, "text", "coarse", tmp_path)
+    fine = encode_split(split, "text", "fine", tmp_path)
+    assert np.array_equal(np.asarray(coarse.labels), np.arange(50) % 2)
+    assert np.array_equal(np.asarray(fine.labels), np.arange(50) % 5)

@@ -11,27 +11,11 @@ import numpy as np
 import pytest
 from helpers.commands import attnclf_finished
 from helpers.config import compose_cfg, tiny_overrides
+from helpers.crippled import BLIND
 
 from attnclf.utils.predictions import PREDICTIONS, read_predictions, write_predictions
 
-OWN = '''
-from attnclf.models.attention import Attention, DotAttention
-
-
-class Blind(Attention):
-    """Uniform weights and a context of zeros: the classifier sees nothing of the text."""
-
-    def scores(self, query, keys):
-        return keys.new_zeros(keys.size(0), query.size(1), keys.size(1))
-
-    def forward(self, query, keys, values, mask=None):
-        context, weights = super().forward(query, keys, values, mask)
-        return context * 0, weights
-
-
-class Twin(DotAttention):
-    """Dot, under a name of its own."""
-'''
+OWN = BLIND
 CHOICE = {
     "dot": ["attention=dot"],
     "blind": ["attention=custom", "attention._target_=verdict_attention.Blind"],

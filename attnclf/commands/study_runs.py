@@ -194,9 +194,10 @@ def plan(s: StudyConfig, datasets: list[Dataset], seen: dict) -> tuple[list, int
         targets, why = seen[key]
         adds = to_add(s, by, targets)
         if adds:
-            steps.append((seconds_a_run(runs), ds, adds, why))
-    steps.sort(key=lambda x: x[0])
-    return [(ds, adds, why) for _, ds, adds, why in steps], total
+            # the first step on every dataset before any further one
+            steps.append((bool(why) and why[0].startswith("the first step"), seconds_a_run(runs), ds, adds, why))
+    steps.sort(key=lambda x: (not x[0], x[1]))
+    return [(ds, adds, why) for _, _, ds, adds, why in steps], total
 
 
 def run_study(s: StudyConfig) -> int:

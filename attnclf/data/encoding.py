@@ -59,8 +59,10 @@ class Encoded:
     def lengths(self) -> np.ndarray:
         return np.diff(self.offsets)
 
-    def id_blocks(self, rows_per_block: int = CHUNK_ROWS) -> Iterator[tuple[int, int, np.ndarray]]:
-        """(first row, end row, their ids) over the split, `rows_per_block` rows at a time."""
+    def id_blocks(self, rows_per_block: int | None = None) -> Iterator[tuple[int, int, np.ndarray]]:
+        """(first row, end row, their ids) over the split, `rows_per_block` rows at a time (None: CHUNK_ROWS, read
+        when called, not when defined)."""
+        rows_per_block = rows_per_block or CHUNK_ROWS
         # (the cache's file where the ids are mapped from one)
         path = getattr(self.ids, "filename", None)
         for a in range(0, len(self.labels), rows_per_block):
