@@ -1968,6 +1968,13 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
             "tests/test_serve.py::test_browse_gives_accuracy_by_slice_and_the_agreement_matrix_each_number_a_link_to_its_rows"
         ],
     ),
+    (
+        "compare-attention-from-the-hub",
+        "attnclf/commands/compare_attention.py",
+        r'p\.add_argument\("--data", default=None,',
+        'p.add_argument("--data", default="stanfordnlp/imdb",',
+        ["tests/test_predictions.py::test_compare_attention_reads_the_runs_recorded_test_rows"],
+    ),
 ]
 
 args = sys.argv[1:]

@@ -86,3 +86,25 @@ def test_the_file_round_trips(tmp_path):
     np.testing.assert_allclose(q.probs, probs, atol=1e-7)
     assert (q.names, q.split, q.data) == (["a", "b", "c"], "test", "x.csv")
     assert not [f for f in tmp_path.iterdir() if f.name.startswith(".")]
+
+
+def test_compare_attention_reads_the_runs_recorded_test_rows(tiny_run, tiny_run_additive, tmp_path, monkeypatch):
+    """No data.path: the first run's own test rows (its data.json), as eval reads them; the Hub is never asked."""
+    from helpers.commands import attnclf_in_process
+
+    from attnclf.inference.as_trained import texts_as_trained
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    out = tmp_path / "compare"
+    argv = ["compare-attention", f"ckpt=[{tiny_run},{tiny_run_additive}]", "n=2", "min_tokens=1", f"out={out}"]
+    assert attnclf_in_process(argv, monkeypatch) == 0
+    page = (out / "compare.html").read_text()
+    test, _ = texts_as_trained(TrainedClassifier.from_checkpoint(tiny_run), "test", {})
+    assert page.count("<h3>review") == 2 and "<b>dot</b>" in page and "<b>additive</b>" in page
+    # the first two test texts of 1 to 100 tokens, their words shaded in the page as written
+    import re
+
+    from attnclf.data.text import tokenize
+
+    first = [t for t in test if 1 <= len(tokenize(t)) <= 100][:2]
+    assert all(f">{w}<" in page for t in first for w in re.findall(r"\w+", t)[:3])

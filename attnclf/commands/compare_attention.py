@@ -9,8 +9,9 @@ attentions (dot, additive, general, multihead, structured, one of your own), in 
 Each flag may be given as key=value too, as the other commands that read a checkpoint take their
 arguments (ckpt=[a,b,c] for the checkpoints or run folders; min_tokens=, max_tokens= for --min-tokens ...).
 
-Takes a fixed set of test reviews (the first --n of the test split, in its
-order, whose length is between --min-tokens and --max-tokens), or --texts FILE
+Takes a fixed set of test reviews (the first --n of the test rows the first run recorded in its data.json, as
+`attnclf eval` reads them, or of --data's test split, whose length is between --min-tokens and --max-tokens),
+or --texts FILE
 (one review per line), runs every checkpoint on them, and writes per review a
 PNG (one heatmap a run, in the order given), one HTML page with the words shaded by each
 attention, and the same figures to TensorBoard (`compare/review_<i>`). Each run is
@@ -28,11 +29,13 @@ from attnclf.commands.keyvalue import Keys, as_flags, usage
 from attnclf.settings.run import checkpoints_given
 
 
-def pick_reviews(data: str, n: int, lo: int, hi: int) -> list[str]:
-    from attnclf.data.loading import load_splits
+def pick_reviews(clf, data: str | None, n: int, lo: int, hi: int) -> list[str]:
+    """`n` test texts of `lo`..`hi` tokens (else the first n), from the test rows the first run recorded (its
+    data.json, as attnclf eval reads them), or from `data` given over that record."""
     from attnclf.data.text import tokenize
+    from attnclf.inference.as_trained import texts_as_trained
 
-    test = load_splits(data)["test"]["text"]
+    test, _ = texts_as_trained(clf, "test", {"path": data} if data else {})
     chosen = [t for t in test if lo <= len(tokenize(t)) <= hi][:n]
     return chosen or list(test[:n])
 
@@ -69,7 +72,7 @@ def command(argv: list[str] | None = None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("ckpt", nargs="+", help="checkpoints or run folders, one or more")
-    p.add_argument("--data", default="stanfordnlp/imdb")
+    p.add_argument("--data", default=None, help="other data than the first run's own (its data.json)")
     p.add_argument("--texts", type=Path, help="one review per line instead of test reviews")
     p.add_argument("--n", type=int, default=6)
     p.add_argument("--min-tokens", type=int, default=30)
@@ -87,7 +90,7 @@ def command(argv: list[str] | None = None) -> int:
     if args.texts:
         texts = [t for t in args.texts.read_text(encoding="utf-8").splitlines() if t.strip()][: args.n]
     else:
-        texts = pick_reviews(args.data, args.n, args.min_tokens, args.max_tokens)
+        texts = pick_reviews(next(iter(models.values())), args.data, args.n, args.min_tokens, args.max_tokens)
     preds = {name: clf.predict(texts) for name, clf in models.items()}
 
     from torch.utils.tensorboard import SummaryWriter
