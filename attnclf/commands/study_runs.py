@@ -182,7 +182,8 @@ def first_checks(s: StudyConfig, datasets: list[Dataset]) -> None:
 
 
 def plan(s: StudyConfig, datasets: list[Dataset], seen: dict) -> tuple[list, int]:
-    """[(dataset, its adds, why)], cheapest dataset first, and the runs the study holds now. `seen`: each
+    """[(dataset, its adds, why)] in the order to run them (every dataset's first step; then the dataset whose
+    next look is the lowest, the cheapest of those first), and the runs the study holds now. `seen`: each
     dataset's judgement by its runs, so that only a dataset with new runs is judged again."""
     steps, total = [], 0
     for ds in datasets:
@@ -194,10 +195,11 @@ def plan(s: StudyConfig, datasets: list[Dataset], seen: dict) -> tuple[list, int
         targets, why = seen[key]
         adds = to_add(s, by, targets)
         if adds:
-            # the first step on every dataset before any further one
-            steps.append((bool(why) and why[0].startswith("the first step"), seconds_a_run(runs), ds, adds, why))
-    steps.sort(key=lambda x: (not x[0], x[1]))
-    return [(ds, adds, why) for _, _, ds, adds, why in steps], total
+            # the first step on every dataset first; then the lowest look to reach, the cheapest dataset first
+            first = bool(why) and why[0].startswith("the first step")
+            steps.append(((not first, max(targets.values()), seconds_a_run(runs)), ds, adds, why))
+    steps.sort(key=lambda x: x[0])
+    return [(ds, adds, why) for _, ds, adds, why in steps], total
 
 
 def run_study(s: StudyConfig) -> int:
