@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
 
 import numpy as np
 import pytest
 from helpers.commands import attnclf_finished
-from helpers.config import tiny_overrides
+from helpers.config import ROOT, tiny_overrides
 from helpers.crippled import BLIND
 
 from attnclf.analysis import sequential
@@ -108,5 +109,12 @@ def test_a_tiny_study_stops_when_settled_and_continues_without_rerunning(tiny_im
     # run again when settled: nothing to run
     r = study(argv, monkeypatch, capfd)
     assert "step 3" not in r.stdout and "(6 runs)" in r.stdout
+    # the results table of docs/results.md from the same folder
+    script = [sys.executable, str(ROOT / "scripts" / "study_table.py"), str(out)]
+    table = subprocess.run(script, capture_output=True, text=True, timeout=300)
+    assert table.returncode == 0, table.stderr[-2000:]
+    row = next(line for line in table.stdout.splitlines() if line.startswith("| tiny | dot | blind | 3 |"))
+    assert "dot better by" in row and row.endswith("| 3 (as many) |"), row
+    assert "6 runs" in table.stdout
     shutil.rmtree(own)
     assert sys.path  # (monkeypatch restores it)
