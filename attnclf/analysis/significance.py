@@ -96,6 +96,14 @@ def difference(
     return combine(d, seed_var, example_var, spread, overlap, level)
 
 
+def satterthwaite_df(seed_var, total, k: int):
+    """Welch–Satterthwaite's degrees of freedom of `total` = the seeds' variance (k − 1 of its own) + a variance
+    known as good as exactly (the test sample's): inf where the seeds' is 0. Scalars or arrays (the simulation)."""
+    seed_var, total = np.asarray(seed_var, np.float64), np.asarray(total, np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(seed_var > 0, (k - 1) * (total / seed_var) ** 2, np.inf)
+
+
 def combine(d: np.ndarray, seed_var: float, example_var: float, spread: float, overlap: float, level: float):
     """The interval and p of the mean of `d` with the two variances (Welch–Satterthwaite's degrees of freedom:
     the seeds' k − 1 where their variance is all, towards the normal where the test sample's dominates)."""
@@ -105,7 +113,7 @@ def combine(d: np.ndarray, seed_var: float, example_var: float, spread: float, o
     if not k > 1:
         return Difference(mean, -math.inf, math.inf, math.nan, d, seed_var, example_var, math.nan, spread, overlap)
     total = seed_var + example_var
-    df = math.inf if seed_var == 0 else (k - 1) * (total / seed_var) ** 2
+    df = float(satterthwaite_df(seed_var, total, k))
     se = math.sqrt(total)
     if se == 0:
         return Difference(mean, mean, mean, 1.0 if mean == 0 else 0.0, d, seed_var, example_var, df, spread, overlap)
@@ -162,12 +170,7 @@ def aso_epsilon(a: list[float], b: list[float], comparisons: int = 1, seed: int 
     # time (identical scores make deepsig warn of a division by zero in its violation ratio: not the user's to act on)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
-        return aso_of(aso, a, b, comparisons, seed)
-
-
-def aso_of(aso, a: list[float], b: list[float], comparisons: int, seed: int) -> float:
-    return float(
-        aso(
+        eps = aso(
             list(map(float, b)),
             list(map(float, a)),
             confidence_level=1 - ALPHA,
@@ -176,7 +179,7 @@ def aso_of(aso, a: list[float], b: list[float], comparisons: int, seed: int) -> 
             show_progress=False,
             seed=seed,
         )
-    )
+    return float(eps)
 
 
 def prob_outperform(a: list[float], b: list[float]) -> float:
@@ -206,8 +209,8 @@ def rejections(d: np.ndarray, seed_var: np.ndarray, example_var: float, k: int, 
     from scipy import stats
 
     total = seed_var + example_var
+    df = satterthwaite_df(seed_var, total, k)
     with np.errstate(divide="ignore", invalid="ignore"):
-        df = np.where(seed_var > 0, (k - 1) * (total / seed_var) ** 2, np.inf)
         t = np.abs(d) / np.sqrt(total)
     return np.where(total > 0, 2 * stats.t.sf(t, df) < alpha, d != 0)
 

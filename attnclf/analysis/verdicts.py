@@ -153,8 +153,8 @@ def judge_all(
         judged.append(v)
     adjusted = sig.holm({(v.a, v.b): v.diff.p for v in judged})
     mcnemar = sig.holm({(v.a, v.b): v.mcnemar_p for v in judged})
+    strictest = s.alpha / max(len(judged), 1)
     for v in judged:
         v.p_adjusted, v.mcnemar_adjusted = adjusted[(v.a, v.b)], mcnemar[(v.a, v.b)]
-        strictest = s.alpha / max(len(judged), 1)
         v.verdict = sig.verdict(v.a, v.b, v.diff, v.p_adjusted, s.alpha, rope, scale, unit, strictest)
     return judged

@@ -443,9 +443,12 @@ def study_alpha(folder: Path) -> tuple[float, str]:
     kept = folder / "study.json"
     if not kept.exists():
         return 0.05, ""
+    from attnclf.analysis.sequential import look_alpha
+
     s = json.loads(kept.read_text())
     alpha, looks = s.get("alpha", 0.05), s.get("looks", 1)
-    return alpha / looks, f"A study's folder: each pair judged at {alpha:g} / {looks} looks = {alpha / looks:.3g}."
+    level = look_alpha(alpha, looks)
+    return level, f"A study's folder: each pair judged at {alpha:g} / {looks} looks = {level:.3g}."
 
 
 def how_sure(group: list[dict], rope: float, alpha: float = 0.05, note: str = "") -> list[str]:
@@ -500,6 +503,7 @@ def across_datasets(groups: dict, folder: Path, rope: float) -> list[str]:
     from attnclf.analysis.across_datasets import bayes_pairs, rank
     from attnclf.presentation.diagrams import bayes_pairs_figure, critical_difference_figure
     from attnclf.presentation.figures import pyplot
+    from attnclf.presentation.markdown import across_lines
 
     ordered = sorted(groups.items())
     names = [a for a in attention_order({m["attention"] for _, g in ordered for m in g})
@@ -517,37 +521,7 @@ def across_datasets(groups: dict, folder: Path, rope: float) -> list[str]:
                       (bayes_pairs_figure(pairs, rope), "bayes_across_datasets.png")):  # fmt: skip
         fig.savefig(folder / name, dpi=110)
         pyplot().close(fig)
-    friedman = (
-        f"Friedman's test over the {len(labels)} datasets: p = {ranking.friedman_p:.3g}"
-        if ranking.friedman_p == ranking.friedman_p
-        else "Friedman's test needs 3 attentions or more"
-    )
-    lines = [
-        *head,
-        f"Each attention's mean test accuracy on each dataset (%), ranked within the dataset (1 the best). {friedman}"
-        f"; Nemenyi's critical difference of mean ranks {ranking.cd:.2f} (two attentions whose mean ranks differ by "
-        "less are joined in the diagram).",
-        "",
-        "| dataset | " + " | ".join(names) + " |",
-        "|---|" + "---|" * len(names),
-        *(
-            f"| {d} | " + " | ".join(f"{x * 100:.2f}" for x in row) + " |"
-            for d, row in zip(labels, scores, strict=True)
-        ),
-        "| mean rank | " + " | ".join(f"{ranking.mean_ranks[a]:.2f}" for a in names) + " |",
-        "",
-        "![critical-difference diagram](critical_difference.png)",
-        "",
-        f"Every pair over the datasets, Bayesian signed-rank test (baycomp), practically equivalent within ±{rope:g} "
-        "points:",
-        "",
-        "| A | B | P(A better) | P(equivalent) | P(B better) |",
-        "|---|---|---|---|---|",
-        *(f"| {p.a} | {p.b} | {p.p_a:.3f} | {p.p_equivalent:.3f} | {p.p_b:.3f} |" for p in pairs),
-        "",
-        "![Bayesian signed-rank probabilities of every pair](bayes_across_datasets.png)",
-    ]
-    return lines
+    return [*head, *across_lines(ranking, pairs, rope)]
 
 
 def differences(groups: dict, path: Path) -> str:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
+import re
 import subprocess
 import sys
 import time
@@ -66,7 +68,7 @@ def existing(s: StudyConfig, ds: Dataset) -> tuple[dict, list[dict]]:
     from attnclf.commands.report import load_runs
 
     folder = Path(s.out) / ds.name
-    runs = [m for m in load_runs(folder) if m.get("test/acc") == m.get("test/acc")] if folder.is_dir() else []
+    runs = [m for m in load_runs(folder) if not math.isnan(m.get("test/acc", math.nan))] if folder.is_dir() else []
     by = {mechanism_name(c): {} for c in s.attention}
     for m in runs:
         r = replicate_of(m, ds, s.folds)
@@ -92,16 +94,15 @@ def judged(s: StudyConfig, by: dict) -> dict:
     return {(v.a, v.b): (len(at[(v.a, v.b)]), v) for v in verdicts}
 
 
-def wanted(s: StudyConfig, by: dict, verdicts: dict) -> tuple[dict, list[str]]:
-    """({mechanism: replicate count to reach}, why): `first` each to begin with; then the next look for both
-    mechanisms of every pair not settled whose simulated count of more replicates is within the last look."""
-    counts, targets, why = sequential.look_counts(s.first, s.looks), {}, []
-    for name, reps in by.items():
-        if len(reps) < s.first:
-            targets[name] = s.first
+def wanted(s: StudyConfig, by: dict) -> tuple[dict, list[str], bool]:
+    """({mechanism: replicate count to reach}, why, whether it is the first step): `first` each to begin with;
+    then the next look for both mechanisms of every pair not settled whose simulated count of more replicates
+    is within the last look (the pairs judged only then)."""
+    targets = {name: s.first for name, reps in by.items() if len(reps) < s.first}
     if targets:
-        return targets, [f"the first step: {s.first} each"]
-    for (a, b), (k, v) in verdicts.items():
+        return targets, [f"the first step: {s.first} each"], True
+    counts, why = sequential.look_counts(s.first, s.looks), []
+    for (a, b), (k, v) in judged(s, by).items():
         nxt, more = sequential.next_look(counts, k), v.verdict.more
         # settled, past the last look, or out of reach within it: no more runs for this pair
         if v.verdict.kind != "not settled" or nxt is None or more is None or k + more > counts[-1]:
@@ -109,7 +110,7 @@ def wanted(s: StudyConfig, by: dict, verdicts: dict) -> tuple[dict, list[str]]:
         for name in (a, b):
             targets[name] = max(targets.get(name, 0), nxt)
         why.append(f"{a} vs {b} at {k}: {v.verdict.text}")
-    return targets, why
+    return targets, why, False
 
 
 def to_add(s: StudyConfig, by: dict, targets: dict) -> dict[str, list[int]]:
@@ -191,12 +192,11 @@ def plan(s: StudyConfig, datasets: list[Dataset], seen: dict) -> tuple[list, int
         total += len(runs)
         key = (ds.name, frozenset(str(m["dir"]) for m in runs))
         if key not in seen:
-            seen[key] = wanted(s, by, judged(s, by) if all(len(r) >= s.first for r in by.values()) else {})
-        targets, why = seen[key]
+            seen[key] = wanted(s, by)
+        targets, why, first = seen[key]
         adds = to_add(s, by, targets)
         if adds:
             # the first step on every dataset first; then the lowest look to reach, the cheapest dataset first
-            first = bool(why) and why[0].startswith("the first step")
             steps.append(((not first, max(targets.values()), seconds_a_run(runs)), ds, adds, why))
     steps.sort(key=lambda x: x[0])
     return [(ds, adds, why) for _, ds, adds, why in steps], total
@@ -207,7 +207,8 @@ def run_study(s: StudyConfig) -> int:
     datasets = [protocol_of(n, p) for n, p in s.data.items()]
     first_checks(s, datasets)
     noun = {True: "seeds", False: "folds"}
-    done = [int(p.name[4:].split("_")[0]) for p in Path(s.out).glob("*/step*") if p.name[4:].split("_")[0].isdigit()]
+    # (a step's multiruns are OUT/<dataset>/step<k>_<i>)
+    done = [int(m.group(1)) for p in Path(s.out).glob("*/step*") if (m := re.match(r"step(\d+)", p.name))]
     step, start = max(done, default=0) + 1, time.perf_counter()
     seen: dict = {}
     while True:

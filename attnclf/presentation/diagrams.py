@@ -3,6 +3,8 @@ Bayesian signed-rank probabilities of every pair. Each function returns a figure
 
 from __future__ import annotations
 
+import math
+
 from attnclf.presentation.figures import pyplot
 
 
@@ -24,7 +26,7 @@ def critical_difference_figure(ranking):
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 0.35 * len(ranking.names) + 1.6))
     plot_stats(result, allow_insignificant=True, ax=ax)
-    said = "n/a (fewer than 3)" if ranking.friedman_p != ranking.friedman_p else f"{ranking.friedman_p:.3g}"
+    said = "n/a (fewer than 3)" if math.isnan(ranking.friedman_p) else f"{ranking.friedman_p:.3g}"
     fig.suptitle(
         f"mean rank over {len(ranking.datasets)} datasets; CD {ranking.cd:.2f} (Nemenyi), Friedman p {said}",
         fontsize=9,

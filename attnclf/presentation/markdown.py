@@ -292,3 +292,39 @@ def verdict_lines(judged: list, scale: float, unit: str, what: str, level: float
         if v.evidence.why:
             notes.append(f"- {v.a} and {v.b}: judged on the seeds' accuracies only: {v.evidence.why}.")
     return lines + ([""] + notes if notes else [])
+
+
+def across_lines(ranking, pairs: list, rope: float) -> list[str]:
+    """report.md's comparison across datasets: an attnclf/analysis/across_datasets.py Ranking as a table of each
+    attention's mean test accuracy per dataset with the mean ranks, Friedman's p and Nemenyi's CD, and every
+    pair's Bayesian signed-rank probabilities (BayesPairs); the figures report writes beside it, linked."""
+    names, labels = ranking.names, ranking.datasets
+    friedman = (
+        f"Friedman's test over the {len(labels)} datasets: p = {ranking.friedman_p:.3g}"
+        if not math.isnan(ranking.friedman_p)
+        else "Friedman's test needs 3 attentions or more"
+    )
+    return [
+        f"Each attention's mean test accuracy on each dataset (%), ranked within the dataset (1 the best). {friedman}"
+        f"; Nemenyi's critical difference of mean ranks {ranking.cd:.2f} (two attentions whose mean ranks differ by "
+        "less are joined in the diagram).",
+        "",
+        "| dataset | " + " | ".join(names) + " |",
+        "|---|" + "---|" * len(names),
+        *(
+            f"| {d} | " + " | ".join(f"{x * 100:.2f}" for x in row) + " |"
+            for d, row in zip(labels, ranking.scores, strict=True)
+        ),
+        "| mean rank | " + " | ".join(f"{ranking.mean_ranks[a]:.2f}" for a in names) + " |",
+        "",
+        "![critical-difference diagram](critical_difference.png)",
+        "",
+        f"Every pair over the datasets, Bayesian signed-rank test (baycomp), practically equivalent within ±{rope:g} "
+        "points:",
+        "",
+        "| A | B | P(A better) | P(equivalent) | P(B better) |",
+        "|---|---|---|---|---|",
+        *(f"| {p.a} | {p.b} | {p.p_a:.3f} | {p.p_equivalent:.3f} | {p.p_b:.3f} |" for p in pairs),
+        "",
+        "![Bayesian signed-rank probabilities of every pair](bayes_across_datasets.png)",
+    ]
