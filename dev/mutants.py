@@ -1975,6 +1975,13 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         'p.add_argument("--data", default="stanfordnlp/imdb",',
         ["tests/test_predictions.py::test_compare_attention_reads_the_runs_recorded_test_rows"],
     ),
+    (
+        "study-runs-outlive-the-study",
+        "attnclf/commands/study_runs.py",
+        r"subprocess\.run\(cmd, \*\*stops_with_this_process\(\)\)",
+        "subprocess.run(cmd)",
+        ["tests/test_study.py::test_a_killed_study_leaves_no_training_running"],
+    ),
 ]
 
 args = sys.argv[1:]

@@ -118,3 +118,62 @@ def test_a_tiny_study_stops_when_settled_and_continues_without_rerunning(tiny_im
     assert "6 runs" in table.stdout
     shutil.rmtree(own)
     assert sys.path  # (monkeypatch restores it)
+
+
+def processes_with(word: str) -> list[int]:
+    """The pids whose command line holds `word` (read from /proc)."""
+    import os
+
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if word.encode() in f.read():
+                    found.append(int(pid))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.slow  # (processes of its own)
+@pytest.mark.parametrize("sig", ["SIGKILL", "SIGTERM"])
+def test_a_killed_study_leaves_no_training_running(sig, tiny_imdb, tmp_path):
+    """The study killed while its runs train: the `attnclf train` it started stops too (its parent-death
+    signal), within 20 s, by SIGKILL as by SIGTERM."""
+    import signal
+    import time
+
+    out = tmp_path / "study"
+    keep = [o for o in tiny_overrides(tiny_imdb, tmp_path) if not o.startswith(("data.path", "paths.output_dir"))]
+    argv = ["attention=[dot,additive]", f"data=[tiny={tiny_imdb}]", "budget=4", "first=2", f"out={out}"]
+    # (runs that would train for minutes: none ends by itself while the test waits)
+    extra = [*keep, "trainer.max_epochs=2000", "callbacks.early_stopping=null", "logger=none"]
+    extra.append("callbacks.attention_maps=null")
+    study = subprocess.Popen([sys.executable, "-m", "attnclf", "study", *argv, "--", *extra], cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 240
+        while not processes_with(f"hydra.sweep.dir={out}") and time.monotonic() < deadline:
+            assert study.poll() is None, "the study ended before its runs started"
+            time.sleep(0.5)
+        children = processes_with(f"hydra.sweep.dir={out}")
+        assert children, "no run started within 240 s"
+        study.send_signal(getattr(signal, sig))
+        study.wait(timeout=30)
+        deadline = time.monotonic() + 20
+        while processes_with(f"hydra.sweep.dir={out}") and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert processes_with(f"hydra.sweep.dir={out}") == []
+    finally:
+        study.kill()
+        for pid in processes_with(f"hydra.sweep.dir={out}"):
+            os_kill(pid)
+
+
+def os_kill(pid: int) -> None:
+    import os
+    import signal
+
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass

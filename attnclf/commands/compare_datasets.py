@@ -30,6 +30,7 @@ from pathlib import Path
 
 from attnclf.commands.keyvalue import Keys, as_flags, usage
 from attnclf.settings.attention import COMPARED, package_attentions
+from attnclf.utils.children import stops_with_this_process
 
 # has a test split of its own
 BUILT_IN = {"mr": False, "subj": False, "cr": False, "sst5": True, "imdb": True}
@@ -220,7 +221,7 @@ def command(argv: list[str] | None = None) -> int:
         t = time.perf_counter()
         print(f"{name}: {expected} runs -> {sweep}", flush=True)
         cmd = [sys.executable, "-m", "attnclf", "train", "-m", *overrides, f"hydra.sweep.dir={sweep}"]
-        code = progress.follow(subprocess.Popen(cmd), sweep, name, expected - done)
+        code = progress.follow(subprocess.Popen(cmd, **stops_with_this_process()), sweep, name, expected - done)
         print(f"{name}: exit {code} in {time.perf_counter() - t:.0f} s", flush=True)
         if code != 0:
             return code

@@ -18,6 +18,7 @@ from attnclf.analysis import sequential
 from attnclf.errors import AttnclfError
 from attnclf.settings.run import DEFAULT_SEED
 from attnclf.settings.study import PROTOCOL_KEYS, SETTINGS, StudyConfig
+from attnclf.utils.children import stops_with_this_process
 
 
 @dataclass
@@ -133,7 +134,7 @@ def launch(s: StudyConfig, ds: Dataset, adds: dict[str, list[int]], step: int) -
         sweep = Path(s.out).resolve() / ds.name / f"step{step}_{i}"
         run = [*ds.keys, f"data.path={ds.path}", *cv, f"seed={seed}", *which, "callbacks.rich_progress_bar=null"]
         cmd = [sys.executable, "-m", "attnclf", "train", "-m", *run, *s.extra, f"hydra.sweep.dir={sweep}"]
-        code = subprocess.run(cmd).returncode
+        code = subprocess.run(cmd, **stops_with_this_process()).returncode
         if code != 0:
             raise AttnclfError(f"the runs of step {step} on {ds.name} failed (exit {code}): {' '.join(cmd)}")
 
