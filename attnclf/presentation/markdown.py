@@ -261,13 +261,23 @@ def _num(x: float, fmt: str = ".3g") -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
 
 
+def examples_said(evidence) -> str:
+    """How many test examples each replicate of a pair was judged on: one count where every replicate read the
+    same examples, the range where folds held out their own; "-" where only the seeds' accuracies were read."""
+    if evidence.level != "examples":
+        return "-"
+    sizes = sorted({len(x) for x in evidence.a})
+    said = f"{sizes[0]:,}" if len(sizes) == 1 else f"{sizes[0]:,}-{sizes[-1]:,}"
+    return f"the same {said}" if evidence.shared else said
+
+
 def verdict_lines(judged: list, scale: float, unit: str, what: str, level: float = 0.95) -> list[str]:
     """The verdict table of every pair (attnclf/analysis/verdicts.py's PairVerdicts): B − A with its interval,
     the tests, and the verdict; a line under it for each pair judged at the seed level only, saying why."""
     lines = [
-        f"| A | B | replicates | judged on | B − A ({unit}, {level * 100:g}% interval) | p (Holm) | McNemar p (Holm) | "
-        f"ASO ε_min, B ≻ A | P(B > A) | verdict ({what}) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        f"| A | B | replicates | judged on | test examples a replicate | B − A ({unit}, {level * 100:g}% interval) | "
+        f"p (Holm) | McNemar p (Holm) | ASO ε_min, B ≻ A | P(B > A) | verdict ({what}) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     notes = []
     for v in judged:
@@ -281,6 +291,7 @@ def verdict_lines(judged: list, scale: float, unit: str, what: str, level: float
             v.b,
             str(d.replicates),
             level,
+            examples_said(v.evidence),
             interval,
             f"{_num(d.p)} ({_num(v.p_adjusted)})",
             f"{_num(v.mcnemar_p)} ({_num(v.mcnemar_adjusted)})" if v.mcnemar else "-",
