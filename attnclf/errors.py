@@ -12,3 +12,9 @@ class Interrupted(AttnclfError):
     def __init__(self, message: str, signal_number: int):
         super().__init__(message)
         self.status = 128 + signal_number
+
+
+class Terminated(BaseException):
+    """SIGTERM outside the fit (data work, word vectors, the test after it), raised where the process is, as
+    Ctrl-C raises KeyboardInterrupt: the stack unwinds (temporary files removed, workers stopped) and the
+    command says one line. A BaseException, so that no `except Exception` takes it for a failure."""

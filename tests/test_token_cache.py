@@ -129,3 +129,106 @@ def test_the_cache_is_one_a_label_column(tmp_path):
     fine = encode_split(split, "text", "fine", tmp_path)
     assert np.array_equal(np.asarray(coarse.labels), np.arange(50) % 2)
     assert np.array_equal(np.asarray(fine.labels), np.arange(50) % 5)
+
+
+def group_of(leader: int) -> list[int]:
+    """The live processes of the process group `leader` leads (its forked workers too, re-parented or not)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                # (the command's name, in brackets, may hold spaces: the fields after it)
+                state, _ppid, pgrp = f.read().rpartition(")")[2].split()[:3]
+        except OSError:
+            continue
+        if int(pgrp) == leader and state != "Z":
+            found.append(int(pid))
+    return found
+
+
+def wait_for(ready, seconds: float, what: str) -> None:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not ready():
+        assert time.monotonic() < deadline, f"{what} not within {seconds} s"
+        time.sleep(0.05)
+
+
+@pytest.mark.slow  # (processes of its own, 200,000 rows tokenised twice)
+@pytest.mark.parametrize("sig", ["SIGKILL", "SIGTERM", "SIGINT"])
+def test_a_run_killed_while_it_tokenises_leaves_no_process_and_no_temporary_folder(sig, tmp_path):
+    """`attnclf train` signalled while its forked workers tokenise a fresh cache (Ctrl-C: the whole group, as
+    a terminal sends it): no process of its group is alive 5 s after it ended (the workers die with it);
+    SIGTERM and Ctrl-C are one line and status 128 + the signal; the next run removes what a kill -9 left
+    with one line, and leaves no temporary folder."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    data, cache = tmp_path / "data", tmp_path / "cache"
+    data.mkdir()
+    # long enough to tokenise for seconds on two workers
+    texts = [" ".join(f"w{(i * 7 + j) % 5000}" for j in range(200)) for i in range(2000)] * 100
+    datasets.Dataset.from_dict({"text": texts, "label": [i % 2 for i in range(len(texts))]}).to_parquet(
+        str(data / "train.parquet")
+    )
+    datasets.Dataset.from_dict({"text": texts[:64], "label": [0, 1] * 32}).to_parquet(str(data / "test.parquet"))
+    argv = [sys.executable, "-m", "attnclf", "train", f"data.path={data}", f"paths.cache_dir={cache}"]
+    argv += ["experiment=smoke", "model.embeddings=random", "logger=none", "callbacks.attention_maps=null"]
+    run = subprocess.Popen([*argv, f"hydra.run.dir={tmp_path / 'run'}"], start_new_session=True, stderr=subprocess.PIPE)
+    try:
+        wait_for(lambda: list(cache.glob(".*.tmp*")) and len(group_of(run.pid)) > 1, 180, "tokenising workers")
+        if sig == "SIGINT":
+            os.killpg(run.pid, signal.SIGINT)
+        else:
+            run.send_signal(getattr(signal, sig))
+        _, err = run.communicate(timeout=60)
+        time.sleep(5)
+        assert group_of(run.pid) == []
+    finally:
+        for pid in group_of(run.pid):
+            os.kill(pid, signal.SIGKILL)
+    if sig != "SIGKILL":
+        assert run.returncode == 128 + getattr(signal, sig)
+        by = "SIGTERM" if sig == "SIGTERM" else "Ctrl-C"
+        assert err.decode().strip().splitlines()[-1:] == [
+            f"error: stopped by {by} before training began; nothing was kept but the caches"
+        ]
+    left = list(cache.glob(".*.tmp*"))
+    assert bool(left) == (sig == "SIGKILL")
+    again = subprocess.run([*argv, f"hydra.run.dir={tmp_path / 'again'}"], capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr[-2000:]
+    removed = [
+        line for line in (again.stdout + again.stderr).splitlines() if "left by a tokenisation that was stopped" in line
+    ]
+    assert len(removed) == len(left) and all(str(t) in line for t, line in zip(left, removed, strict=True)), removed
+    assert list(cache.glob(".*.tmp*")) == []
+
+
+def test_a_stop_that_comes_while_the_workers_are_forked_is_raised_after_it(monkeypatch):
+    """SIGTERM arriving as a worker is forked is handled in a fork hook, which drops the exception; held
+    back until the pool has started, it stops the tokenising (Terminated), and no worker is left."""
+    import signal
+    import time
+
+    from attnclf.errors import Terminated
+    from attnclf.utils.stops import raised_on_stop
+
+    armed = {"on": True}
+
+    def signal_once() -> None:
+        if armed.pop("on", False):
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    os.register_at_fork(after_in_parent=signal_once)
+    texts = texts_of(4000)
+    with raised_on_stop(), pytest.raises(Terminated):
+        for _ in encoding.chunks_of(texts, {}, workers=2):
+            pass
+    assert not armed
+    deadline = time.monotonic() + 10
+    while multiprocessing.active_children() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert multiprocessing.active_children() == []

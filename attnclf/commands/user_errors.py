@@ -21,10 +21,11 @@ from hydra.errors import (
 from omegaconf import OmegaConf
 from omegaconf.errors import ConfigAttributeError, ConfigKeyError
 
-from attnclf.errors import AttnclfError, Interrupted
+from attnclf.errors import AttnclfError, Interrupted, Terminated
 from attnclf.settings.compose import compose_config
 from attnclf.settings.run import in_multirun
 from attnclf.utils.runfolder import close_logs_in, remove_if_unused
+from attnclf.utils.stops import raised_on_stop
 
 
 def one_line(fn, cfg):
@@ -36,28 +37,42 @@ def one_line(fn, cfg):
     In a sweep (Hydra multirun) a user error is raised on instead, so that the sweeper records the job as
     failed and goes on with the others; a stopped run stops the sweep.
     """
+    e, by = None, None
     try:
-        return fn(cfg)
-    # outside the fit, which Lightning stops itself: word vectors, data work
+        with raised_on_stop():
+            return fn(cfg)
+    # outside the fit, which Lightning stops itself: word vectors, data work, the test after it
     except KeyboardInterrupt:
-        e = Interrupted("stopped by Ctrl-C before training began; nothing was kept but the caches", signal.SIGINT)
+        by = signal.SIGINT
+    except Terminated:
+        by = signal.SIGTERM
     except OSError as e_:
         e = AttnclfError(os_error_line(e_))
     except AttnclfError as e_:
         e = e_
-    print(f"error: {e}", file=sys.stderr)
     folder = run_folder_of(cfg)
     # a failed start leaves no run folder behind (one with results stays)
     if folder is not None:
         close_logs_in(folder)
         remove_if_unused(folder)
         remove_empty_parents(folder)
+    if by is not None:
+        e = Interrupted(stopped_outside_fit(by, folder), by)
+    print(f"error: {e}", file=sys.stderr)
     if isinstance(e, Interrupted):
         sys.exit(e.status)
     # a sweep's other jobs go on: Hydra gives each its own log
     if in_multirun():
         raise SweepJobError(str(e)) from e
     sys.exit(2)
+
+
+def stopped_outside_fit(sig: signal.Signals, folder: Path | None) -> str:
+    """The line for a stop by `sig` outside the fit: before it (its run folder removed) or after it."""
+    by = "Ctrl-C" if sig == signal.SIGINT else "SIGTERM"
+    if folder is not None and folder.exists():
+        return f"stopped by {by}; what was written before is kept in {folder}"
+    return f"stopped by {by} before training began; nothing was kept but the caches"
 
 
 def run_folder_of(cfg) -> Path | None:

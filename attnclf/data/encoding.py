@@ -22,8 +22,10 @@ import logging
 import multiprocessing
 import os
 import shutil
+import signal
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +33,9 @@ import numpy as np
 from filelock import FileLock
 
 from attnclf.data.text import TOKENIZER_VERSION, UNK_ID, Vocab, tokenize
+from attnclf.utils.children import die_with
 from attnclf.utils.files import writing
+from attnclf.utils.stops import held
 
 log = logging.getLogger(__name__)
 
@@ -122,9 +126,15 @@ def _encode_chunk(texts: list[str]) -> tuple[np.ndarray, np.ndarray, list[str]]:
 _texts = None
 
 
-def _inherit(texts) -> None:
+def _inherit(texts, parent: int) -> None:
     global _texts
     _texts = texts
+    # a worker holds nothing worth keeping: it dies at once with the run (kill -9 of it too), and leaves
+    # Ctrl-C, which the terminal sends to every process of the run, to the run to stop it
+    die_with(parent, signal.SIGKILL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # (the parent's handler, inherited by the fork: a SIGTERM sent to a worker itself ends it)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _encode_slice(bounds: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, list[str]]:
@@ -157,8 +167,15 @@ def chunks_of(texts, table: dict[str, int], workers: int | None = None) -> Itera
     # (A pool that replaces its workers itself forks them from a thread of its own, which can deadlock.)
     per_pool = n * WORKER_CHUNKS
     for first in range(0, len(bounds), per_pool):
-        with ProcessPoolExecutor(n, mp_context=ctx, initializer=_inherit, initargs=(texts,)) as pool:
-            yield from merged(pool.map(_encode_slice, bounds[first : first + per_pool]), table)
+        pool = ProcessPoolExecutor(n, mp_context=ctx, initializer=_inherit, initargs=(texts, os.getpid()))
+        try:
+            # (the workers are forked here: a stop raised inside would be lost, or leave them waiting for good)
+            with held():
+                done = pool.map(_encode_slice, bounds[first : first + per_pool])
+            yield from merged(done, table)
+        # stopped (SIGTERM, Ctrl-C, an error): the chunks not begun are dropped, not waited for
+        finally:
+            pool.shutdown(cancel_futures=True)
 
 
 def merged(done, table: dict[str, int]) -> Iterator[tuple[np.ndarray, np.ndarray]]:
@@ -201,6 +218,7 @@ def encode_split(split, text_column: str, label_column: str, cache_dir: str | No
     with FileLock(str(folder.with_name(f".{folder.name}.lock"))):
         enc = opened_cache(folder)
         if enc is None:
+            remove_interrupted(folder)
             old = folder.with_suffix(".npz")
             if old.is_file():
                 log.info("token cache %s is of an older layout; tokenising again into %s", old, folder)
@@ -208,6 +226,14 @@ def encode_split(split, text_column: str, label_column: str, cache_dir: str | No
             old.unlink(missing_ok=True)
             enc = opened_cache(folder)
     return enc
+
+
+def remove_interrupted(folder: Path) -> None:
+    """The temporary folders of tokenisations of `folder`'s split that were killed before they ended (kill -9
+    leaves them; a writer holds the lock, which the caller now does), each removed with one line."""
+    for tmp in sorted(folder.parent.glob(f".{folder.name}.tmp*")):
+        log.warning("removing %s, left by a tokenisation that was stopped before it ended", tmp)
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def write_cache(split, text_column: str, label_column: str, folder: Path) -> None:
@@ -221,9 +247,11 @@ def write_cache(split, text_column: str, label_column: str, folder: Path) -> Non
     try:
         with writing(folder):
             tmp.mkdir(parents=True)
-            with open(tmp / "ids.int32", "wb") as ids_file, open(tmp / "offsets.int64", "wb") as offsets_file:
+            ids_file, offsets_file = open(tmp / "ids.int32", "wb"), open(tmp / "offsets.int64", "wb")
+            # the chunks closed here, not when the traceback of a stop is freed: their workers end with them
+            with ids_file, offsets_file, closing(chunks_of(split[text_column], table)) as chunks:
                 np.zeros(1, dtype=np.int64).tofile(offsets_file)
-                for ids, offsets in chunks_of(split[text_column], table):
+                for ids, offsets in chunks:
                     ids.tofile(ids_file)
                     (offsets[1:] + tokens).tofile(offsets_file)
                     tokens, rows = tokens + len(ids), rows + len(offsets) - 1

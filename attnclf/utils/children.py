@@ -1,6 +1,6 @@
-"""Processes a command starts to do its work (a study's or compare-datasets' `attnclf train` multiruns): each
-is told to stop when the command that started it dies, so that a killed command leaves no training running on
-(light: no torch)."""
+"""Processes a command starts to do its work (a study's or compare-datasets' `attnclf train` multiruns, the
+tokenising workers a run forks): each is told to stop when the process that started it dies, so that a killed
+command leaves nothing running on (light: no torch)."""
 
 from __future__ import annotations
 
@@ -19,13 +19,17 @@ def stops_with_this_process() -> dict:
     if not sys.platform.startswith("linux"):
         return {}
     parent = os.getpid()
+    return {"preexec_fn": lambda: die_with(parent, signal.SIGTERM)}
 
-    def before_exec() -> None:
-        import ctypes
 
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-        # the parent died before the signal was asked for: stop now
-        if os.getppid() != parent:
-            os._exit(143)
+def die_with(parent: int, sig: signal.Signals) -> None:
+    """Called in a child (`parent`: the pid that started it): Linux sends it `sig` when that process's
+    thread that forked it ends; a parent already gone ends it now. Nothing elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
 
-    return {"preexec_fn": before_exec}
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, sig)
+    # the parent died before the signal was asked for: stop now
+    if os.getppid() != parent:
+        os._exit(128 + sig)
