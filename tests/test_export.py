@@ -5,6 +5,7 @@ from_pretrained, predict, eval and serve."""
 from __future__ import annotations
 
 import json
+import os
 import pickle
 
 import pytest
@@ -37,11 +38,58 @@ def test_the_folder_has_the_hubs_layout_and_a_card_huggingface_hub_reads(exporte
     card = ModelCard.load(exported / "README.md")
     meta = card.data.to_dict()
     assert meta["library_name"] == "attnclf" and meta["license"] == "mit" and "attention" in meta["tags"]
-    metrics = json.loads((tiny_run / "metrics.json").read_text())
-    accuracy = card.data.eval_results[0]
-    assert (accuracy.metric_type, accuracy.metric_value) == ("accuracy", round(metrics["test/acc"], 4))
     for section in ("## Data", "## Training", "## Evaluation", "## Limits", "dot attention over a BiGRU"):
         assert section in card.text
+    assert "pooling (the class `attnclf.models.attention.DotAttention` with scale=true; normaliser" in card.text
+
+
+def test_a_run_tested_on_part_of_its_split_is_said_so_and_not_claimed_as_the_split(exported, tiny_run):
+    """The tiny run tested 2 batches of 32 of its 80 test reviews (experiment=smoke): the card says on how
+    many, states the part's accuracy, and puts no test result in its model-index."""
+    metrics = json.loads((tiny_run / "metrics.json").read_text())
+    assert (metrics["test/reviews"], metrics["test/split_reviews"]) == (64, 80)
+    card = ModelCard.load(exported / "README.md")
+    assert card.data.eval_results is None and "model-index" not in card.content.split("---")[1]
+    assert "measured by the training run's test on 64 reviews of the test split's 80" in card.text
+    assert f"| test/acc | {metrics['test/acc']:.4f} |" in card.text
+
+
+def test_the_whole_splits_evaluation_is_the_cards_test_result(tiny_run, tmp_path, capsys, in_process):
+    """After `attnclf eval` of the exported checkpoint (eval_test.json, all 80 reviews), the card states its
+    figures, in the model-index as the test split's."""
+    import shutil
+
+    from attnclf.commands import main
+    from attnclf.commands.export import export
+
+    run = shutil.copytree(tiny_run, tmp_path / "run")
+    main(["eval", f"ckpt={run}", f"hydra.run.dir={tmp_path / 'e'}"])
+    evaluated = json.loads((run / "eval_test.json").read_text())
+    assert evaluated["reviews"] == 80
+    card = ModelCard.load(export([f"ckpt={run}", f"out={tmp_path / 'model'}"]) / "README.md")
+    found = {r.metric_type: (r.dataset_split, r.metric_value) for r in card.data.eval_results}
+    want = {"accuracy": evaluated["accuracy"], "f1": evaluated["macro_f1"]}
+    assert found == {k: ("test", round(v, 4)) for k, v in want.items()}
+    assert "measured by `attnclf eval` on the whole test split: 80 reviews" in card.text
+
+
+def test_every_exported_file_has_the_mode_a_new_file_gets(exported):
+    umask = os.umask(0)
+    os.umask(umask)
+    assert {p.name: oct(p.stat().st_mode & 0o777) for p in exported.iterdir()} == {
+        p.name: oct(0o666 & ~umask) for p in exported.iterdir()
+    }
+
+
+def test_the_class_is_named_plainly_with_its_keys_where_it_has_any():
+    from attnclf.inference.card import class_named
+
+    assert class_named({"attention_class": "my_attention.Cosine", "attention_keys": {}}) == (
+        "the class `my_attention.Cosine`"
+    )
+    keys = {"scale": False, "heads": 4}
+    named = class_named({"attention_class": "a.B", "attention_keys": keys})
+    assert named == "the class `a.B` with scale=false, heads=4"
 
 
 def test_it_reads_back_without_unpickling_to_the_checkpoints_predictions_exactly(exported, tiny_run, monkeypatch):
@@ -123,6 +171,8 @@ def test_a_mechanism_whose_module_is_missing_is_one_line(exported, tmp_path):
         (["ckpt=/no/such", "out=x"], "ckpt='/no/such': no such checkpoint or run folder"),
         (["ckpt=RUN", "out=FULL"], "exists and is not an empty folder"),
         (["ckpt=RUN", "out=x", "push=noslash"], "push='noslash' is not a repo id"),
+        (["ckpt=RUN", "out=x", "license=not-a-license"], "license='not-a-license' is not a license identifier"),
+        (["ckpt=RUN", "out=x", "license=apache2"], "(closest: apache-2.0"),
         (["ckpt=RUN", "nosuch=1"], "unknown argument 'nosuch=1'"),
     ],
 )

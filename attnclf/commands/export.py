@@ -5,10 +5,12 @@ with huggingface_hub (the folder is written first, so a Hub that cannot be reach
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, fields
 from pathlib import Path
 
 from attnclf.errors import AttnclfError
+from attnclf.settings.hub_licenses import check_license
 from attnclf.settings.run import checkpoints_given
 
 HELP = """usage: attnclf export ckpt=<.ckpt or run folder> out=<folder> [license=ID] [push=<repo id>]
@@ -16,7 +18,7 @@ HELP = """usage: attnclf export ckpt=<.ckpt or run folder> out=<folder> [license
   ckpt=PATH      a checkpoint, or a run folder (its best checkpoint)
   out=FOLDER     where the model goes (a new or empty folder): config.json, model.safetensors,
                  vocab.json, data.json and README.md (the model card)
-  license=ID     the card's license, e.g. mit or apache-2.0 (default: none said)
+  license=ID     the card's license, one of the Hub's identifiers, e.g. mit or apache-2.0 (default: none said)
   push=REPO_ID   upload the folder to the Hugging Face Hub as REPO_ID (needs the Hub and a token)"""
 
 
@@ -34,6 +36,8 @@ class ExportConfig:
         out = Path(self.out)
         if out.exists() and (not out.is_dir() or any(out.iterdir())):
             raise AttnclfError(f"out={self.out!r} exists and is not an empty folder; give a new one")
+        if self.license is not None:
+            check_license(self.license)
         if self.push is not None and self.push.count("/") != 1:
             raise AttnclfError(f"push={self.push!r} is not a repo id; give <user or org>/<name>")
 
@@ -65,11 +69,21 @@ def export(argv: list[str]) -> Path:
     clf = TrainedClassifier.from_checkpoint(checkpoint)
     out = Path(s.out)
     config = export_folder(clf, checkpoint, out)
-    model_card(config, clf.run, s.license).save(out / "README.md")
+    model_card(config, clf.run, checkpoint, s.license).save(out / "README.md")
+    same_modes(out)
     print(f"exported {checkpoint} to {out}/ (config.json, model.safetensors, vocab.json, README.md)")
     if s.push:
         push(out, s.push)
     return out
+
+
+def same_modes(folder: Path) -> None:
+    """Every file of `folder` given the mode a new file gets here (0644 under the usual umask): safetensors
+    writes its file 0600, and the copied vocabulary keeps the run's."""
+    umask = os.umask(0)
+    os.umask(umask)
+    for path in folder.iterdir():
+        path.chmod(0o666 & ~umask)
 
 
 def push(folder: Path, repo_id: str) -> None:

@@ -220,6 +220,9 @@ def metrics_of(
         "test/macro_f1": tested.get("test/macro_f1", nan),
         "test/f1": {name: tested.get(f"test/f1/{name}", nan) for name in labels},
         "test/confusion_matrix": model.confusion["test"].tolist() if "test" in model.confusion else None,
+        # the reviews the test figures were measured on (fewer than the split's under trainer.limit_test_batches)
+        "test/reviews": int(model.confusion["test"].sum()) if "test" in model.confusion else 0,
+        "test/split_reviews": len(datamodule.test_set) if tested else 0,
         "test/attn_entropy": tested.get("test/attn_entropy", nan),
         "test/attn_top5": tested.get("test/attn_top5", nan),
         "epochs": trainer.current_epoch,
