@@ -1982,6 +1982,62 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "subprocess.run(cmd)",
         ["tests/test_study.py::test_a_killed_study_leaves_no_training_running"],
     ),
+    (
+        "tokenising-workers-outlive-the-run",
+        "attnclf/data/encoding.py",
+        r"    die_with\(parent, signal\.SIGKILL\)\n",
+        "",
+        ["tests/test_token_cache.py::test_a_run_killed_while_it_tokenises_leaves_no_process_and_no_temporary_folder"],
+    ),
+    (
+        "sigterm-before-the-fit-silent",
+        "attnclf/utils/stops.py",
+        r"    previous = \{sig: signal\.signal\(sig, _stop\) for sig in \(signal\.SIGTERM, signal\.SIGINT\)\}",
+        "    previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT,)}",
+        ["tests/test_token_cache.py::test_a_run_killed_while_it_tokenises_leaves_no_process_and_no_temporary_folder"],
+    ),
+    (
+        "killed-tokenisation-folder-kept",
+        "attnclf/data/encoding.py",
+        r"            remove_interrupted\(folder\)\n",
+        "",
+        ["tests/test_token_cache.py::test_a_run_killed_while_it_tokenises_leaves_no_process_and_no_temporary_folder"],
+    ),
+    (
+        "stop-raised-inside-the-fork",
+        "attnclf/data/encoding.py",
+        r"            with held\(\):\n",
+        "            if True:\n",
+        ["tests/test_token_cache.py::test_a_stop_that_comes_while_the_workers_are_forked_is_raised_after_it"],
+    ),
+    (
+        "card-claims-a-partial-test",
+        "attnclf/inference/card.py",
+        r"for metric, value in \(figures\.values\.items\(\) if figures and figures\.whole else \(\)\)",
+        "for metric, value in (figures.values.items() if figures else ())",
+        ["tests/test_export.py::test_a_run_tested_on_part_of_its_split_is_said_so_and_not_claimed_as_the_split"],
+    ),
+    (
+        "card-ignores-the-whole-evaluation",
+        "attnclf/inference/card.py",
+        r'evaluated = read\(run / "eval_test\.json"\)',
+        "evaluated = {}",
+        ["tests/test_export.py::test_the_whole_splits_evaluation_is_the_cards_test_result"],
+    ),
+    (
+        "license-unchecked",
+        "attnclf/settings/hub_licenses.py",
+        r"    if license in HUB_LICENSES:\n        return",
+        "    return",
+        ["tests/test_export.py::test_bad_arguments_are_one_line_exit_2_before_any_work"],
+    ),
+    (
+        "export-modes-left",
+        "attnclf/commands/export.py",
+        r"    same_modes\(out\)\n",
+        "",
+        ["tests/test_export.py::test_every_exported_file_has_the_mode_a_new_file_gets"],
+    ),
 ]
 
 args = sys.argv[1:]
