@@ -109,6 +109,11 @@ def test_attention_tests_command_on_a_tiny_run(tiny_run, tmp_path, capsys, caplo
     estimate = next(i for i, m in enumerate(said) if "tested on 5 rows: about " in m)
     assert estimate < next(i for i, m in enumerate(said) if "the context-free model with uniform" in m)
     assert any(m.startswith("training: 16 of the run's ") for m in said), said
+    # the time left, at the pace of the models done
+    assert [m.split(" in ")[0] for m in said if " models done in " in m] == [
+        "diagnostic: 1 of 3 models done",
+        "diagnostic: 2 of 3 models done",
+    ]
     adv = attention_tests(compose_tests([*base, "test=adversarial", "lambdas=[0,10]", f"output={tmp_path / 'a'}"]))
     low, high = adv["lambdas"]
     assert (low["lambda"], high["lambda"]) == (0.0, 10.0) and high["jsd_from_base"] > low["jsd_from_base"]
@@ -150,3 +155,12 @@ def test_attention_tests_help_says_what_the_command_does_and_each_key(capsys, in
     assert e.value.code == 0 and out.startswith("Wiegreffe & Pinter's tests of a trained classifier's attention")
     said = {line.split()[0] for line in out.splitlines() if line.strip() and not line.startswith(" ")}
     assert {f.name for f in fields(AttentionTestsConfig)} - {"cache_dir"} <= said, said
+
+
+@pytest.mark.parametrize("epochs,said", [(1, "1 epoch a model"), (2, "2 epochs a model")])
+def test_the_report_counts_epochs_in_words(epochs, said):
+    from attnclf.presentation.markdown import attention_tests_markdown
+
+    one = {"accuracy": 0.8, "base_accuracy": 0.9, "tvd_from_base": 0.1, "jsd_from_base": 0.2, "test_rows": 5}
+    r = {"test": "diagnostic", "attention": "dot", "checkpoint": "c", "epochs": epochs, "seed": 0}
+    assert said in attention_tests_markdown({**r, "total_seconds": 3, "weights": {"uniform": one}})

@@ -42,6 +42,10 @@ MECHANISMS = "additive, custom, dot, general, multihead, structured"
         ),
         ("attention=multihead attention.heads=3", "attention.heads=3 must be a whole number >= 1 that divides"),
         ("attention._target_=nosuch.Thing", "module 'nosuch' cannot be imported here (No module named 'nosuch')"),
+        (
+            "attention._target_=attnclf.models.attention.NoSuch",
+            "module 'attnclf.models.attention' has no 'NoSuch'; its attentions: AdditiveAttention, DotAttention",
+        ),
         ("model.attention_dim=-5", "model.attention_dim=-5 must be a positive integer or null"),
         ("model.attention_dim=0", "model.attention_dim=0 must be a positive integer or null"),
         ("optimizer.weight_decay=-3", "optimizer.weight_decay=-3 must be a number >= 0"),

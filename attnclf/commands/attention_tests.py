@@ -88,8 +88,8 @@ def said_time(clf: TrainedClassifier, dm: TextDataModule, s: AttentionTestsConfi
     reads = models * (s.epochs * (len(dm.train_set) + len(dm.val_set)) + len(dm.test_set))
     seconds = reads * PASSES[s.test] * classifier_pace(clf, dm)
     log.info(
-        "%s: %d model(s), %d epoch(s) of %d training rows, tested on %d rows: about %s on this machine "
-        "(epochs, train_reviews and reviews set it)",
+        "%s: %d model(s), %d epoch(s) of %d training rows, tested on %d rows: about %s on this machine, from "
+        "the classifier's pace (said again after each model; epochs, train_reviews and reviews set it)",
         s.test,
         models,
         s.epochs,
@@ -170,11 +170,21 @@ def fit_and_test(module: GuidedModule, dm: TextDataModule, s: AttentionTestsConf
 
 def diagnostic(clf: TrainedClassifier, dm: TextDataModule, s: AttentionTestsConfig) -> dict:
     """The context-free model with each kind of weights."""
-    results = {}
-    for weights in DIAGNOSTIC_WEIGHTS:
+    results, start = {}, time.perf_counter()
+    for i, weights in enumerate(DIAGNOSTIC_WEIGHTS):
         log.info("diagnostic: the context-free model with %s weights", weights)
         results[weights] = context_free(clf, dm, s, weights)
+        said_left("diagnostic", i + 1, len(DIAGNOSTIC_WEIGHTS), start)
     return {"weights": results}
+
+
+def said_left(test: str, done: int, models: int, start: float) -> None:
+    """After each model: the time so far, and the time left at the pace of the models done (the estimate
+    said first is from the classifier's pace alone, before any model trained)."""
+    spent = time.perf_counter() - start
+    if done < models:
+        left = duration(spent / done * (models - done))
+        log.info("%s: %d of %d models done in %s; about %s left", test, done, models, duration(spent), left)
 
 
 def context_free(
@@ -204,8 +214,8 @@ def adversarial(clf: TrainedClassifier, dm: TextDataModule, s: AttentionTestsCon
     from attnclf.training.guided import GuidedModule
 
     base, hp = clf.module.model, clf.module.hparams
-    runs = []
-    for lam in s.lambdas:
+    runs, start = [], time.perf_counter()
+    for i, lam in enumerate(s.lambdas):
         torch.manual_seed(s.seed)
         student = ClassifierNet(hp.vocab_size, hp.num_classes, clf.module.config.attention, clf.module.config.model)
         student.embed.weight.data.copy_(base.embed.weight.data)
@@ -215,6 +225,7 @@ def adversarial(clf: TrainedClassifier, dm: TextDataModule, s: AttentionTestsCon
         # its best epoch's weights
         run["diagnostic"] = context_free(clf, dm, s, "frozen", source=student)
         runs.append({"lambda": lam, **run})
+        said_left("adversarial", i + 1, len(s.lambdas), start)
     return {"lambdas": runs}
 
 

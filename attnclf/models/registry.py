@@ -30,10 +30,15 @@ def attention_class(target: str) -> type[Attention]:
             f"make it importable (run from the folder holding it, or add that folder to PYTHONPATH)"
         ) from e
     cls = getattr(module, class_name, None)
-    if not (inspect.isclass(cls) and issubclass(cls, Attention)):
-        found = (
-            "nothing" if cls is None else type(cls).__name__ if not inspect.isclass(cls) else f"class {cls.__name__}"
+    if cls is None:
+        classes = [n for n, c in vars(module).items() if inspect.isclass(c) and issubclass(c, Attention)]
+        found = sorted(n for n in classes if getattr(module, n) is not Attention)
+        raise AttnclfError(
+            f"attention._target_={target!r}: module {module_name!r} has no {class_name!r}; its attentions: "
+            f"{', '.join(found) or 'none'}"
         )
+    if not (inspect.isclass(cls) and issubclass(cls, Attention)):
+        found = type(cls).__name__ if not inspect.isclass(cls) else f"class {cls.__name__}"
         raise AttnclfError(
             f"attention._target_={target!r} is {found}, not an attention: subclass "
             "attnclf.models.attention.Attention (CONTRIBUTING.md, 'Adding an attention')"

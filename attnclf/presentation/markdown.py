@@ -234,9 +234,10 @@ def adversarial_lines(adv: dict) -> list[str]:
 
 def attention_tests_markdown(r: dict) -> str:
     """The result as a table: accuracy, and the output's and weights' distance from the classifier's."""
+    epochs = f"{r['epochs']} epoch{'' if r['epochs'] == 1 else 's'}"
     head = (
         f"# Wiegreffe & Pinter's {r['test']} test of {r['attention']} attention\n\n`{r['checkpoint']}`, "
-        f"{r['epochs']} epochs a model, seed {r['seed']}, {r['total_seconds']:.0f} s.\n\n"
+        f"{epochs} a model, seed {r['seed']}, {r['total_seconds']:.0f} s.\n\n"
     )
     rows = r["weights"].items() if r["test"] == "diagnostic" else [(f"lambda {x['lambda']:g}", x) for x in r["lambdas"]]
     first = next(iter(rows))[1] if rows else None
