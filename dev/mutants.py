@@ -2038,6 +2038,20 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "",
         ["tests/test_export.py::test_every_exported_file_has_the_mode_a_new_file_gets"],
     ),
+    (
+        "said-any-label",
+        "attnclf/serving/queries.py",
+        r"if labels\.get\(name\) is None or label not in labels\[name\]:",
+        "if labels.get(name) is None:",
+        ["tests/test_serve.py::test_a_deleted_word_opens_the_edit_compared_with_the_pinned_original"],
+    ),
+    (
+        "page-past-the-last-shown",
+        "attnclf/serving/routes.py",
+        r"            if sel\.page > last:",
+        "            if False:",
+        ["tests/test_serve.py::test_a_deleted_word_opens_the_edit_compared_with_the_pinned_original"],
+    ),
 ]
 
 args = sys.argv[1:]

@@ -4,7 +4,9 @@ batching, on the tiny runs (FastAPI's TestClient runs the app's startup and shut
 from __future__ import annotations
 
 import asyncio
+import csv
 import html
+import io
 import json
 import logging
 import re
@@ -658,10 +660,26 @@ def test_a_deleted_word_opens_the_edit_compared_with_the_pinned_original(two):
     # (the refused page keeps the text in its box: nothing typed is lost)
     assert "placeholder='Type or paste a text'>superb film</textarea>" in past.text
     # a key of the page that is not of its form says so, naming the value (not "empty" as a blank text is)
+    # in words, never a regex
     bad = two.get("/", params={"text": "superb", "delete": "x"})
-    assert bad.status_code == 422 and "delete=&#x27;x&#x27; is not of the form ^" in bad.text
-    bad = two.get("/browse", params={"said": "nosuch:pos"})
-    assert bad.status_code == 422 and "said[0]=&#x27;nosuch:pos&#x27; is not of the form ^(dot|additive):" in bad.text
+    assert (
+        bad.status_code == 422
+        and "delete='x': give the places of the words to delete: whole numbers from 0, comma-separated, e.g. 3,17</p>"
+        in html.unescape(bad.text)
+    )
+    labels = "(dot: 0, 1; additive: 0, 1), e.g. dot:1</p>"
+    for said in ("nosuch:pos", "dot:maybe", "dot"):
+        bad = two.get("/browse", params={"said": said})
+        words = f"said[0]={said!r}: give model:label, a served model and one of its labels {labels}"
+        assert bad.status_code == 422 and words in html.unescape(bad.text), bad.text
+    assert two.get("/browse", params={"said": "dot:1"}).status_code == 200
+    csv.field_size_limit(10**8)  # (the 1 MB review)
+    rows = len(list(csv.reader(io.StringIO(two.get("/browse.csv").text)))) - 1
+    last = -(-rows // 50)
+    assert two.get("/browse", params={"page": last}).status_code == 200
+    past = two.get("/browse", params={"page": last + 1})
+    words = f"page={last + 1} is past the last page, {last}, of the {rows} rows chosen</p>"
+    assert past.status_code == 422 and words in html.unescape(past.text), past.text
     long_word = two.get("/browse", params={"word": "w" * 101})
     assert long_word.status_code == 413 and "word has 101 characters; at most 100</p>" in long_word.text
 

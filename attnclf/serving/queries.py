@@ -7,17 +7,47 @@ import re
 from typing import Annotated, Literal
 
 from fastapi import Query
+from pydantic import AfterValidator
 
 from attnclf.presentation.browse import LENGTHS, Selection
 from attnclf.presentation.explorer import MEASURES, SCALES, Look
 
+# A key's value of the wrong form is refused in words (pydantic's value_error, said by serving/refusals.py),
+# never as the pattern it failed.
+
+
+def word_places(value: str | None) -> str | None:
+    if value is not None and not re.fullmatch(r"\d{1,6}(,\d{1,6})*", value):
+        raise ValueError("give the places of the words to delete: whole numbers from 0, comma-separated, e.g. 3,17")
+    return value
+
+
 # the explorer's delete=: words' places among the text's tokens, comma-separated
-Delete = Annotated[str | None, Query(pattern=r"^\d{1,6}(,\d{1,6})*$", max_length=10_000, description="words to delete")]
+Delete = Annotated[str | None, AfterValidator(word_places), Query(max_length=10_000, description="words to delete")]
 
 
-def selection_query(names: tuple[str, ...], orders: tuple[str, ...]):
-    """/browse's and /browse.csv's query, over the served models `names` and the `orders` offered."""
-    said_pattern = "^(" + "|".join(re.escape(n) for n in names) + "):.+$"
+def model_label(labels: dict[str, list[str]]):
+    """said=model:label's check: a served model, and one of that model's labels."""
+
+    def check(value: str) -> str:
+        name, _, label = value.partition(":")
+        if labels.get(name) is None or label not in labels[name]:
+            each = "; ".join(f"{n}: {', '.join(ls)}" for n, ls in labels.items())
+            raise ValueError(f"give model:label, a served model and one of its labels ({each}), e.g. {example(labels)}")
+        return value
+
+    return check
+
+
+def example(labels: dict[str, list[str]]) -> str:
+    name, names = next(iter(labels.items()))
+    return f"{name}:{names[-1]}"
+
+
+def selection_query(labels: dict[str, list[str]], orders: tuple[str, ...]):
+    """/browse's and /browse.csv's query, over the served models (`labels`: each one's labels, by its name) and
+    the `orders` offered."""
+    names = tuple(labels)
 
     def selection(
         order: Literal[orders] = "row",
@@ -28,7 +58,7 @@ def selection_query(names: tuple[str, ...], orders: tuple[str, ...]):
         length: Annotated[Literal[(*LENGTHS, "")] | None, Query(description="the text's tokens")] = None,
         truncated: Annotated[Literal["yes", "no", ""] | None, Query(description="cut by a model")] = None,
         said: Annotated[
-            list[Annotated[str, Query(pattern=said_pattern, max_length=300)]],
+            list[Annotated[str, AfterValidator(model_label(labels)), Query(max_length=300)]],
             Query(description="model:label, each: the rows that model gives that label"),
         ] = (),
         page: Annotated[int, Query(ge=1, le=10**6)] = 1,

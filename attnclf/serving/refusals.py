@@ -67,8 +67,9 @@ def refusal_of(error: dict, s: ServeConfig, names: list[str], fields: list[str])
     # (a text's pattern asks for something besides spaces; the pages' other keys have patterns of their own)
     if kind_of == "string_too_short" or (kind_of == "string_pattern_mismatch" and ctx.get("pattern") == NOT_BLANK):
         return 422, f"{field} is empty (or only spaces): nothing to classify"
-    if kind_of == "string_pattern_mismatch":
-        return 422, f"{field}={shown(value)} is not of the form {ctx.get('pattern')}"
+    # (a key's check in words: serving/queries.py)
+    if kind_of == "value_error":
+        return 422, f"{field}={shown(value)}: {ctx.get('error')}"
     if kind_of == "string_too_long":
         limit = ctx.get("max_length", s.max_text_chars)
         setting = " (max_text_chars)" if limit == s.max_text_chars else ""

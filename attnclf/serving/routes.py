@@ -20,7 +20,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from attnclf.data.text import tokenize, without_tokens
 from attnclf.errors import AttnclfError
 from attnclf.presentation.api_docs import docs_page
-from attnclf.presentation.browse import ORDERS, Selection, browse_csv, browse_page
+from attnclf.presentation.browse import ORDERS, PAGE_ROWS, Selection, browse_csv, browse_page, selected
 from attnclf.presentation.explorer import Look, explorer_page
 from attnclf.presentation.site import address
 from attnclf.serving import schema
@@ -188,7 +188,7 @@ class Api:
     def browse_routes(self, app: FastAPI, key) -> None:
         keyed = self.s.api_key is not None
         orders = tuple(o for o in ORDERS if o != "disagree" or len(self.names) > 1)
-        selection = selection_query(tuple(self.names), orders)
+        selection = selection_query({name: list(m.clf.labels) for name, m in self.models.items()}, orders)
 
         @get_and_head(
             app,
@@ -199,6 +199,10 @@ class Api:
         )
         async def browse(key: key, sel: Annotated[Selection, Depends(selection)]):
             rows = await self.rows()
+            chosen = len(selected(rows, sel))
+            last = max(1, -(-chosen // PAGE_ROWS))
+            if sel.page > last:
+                raise HTTPException(422, f"page={sel.page} is past the last page, {last}, of the {chosen} rows chosen")
             first = next(iter(self.models.values()))
             about = (
                 f"{len(rows)} test rows of {first.about}, sampled with seed {self.s.seed}; each opens in the explorer"
