@@ -74,7 +74,9 @@ def test_the_page_shows_both_models_shaded_and_the_measure_a_link_away(server, d
         assert by_css(section, ".label")[0].text == predicted(server, TEXT, name)["label"]
         words = by_css(section, "p.text .w")
         assert [w.text for w in words][:3] == ["A", "wonderful", "film"] and len(words) == len(tokenize(TEXT))
-        assert all("rgba(220, 40, 40" in w.value_of_css_property("background-color") for w in words)
+        # relative to uniform (the default): red above 1/n, blue below
+        colours = [w.value_of_css_property("background-color") for w in words]
+        assert all(c.startswith(("rgba(220, 40, 40", "rgba(40, 90, 220")) for c in colours), colours
         assert all(w.get_attribute("title").startswith("attention weight ") for w in words)
         bars = by_css(section, ".probs .bar")
         assert len(bars) == 2 and all(b.size["width"] > 0 for b in bars)
@@ -96,6 +98,9 @@ def test_a_clicked_word_is_deleted_and_each_models_new_probability_is_what_predi
         delta = after["probs"][before["label"]] - before["probs"][before["label"]]
         assert by_css(section, ".delta")[0].text == f"{delta:+.3f}"
         assert len(by_css(section, "p.pinned .w")) == len(tokenize(TEXT))
+        # the deleted word struck through in the pinned original
+        assert [(w.text, w.tag_name) for w in by_css(section, "p.pinned del")] == [("wonderful", "del")]
+        assert "line-through" in by_css(section, "p.pinned del")[0].value_of_css_property("text-decoration")
     # the address holds the whole state: opened afresh, the same view
     shared = driver.current_url
     assert shared == server.url + "?" + urlencode({"text": edited, "pinned": TEXT})

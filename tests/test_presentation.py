@@ -134,3 +134,47 @@ def test_the_uniform_scale_is_white_at_one_over_n_red_above_and_blue_below():
     ratios = [w * 3 / 4 for w in (2.0, 1.0, 1.0)]
     want = [("220" if r >= 1 else "40", f"{abs(math.log(r, 8)):.3f}") for r in ratios]
     assert colours([2.0, 1.0, 1.0], by_uniform) == want and want[0] == ("220", "0.195")
+
+
+def test_the_top_words_are_one_entry_a_word_with_its_highest_value_and_its_count():
+    from attnclf.presentation.explorer import by_word
+
+    tokens = ["i", "loved", "i", "it", "i", "x"]
+    values = [0.00171, 0.3, 0.00162, 0.1, 0.00161, -1.0]
+    assert by_word(tokens, values) == [("loved", 0.3, 1), ("it", 0.1, 1), ("i", 0.00171, 3)]
+
+
+def test_the_predicted_class_reads_above_the_others_however_close():
+    from attnclf.presentation.explorer import telling_digits
+
+    assert telling_digits([0.2, 0.8], 1) == 3
+    assert telling_digits([0.49996, 0.50004], 1) == 5  # (both 0.500 at 3 decimals, and 0.5000 at 4)
+
+
+def test_a_browse_snippet_is_clean_text_cut_at_a_word():
+    from attnclf.presentation.browse import snippet
+
+    text = "A fine<br /><br />film.  " + "word " * 30
+    said = snippet(text, 40)
+    assert "<br" not in said and said.startswith("A fine film. word") and said.endswith(" …")
+    assert len(said) <= 42 and said[:-2].split(" ")[-1] == "word"
+    assert snippet("short<br/>one") == "short one"
+
+
+def test_the_words_an_edit_deleted_are_found_in_the_original():
+    from attnclf.presentation.explorer import deleted_places
+
+    assert deleted_places("a wonderful film, really moving", "a film, moving") == [1, 3]
+    assert deleted_places("same text", "same text") == []
+
+
+def test_an_empty_selection_reads_no_rows_and_the_matrices_sit_in_a_grid():
+    from attnclf.presentation.browse import Selection, browse_page
+
+    model = {"label": "pos", "prob": 0.9, "tau": 0.1}
+    row = {"row": 0, "label": "pos", "text": "great", "tokens": 1, "truncated": False}
+    rows = [{**row, "models": {"a": model, "b": model}}]
+    empty = browse_page(rows, ["a", "b"], Selection(word="nosuchword"), "about")
+    assert "no rows: the selection holds none" in empty and "class='matrix'" not in empty
+    full = browse_page(rows, ["a", "b"], Selection(), "about")
+    assert "<div class='matrices'><table class='matrix'" in full and "no rows:" not in full

@@ -286,7 +286,7 @@ def test_the_page_shows_every_model_side_by_side_and_escapes_the_text(two):
     assert page.count("class='label'") == 2 and page.count("class='tau'") == 4  # (two taus a model)
     # shaded by attention; the other measures and scales a link away, each link keeping the text
     assert page.count("title='attention ") == 2 * len(tokenize(text))
-    for change in ("shade=gradient", "shade=loo", "scale=uniform"):
+    for change in ("shade=gradient", "shade=loo", "scale=max"):
         assert f"?text=superb+%3Cimg+src%3Dx+onerror%3Dalert%281%29%3E+%26+dull&amp;{change}'" in page, change
     assert "src=" not in page.replace("src=x", "") and "http" not in page  # (nothing fetched from elsewhere)
 

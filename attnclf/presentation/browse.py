@@ -9,7 +9,7 @@ import html
 import io
 from dataclasses import dataclass
 
-from attnclf.data.text import tokenize
+from attnclf.data.text import TAG, tokenize
 from attnclf.presentation.site import head, link, query_of
 
 # /browse?order=...: what comes first
@@ -130,12 +130,22 @@ def browse_row(r: dict, names: list[str], key: str | None) -> str:
         wrong = " class='wrong'" if m["label"] != r["label"] else ""
         tau = "n/a" if m["tau"] is None else f"{m['tau']:.2f}"
         cells.append(f"<td{wrong}>{html.escape(m['label'])} ({m['prob']:.2f})</td><td>{tau}</td>")
-    preview = " ".join(r["text"].split())[:100]
+    preview = snippet(r["text"])
     return (
         f"<tr><td><a href='{link('/', key, row=r['row'])}'>{r['row']}</a></td><td>{html.escape(r['label'])}</td>"
         + "".join(cells)
         + f"<td>{html.escape(preview)}</td></tr>"
     )
+
+
+def snippet(text: str, n: int = 100) -> str:
+    """A row's first words as plain text: markup the tokenizer drops (<br />) read as a space, white space
+    run together, cut at the last whole word within `n` characters (… where cut)."""
+    plain = " ".join(TAG.sub(" ", text).split())
+    if len(plain) <= n:
+        return plain
+    cut = plain[: n + 1].rsplit(" ", 1)[0] if " " in plain[:n] else plain[:n]
+    return cut.rstrip() + " …"
 
 
 def filters_form(rows: list[dict], names: list[str], sel: Selection, key: str | None) -> str:
@@ -183,13 +193,15 @@ def metrics(rows: list[dict], names: list[str], sel: Selection, key: str | None)
             f"{len(these)}</a></td>{cells}</tr>"
         )
     pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
-    matrices = "".join(agreement_matrix(rows, a, b, sel, key) for a, b in pairs)
+    matrices = "".join(agreement_matrix(rows, a, b, sel, key) for a, b in pairs) if rows else ""
     return (
         "<details open><summary>Accuracy and agreement of the selected rows</summary>"
         f"<table class='metrics'><tr><th>slice</th><th>rows</th>{head_row}</tr>{''.join(lines)}</table>"
         + (
-            f"<p>Every two models: rows one's label, columns the other's</p><div class='grid'>{matrices}</div>"
-            if pairs
+            f"<p>Every two models: rows one's label, columns the other's</p><div class='matrices'>{matrices}</div>"
+            if pairs and rows
+            else "<p class='about'>no rows: the selection holds none; clear a filter</p>"
+            if not rows
             else ""
         )
         + "</details>"

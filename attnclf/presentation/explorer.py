@@ -7,9 +7,11 @@ address holds the whole state (`Look`), so that a view can be shared. Every text
 
 from __future__ import annotations
 
+import difflib
 import html
 from dataclasses import dataclass
 
+from attnclf.data.text import tokenize
 from attnclf.presentation.html import SPAN, by_peak, by_uniform, shade_words
 from attnclf.presentation.site import head, link, query_of
 
@@ -19,7 +21,7 @@ MEASURES = (
     ("gradient", "|gradient x input|", "gradient", "gradient"),
     ("loo", "|leave-one-out|", "leave_one_out", "leave_one_out"),
 )
-SCALES = {"max": "relative to the text's highest", "uniform": "relative to uniform (a weight of 1/n)"}
+SCALES = {"uniform": "relative to uniform (a weight of 1/n)", "max": "relative to the text's highest"}
 
 
 @dataclass
@@ -31,8 +33,8 @@ class Look:
     pinned: str | None = None
     # MEASURES' key: what shades the words
     shade: str = "attention"
-    # SCALES' key
-    scale: str = "max"
+    # SCALES' key: relative to uniform by default, so that near-uniform weights shade pale, not dark
+    scale: str = "uniform"
     # a /browse row (its text, and its true label shown)
     row: str | None = None
 
@@ -157,10 +159,12 @@ def decision(view: dict, look: Look) -> str:
     """The predicted label and every class's probability as a bar; beside an edit, the pinned original's
     label and the change (Δp) of the original's class's probability."""
     p, labels = view["prediction"], view["labels"]
+    digits = telling_digits(p.probs, labels.index(p.label_name))
     bars = "".join(
-        f"<div class='probs'><span class='track'><span class='bar' style='width:{q:.1%}'></span></span>"
-        f"{'<b>' if name == p.label_name else ''}{html.escape(name)} {q:.3f}{'</b>' if name == p.label_name else ''}"
-        "</div>"
+        f"<div class='probs{' predicted' if name == p.label_name else ''}'><span class='track'><span class='bar' "
+        f"style='width:{q:.1%}'></span></span>"
+        f"{'<b>' if name == p.label_name else ''}{html.escape(name)} {q:.{digits}f}"
+        f"{' (predicted)</b>' if name == p.label_name else ''}</div>"
         for name, q in zip(labels, p.probs, strict=True)
     )
     said = f"<p>predicted <b class='label'>{html.escape(p.label_name)}</b> (p = <b class='prob'>{p.prob:.3f}</b>)</p>"
@@ -174,6 +178,16 @@ def decision(view: dict, look: Look) -> str:
         said + bars + f"<p>pinned original: <b class='was'>{html.escape(was.label_name)}</b> (p = {was.prob:.3f}); "
         f"p({html.escape(was.label_name)}) now {p.probs[k]:.3f}, Δp = <b class='delta'>{delta:+.3f}</b>{flipped}</p>"
     )
+
+
+def telling_digits(probs: list[float], chosen: int) -> int:
+    """The decimals (3 at least, 6 at most) at which the predicted class's probability reads above every other:
+    after a flip two classes can both read 0.500."""
+    for digits in range(3, 7):
+        shown = [round(q, digits) for q in probs]
+        if all(shown[chosen] > q for j, q in enumerate(shown) if j != chosen):
+            return digits
+    return 6
 
 
 def flips_text(view: dict, look: Look, key: str | None) -> str:
@@ -242,17 +256,40 @@ def pinned_view(view: dict, look: Look, what: str) -> str:
     values_key = measure_of(look)[1]
     values = was["prediction"].weights if values_key == "weights" else was["explained"][values_key]
     scale = by_peak if look.scale == "max" else by_uniform
-    shaded = shade_words(was["prediction"], values, what, scale)
-    return f"<p class='about'>pinned original:</p><p class='pinned'>{shaded}</p>"
+    shaded = shade_words(was["prediction"], values, what, scale, struck=deleted_places(look.pinned, look.text))
+    said = "<p class='about'>pinned original (the words the edit deleted struck through):</p>"
+    return f"{said}<p class='pinned'>{shaded}</p>"
+
+
+def deleted_places(original: str, edited: str) -> list[int]:
+    """The places (among `original`'s tokens) of the words `edited` lacks: what a deletion took out."""
+    ops = difflib.SequenceMatcher(a=tokenize(original), b=tokenize(edited), autojunk=False).get_opcodes()
+    return [i for op, a0, a1, _, _ in ops if op in ("delete", "replace") for i in range(a0, a1)]
+
+
+def by_word(tokens: list[str], values: list[float]) -> list[tuple[str, float, int]]:
+    """(word, its highest value, how many places hold it), highest first: one entry a word, however often the
+    text holds it (places without a value, < 0, left out)."""
+    best: dict[str, list] = {}
+    for i, (t, v) in enumerate(zip(tokens, values, strict=True)):
+        if v < 0:
+            continue
+        entry = best.setdefault(t, [v, i, 0])
+        entry[2] += 1
+        if v > entry[0]:
+            entry[0], entry[1] = v, i
+    ranked = sorted(best.items(), key=lambda kv: (-kv[1][0], kv[1][1]))
+    return [(word, v, n) for word, (v, _, n) in ranked]
 
 
 def top_words(view: dict, k: int = 5) -> str:
-    """The words each measure ranks highest, with their values."""
+    """The words each measure ranks highest, one entry a word (its highest value, and how many places hold it
+    where more than one), with their values."""
     p, ex = view["prediction"], view["explained"]
     lines = []
     for _, what, values_key, _ in MEASURES:
         values = p.weights if values_key == "weights" else [-1.0 if v is None else v for v in ex[values_key]]
-        top = sorted(range(len(values)), key=lambda i: (-values[i], i))[:k]
-        words = ", ".join(f"{html.escape(p.tokens[i])} {values[i]:.3g}" for i in top if values[i] >= 0)
+        top = by_word(p.tokens, values)[:k]
+        words = ", ".join(f"{html.escape(word)} {value:.3g}{f' (×{n})' if n > 1 else ''}" for word, value, n in top)
         lines.append(f"<tr><th>{html.escape(what)}</th><td class='top'>{words}</td></tr>")
     return f"<table class='tops'><caption>top words</caption>{''.join(lines)}</table>"

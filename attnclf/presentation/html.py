@@ -42,10 +42,14 @@ def by_uniform(values: list[float]):
     return colour
 
 
-def _shade(text: str, weight: float, colour, what: str, place: int | None = None, marked: bool = False) -> str:
+def _shade(
+    text: str, weight: float, colour, what: str, place: int | None = None, marked: bool = False, struck: bool = False
+) -> str:
     """One word: shaded, its value on hover; with its `place` (among tokenize()'s tokens), a button of the
-    form around it that deletes it; `marked`: outlined (a word whose deletion flips the decision)."""
+    form around it that deletes it; `marked`: outlined (a word whose deletion flips the decision); `struck`:
+    struck through (a word an edit deleted)."""
     tag, button = ("button", f" name='delete' value='{place}'") if place is not None else ("span", "")
+    tag = "del" if struck and place is None else tag
     return (
         f"<{tag} class='w{' flip' if marked else ''}'{button} title='{what} {weight:.4f}' "
         f"style='background:{colour(weight)}'>{html.escape(text)}</{tag}>"
@@ -62,20 +66,24 @@ def _between(raw: str) -> str:
     return "".join([*parts, html.escape(raw[at:])]).replace("\n", "<br>")
 
 
-def shade_words(p, scores=None, what: str = "attention", scale=by_peak, button: bool = False, marked=()) -> str:
+def shade_words(
+    p, scores=None, what: str = "attention", scale=by_peak, button: bool = False, marked=(), struck=()
+) -> str:
     """A Prediction's review as HTML: its own text, each word it read shaded by its attention weight (darker:
     more; `scale` makes the colours of the text's values), words left out by truncation in grey. Where the
     text's offsets cannot be traced (see token_spans), the words as the model read them. `scores` (one a word
     read, >= 0; None counts as 0), named `what`, shade in place of the weights. `button`: each read word a
     button that deletes it (in a form the caller writes); `marked`: the read words (places among those read)
-    outlined."""
+    outlined; `struck`: the words (places among the text's tokens) struck through."""
     values = p.weights if scores is None else [0.0 if v is None else v for v in scores]
     colour, spans = scale(values), token_spans(p.text) if p.text else None
     places = p.positions or list(range(len(p.tokens)))
     marked = {places[j] for j in marked}
 
+    struck = set(struck)
+
     def word(text, i, v):
-        return _shade(text, v, colour, what, i if button else None, i in marked)
+        return _shade(text, v, colour, what, i if button else None, i in marked, i in struck)
 
     if spans is None or not p.positions:
         return " ".join(word(t, i, v) for t, i, v in zip(p.tokens, places, values, strict=True))
@@ -84,7 +92,8 @@ def shade_words(p, scores=None, what: str = "attention", scale=by_peak, button: 
     for i, (start, end) in enumerate(spans):
         out.append(_between(p.text[at:start]))
         text = p.text[start:end]
-        out.append(word(text, i, weight_at[i]) if i in weight_at else f"<span class='cut'>{html.escape(text)}</span>")
+        tag = "del" if i in struck else "span"
+        out.append(word(text, i, weight_at[i]) if i in weight_at else f"<{tag} class='cut'>{html.escape(text)}</{tag}>")
         at = end
     out.append(_between(p.text[at:]))
     return "".join(out)

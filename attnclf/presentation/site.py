@@ -19,7 +19,9 @@ SITE_STYLE = (
     ".bar{display:inline-block;height:.8em;background:#4a7;vertical-align:middle} "
     ".track{display:inline-block;width:10em;background:#eee;vertical-align:middle;margin:0 .5em} "
     ".scale{display:inline-block;width:12em;height:.9em;vertical-align:middle;border:1px solid #ccc} "
-    ".tabs a,.tabs b{margin-right:1em} .grid{display:flex;flex-wrap:wrap;gap:1.5em} .num{text-align:right}"
+    ".tabs a,.tabs b{margin-right:1em} .grid{display:flex;flex-wrap:wrap;gap:1.5em} .num{text-align:right} "
+    ".matrices{display:grid;gap:1.5em;grid-template-columns:repeat(auto-fill,minmax(20em,1fr));align-items:start} "
+    "del.w{text-decoration:line-through 2px}"
     "</style>"
 )
 

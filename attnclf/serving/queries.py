@@ -80,7 +80,7 @@ def look_query(max_text_chars: int):
             str | None, Query(max_length=max_text_chars, description="the original an edit is compared with")
         ] = None,
         shade: Literal[tuple(m for m, *_ in MEASURES)] = "attention",
-        scale: Literal[tuple(SCALES)] = "max",
+        scale: Literal[tuple(SCALES)] = Look.scale,
         row: Annotated[str | None, Query(description="a row of /browse")] = None,
     ) -> Look:
         return Look(text or "", pinned or None, shade, scale, row)
