@@ -2082,6 +2082,20 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "    plain = text",
         ["tests/test_presentation.py::test_a_browse_snippet_is_clean_text_cut_at_a_word"],
     ),
+    (
+        "browse-not-prepared-at-start",
+        "attnclf/serving/app.py",
+        r"        api\.prepare_rows\(\)\n",
+        "",
+        ["tests/test_serve.py::test_browse_is_prepared_from_the_start_and_a_first_visit_meanwhile_says_how_far_it_got"],
+    ),
+    (
+        "browse-waits-for-its-rows",
+        "attnclf/serving/routes.py",
+        r"return await asyncio\.wait_for\(asyncio\.shield\(self\.preparing\), self\.s\.browse_wait\)",
+        "return await asyncio.shield(self.preparing)",
+        ["tests/test_serve.py::test_browse_is_prepared_from_the_start_and_a_first_visit_meanwhile_says_how_far_it_got"],
+    ),
 ]
 
 args = sys.argv[1:]

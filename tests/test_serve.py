@@ -32,6 +32,8 @@ TEXT = "A wonderful film, really moving! The plot was dull at times."
 
 
 def serve_config(ckpts, **kw) -> ServeConfig:
+    # (a first /browse waits for its rows whatever the machine's load; the page said meanwhile has its own test)
+    kw.setdefault("browse_wait", 600)
     return checked(ServeConfig(ckpt=[str(c) for c in ckpts], **kw))
 
 
@@ -745,3 +747,35 @@ def test_an_edit_and_the_analysis_link_carry_the_api_key(tiny_run):
         (download,) = re.findall(r"<a href='(/explain\.json\?[^']*)' download>", page)
         assert c.get(html.unescape(download)).status_code == 200
         assert c.get("/", params={"text": "superb film", "delete": "0"}).status_code == 401
+
+
+def test_browse_is_prepared_from_the_start_and_a_first_visit_meanwhile_says_how_far_it_got(tiny_run, tmp_path):
+    """With browse_wait=0 a first /browse answers at once with a page that refreshes itself (a meta refresh,
+    no script) and says how many models have read the rows; the rows were being computed since the start,
+    and the same address then gives them."""
+    import shutil
+    import time
+
+    run = shutil.copytree(tiny_run, tmp_path / "run")
+    for kept in run.glob("browse_test_*.json"):
+        kept.unlink()
+    with client_of([run], browse_wait=0) as c:
+        # (asked as the server starts: the rows take the model a second or more, the page a few milliseconds)
+        first = c.get("/browse")
+        assert first.status_code == 200 and "<script" not in first.text
+        assert "<meta http-equiv='refresh' content='5'>" in first.text and "class='progress'" in first.text
+        assert re.search(r"/browse is being prepared: [01] of 1 model have read its 500 test rows", first.text)
+        deadline = time.monotonic() + 120
+        while "class='progress'" in (page := c.get("/browse").text) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert "<table class='metrics'>" in page and "refresh" not in page
+    assert list(run.glob("browse_test_*.json"))
+    # prepared with no visit at all: kept in the run folder while nobody asked
+    unvisited = shutil.copytree(tiny_run, tmp_path / "unvisited")
+    for kept in unvisited.glob("browse_test_*.json"):
+        kept.unlink()
+    with client_of([unvisited], browse_wait=0) as c:
+        deadline = time.monotonic() + 120
+        while not list(unvisited.glob("browse_test_*.json")) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert list(unvisited.glob("browse_test_*.json"))

@@ -123,6 +123,16 @@ def browse_page(
     )
 
 
+def preparing_page(progress: str, key: str | None) -> str:
+    """/browse while its rows are prepared: how far they have got, looked at again every 5 s without script
+    (a meta refresh)."""
+    return (
+        "<!doctype html><meta http-equiv='refresh' content='5'>"
+        + head("attnclf: browse (being prepared)", key).removeprefix("<!doctype html>")
+        + f"<p class='progress'>{html.escape(progress)}</p>"
+    )
+
+
 def browse_row(r: dict, names: list[str], key: str | None) -> str:
     cells = []
     for n in names:

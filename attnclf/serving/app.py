@@ -50,6 +50,7 @@ def create_app(models: list[Model], s: ServeConfig) -> FastAPI:
     """The app over `models` (their batchers started with it, the model thread closed with it)."""
     # torch work one at a time
     executor = ThreadPoolExecutor(1, thread_name_prefix="attnclf-model")
+    api = Api({m.name: m for m in models}, s)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -57,7 +58,10 @@ def create_app(models: list[Model], s: ServeConfig) -> FastAPI:
             run_batch = partial((m.fast or m.clf).predict_readings, batch_tokens=s.batch_tokens)
             m.batcher = Batcher(run_batch, executor, s.batch_tokens, s.max_queue)
             m.batcher.start()
+        # /browse's rows from the start, in the background: a first visit may not wait for them
+        api.prepare_rows()
         yield
+        api.preparing.cancel()
         for m in models:
             await m.batcher.stop()
         executor.shutdown(wait=True)
@@ -72,7 +76,7 @@ def create_app(models: list[Model], s: ServeConfig) -> FastAPI:
     )
     app.state.model_names = [m.name for m in models]
     app.state.max_text_chars = s.max_text_chars
-    Api({m.name: m for m in models}, s).routes(app)
+    api.routes(app)
     app.openapi = partial(real_answers, app, app.openapi)
     add_error_handlers(app, s)
     app.add_middleware(BodyGuard, max_bytes=s.max_body_bytes, timeout=s.body_timeout)

@@ -28,10 +28,10 @@ def cache_file(models: list, rows: int, seed: int) -> Path:
     return models[0].clf.run / f"browse_test_{rows}_s{seed}_{digest}.json"
 
 
-def browse_rows(models: list, rows: int, seed: int, batch_tokens: int) -> list[dict]:
+def browse_rows(models: list, rows: int, seed: int, batch_tokens: int, done=None) -> list[dict]:
     """The sample's rows: {row (its place among the run's test rows), text, label (true), tokens (the text's),
     truncated (some model cut it to its run's length), models: {name: {label, prob, tau}}}; read from the run
-    folder where computed before."""
+    folder where computed before. `done(k)`: called as the k-th model has read them all."""
     cache = cache_file(models, rows, seed)
     if cache.is_file():
         return read_json(cache)["rows"]
@@ -56,6 +56,8 @@ def browse_rows(models: list, rows: int, seed: int, batch_tokens: int) -> list[d
         for r, p, tau, k, read in zip(out, probs, taus, pred, readings, strict=True):
             r["models"][m.name] = {"label": m.clf.labels[k], "prob": float(p[k]), "tau": float(tau)}
             r["truncated"] = r["truncated"] or read.truncated
+        if done is not None:
+            done(len(out[0]["models"]) if out else 0)
     out = finite(out)
     try:
         write_json(cache, {"rows": out})

@@ -20,7 +20,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from attnclf.data.text import tokenize, without_tokens
 from attnclf.errors import AttnclfError
 from attnclf.presentation.api_docs import docs_page
-from attnclf.presentation.browse import ORDERS, PAGE_ROWS, Selection, browse_csv, browse_page, selected
+from attnclf.presentation.browse import ORDERS, PAGE_ROWS, Selection, browse_csv, browse_page, preparing_page, selected
 from attnclf.presentation.explorer import Look, explorer_page
 from attnclf.presentation.site import address
 from attnclf.serving import schema
@@ -72,6 +72,9 @@ class Api:
         self.models, self.s = models, s
         self.names = list(models)
         self.browsed: list[dict] | None = None
+        # the rows' preparation (started with the server) and how many models have read them
+        self.preparing: asyncio.Task | None = None
+        self.read_by = 0
         self.kept: OrderedDict = OrderedDict()
         # two first visits at once compute the rows once
         self.browsing = asyncio.Lock()
@@ -198,7 +201,9 @@ class Api:
             summary="the first model's test rows",
         )
         async def browse(key: key, sel: Annotated[Selection, Depends(selection)]):
-            rows = await self.rows()
+            rows = await self.rows_or_progress()
+            if isinstance(rows, str):
+                return HTMLResponse(preparing_page(rows, key))
             chosen = len(selected(rows, sel))
             last = max(1, -(-chosen // PAGE_ROWS))
             if sel.page > last:
@@ -275,19 +280,42 @@ class Api:
             f"{self.s.max_text_chars} characters (max_text_chars)."
         )
 
+    def prepare_rows(self) -> None:
+        """/browse's rows computed from now on, in the background (the server starts answering meanwhile)."""
+        if self.preparing is None:
+            self.preparing = asyncio.create_task(self.rows())
+            # (a failure is said when /browse asks for them)
+            self.preparing.add_done_callback(lambda t: t.cancelled() or t.exception())
+
+    async def rows_or_progress(self) -> list[dict] | str:
+        """The rows, where they are ready within browse_wait seconds; else a line on how far they have got."""
+        self.prepare_rows()
+        try:
+            return await asyncio.wait_for(asyncio.shield(self.preparing), self.s.browse_wait)
+        except TimeoutError:
+            n = len(self.models)
+            return (
+                f"/browse is being prepared: {self.read_by} of {n} model{'s' if n != 1 else ''} have read its "
+                f"{self.s.browse_rows} test rows (each reads them whole, and its gradients); this page looks again "
+                "every 5 s, and opens at once once they are ready (they are then kept in the first run's folder)"
+            )
+
     async def rows(self) -> list[dict]:
         """/browse's rows, computed at the first call in the first model's queue (then read from the run folder
         at later starts); 404 where the run's test rows are not at hand."""
         async with self.browsing:
             if self.browsed is None:
                 s, models = self.s, list(self.models.values())
-                job = partial(browse_rows, models, s.browse_rows, s.seed, s.batch_tokens)
+                job = partial(browse_rows, models, s.browse_rows, s.seed, s.batch_tokens, self.count_read)
                 try:
                     self.browsed = await models[0].batcher.run_alone(job, min(s.browse_rows, s.max_queue))
                 except AttnclfError as e:
                     why = f"/browse reads the first model's test rows, which are not here: {e}"
                     raise HTTPException(404, why) from None
         return self.browsed
+
+    def count_read(self, k: int) -> None:
+        self.read_by = k
 
     async def opened(self, shown: Look) -> tuple[Look, str | None]:
         """The state a page opens at, and the true label where it names a /browse row: the row's text where no

@@ -57,6 +57,9 @@ class ServeConfig:
     browse_rows: int = 500
     # the seed of /browse's sample
     seed: int = DEFAULT_SEED
+    # seconds a /browse waits for its rows (prepared from the start, in the background) before it answers with
+    # a page that says how far they have got and refreshes itself
+    browse_wait: float = 2.0
     # /explain's and the page's search for what flips a decision: at most this many words deleted
     flip_within: int = 50
 
@@ -81,6 +84,8 @@ class ServeConfig:
             positive_int(key, getattr(self, key))
         positive_int("num_threads", self.num_threads, "PyTorch's default")
         positive_number("body_timeout", self.body_timeout)
+        if not self.browse_wait >= 0:
+            raise AttnclfError(f"browse_wait={self.browse_wait} must be a number of seconds >= 0")
         if not 0 <= self.port <= 65535:
             raise AttnclfError(f"port={self.port} must be in 0..65535 (0: any free port)")
         check_device(self.device)

@@ -87,7 +87,8 @@ def served(args: list[str], cwd: Path, timeout: float = 120, env: dict | None = 
     """`python -m attnclf serve port=0 <args>` in `cwd` (with `env` added to the environment), ready (its address
     printed); stopped after the block where it still runs (SIGTERM, then a kill after 20 s)."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "attnclf", "serve", "port=0", *args],
+        # (a first /browse waits for its rows whatever the machine's load)
+        [sys.executable, "-m", "attnclf", "serve", "port=0", "browse_wait=600", *args],
         cwd=cwd,
         env={**os.environ, **(env or {})},
         stdout=subprocess.PIPE,
