@@ -17,7 +17,10 @@ batching: up to 64 requests, 5 ms), the comparison behind docs/decisions.md's ch
 server's /predict in int8, the offline reference still float (the targets are ratios to float offline).
 --explain (--ckpt given once a run, e.g. a dot and an additive run): /explain's seconds on the first run's
 median, 90th-percentile and longest review, its flip search batched against one pass a deletion, and the
-explorer page with every run served at those lengths. Timings, not a test.
+explorer page with every run served at those lengths. --pages (--ckpt given once a run, e.g. five IMDb
+runs): the explorer at several models as a user meets it, idle: /browse's first visit (from the server's
+start, its rows prepared in the background), the median review's page read the first time, and a click's
+page (a word deleted: the redirect and the page it opens). Timings, not a test.
 """
 
 from __future__ import annotations
@@ -85,7 +88,7 @@ class Offline:
 
 
 def start_server(
-    ckpt: str, threads: int, cwd: Path, litserve: bool = False, quantize: str = "none"
+    ckpt: str, threads: int, cwd: Path, litserve: bool = False, quantize: str = "none", extra: tuple = ()
 ) -> tuple[subprocess.Popen, str, int]:
     cmd = [
         sys.executable,
@@ -97,6 +100,7 @@ def start_server(
         f"num_threads={threads}",
         f"quantize={quantize}",
         "hydra.run.dir=" + str(cwd / "serve_run"),
+        *extra,
     ]
     if litserve:
         cmd = [sys.executable, __file__, "--ckpt", ckpt, "--data", "-", "--threads", str(threads), "--serve-litserve"]
@@ -321,6 +325,35 @@ def print_explain(ref: Offline, ckpts: list[str], threads: int, work: Path) -> N
         proc.wait(60)
 
 
+def print_pages(ref: Offline, ckpts: list[str], threads: int, work: Path) -> None:
+    """The explorer at len(ckpts) models, idle, over a real socket: /browse's first visit counted from the
+    server's start (its rows kept by an earlier start removed first), the median review's page read the first
+    time, and a click's page (the word in the middle deleted: the 303 and the page it opens)."""
+    for ckpt in ckpts:
+        for kept in Path(ckpt).glob("browse_test_*.json"):
+            kept.unlink()
+    by_length = sorted(ref.readings, key=lambda r: len(r.ids))
+    median = by_length[len(by_length) // 2]
+    proc, host, port = start_server(",".join(ckpts), threads, work, extra=("browse_wait=600",))
+    start, base = time.perf_counter(), f"http://{host}:{port}"
+    try:
+        page = urllib.request.urlopen(f"{base}/browse", timeout=900).read().decode()
+        took = time.perf_counter() - start
+        assert "<table class='metrics'>" in page, page[-300:]
+        print(f"/browse's first visit, {len(ckpts)} models, from the server's start: {took:.1f} s")
+        t = time.perf_counter()
+        urllib.request.urlopen(f"{base}/?" + urlencode({"text": median.text}), timeout=600).read()
+        took = time.perf_counter() - t
+        print(f"the median review's page ({len(median.ids)} tokens), read the first time: {took:.2f} s")
+        t = time.perf_counter()
+        click = {"text": median.text, "pinned": median.text, "delete": len(median.ids) // 2}
+        urllib.request.urlopen(f"{base}/?" + urlencode(click), timeout=600).read()
+        print(f"a click's page (a word deleted, the redirect followed): {time.perf_counter() - t:.2f} s")
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(60)
+
+
 def print_flip_search(clf, reading, within: int = 50) -> None:
     """What flips a review, in three orders up to `within` words: batched (attnclf.serving.explain.flips, as
     served) against one forward pass a deletion (each order until it flips or reaches `within`)."""
@@ -374,6 +407,7 @@ def main() -> None:
     ap.add_argument("--quantize", default="none", help="the server's quantize= (int8: offline stays float)")
     ap.add_argument("--budgets", help="instead: the model alone under these batch_tokens, e.g. 4096,16384")
     ap.add_argument("--explain", action="store_true", help="instead: /explain's seconds on short to long reviews")
+    ap.add_argument("--pages", action="store_true", help="instead: the explorer's pages at several models, idle")
     ap.add_argument("--serve-litserve", action="store_true", help=argparse.SUPPRESS)  # (the LitServe process)
     args = ap.parse_args()
     ckpts, args.ckpt = args.ckpt, args.ckpt[0]
@@ -382,10 +416,10 @@ def main() -> None:
     texts = sample_texts(args.data, args.reviews)
     clients, per = [int(c) for c in args.clients.split(",")], [int(k) for k in args.texts.split(",")]
     ref = Offline(args.ckpt, texts, args.threads)
-    if args.explain:
+    if args.explain or args.pages:
         work = Path(args.out.parent if args.out else ".").resolve() / "bench_serve_work"
         work.mkdir(parents=True, exist_ok=True)
-        return print_explain(ref, ckpts, args.threads, work)
+        return (print_pages if args.pages else print_explain)(ref, ckpts, args.threads, work)
     if args.budgets:
         return print_budgets(ref, [int(b) for b in args.budgets.split(",")], [c * k for k in per for c in clients])
     work = Path(args.out.parent if args.out else ".").resolve() / "bench_serve_work"

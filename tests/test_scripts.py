@@ -503,3 +503,24 @@ def test_the_attention_table_is_the_mean_and_sd_over_each_mechanisms_seeds(tmp_p
         == "| dot | 2 | 82.00 ± 2.83 | 0.20 ± 0.14 | 0.20 ± 0.14 | 0.200 ± 0.000 | 0.100 ± 0.000 | 20.0 | 1.00 |"
     )
     assert rows[2].endswith("| 30.0 | 1.50 |") and "× dot's" in r.stdout.splitlines()[0]
+
+
+@pytest.mark.bench
+def test_bench_serve_pages_tiny(tiny_run, tiny_run_additive, tiny_imdb, tmp_path):
+    """--pages on copies of two tiny runs: /browse's first visit from the start, the median review's page and
+    a click's page, each said with its seconds (the copies: it removes the rows a run folder kept)."""
+    import shutil
+
+    runs = [shutil.copytree(r, tmp_path / r.name) for r in (tiny_run, tiny_run_additive)]
+    args = ["--ckpt", str(runs[0]), "--ckpt", str(runs[1]), "--data", str(tiny_imdb), "--reviews", "20", "--pages"]
+    r = subprocess.run(
+        [sys.executable, "scripts/bench_serve.py", *args, "--threads", "1", "--out", str(tmp_path / "x.json")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-2000:] + r.stdout[-2000:]
+    assert re.search(r"^/browse's first visit, 2 models, from the server's start: [\d.]+ s$", r.stdout, re.M)
+    assert re.search(r"^the median review's page \(\d+ tokens\), read the first time: [\d.]+ s$", r.stdout, re.M)
+    assert re.search(r"^a click's page \(a word deleted, the redirect followed\): [\d.]+ s$", r.stdout, re.M)
