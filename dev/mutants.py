@@ -2096,6 +2096,15 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "return await asyncio.shield(self.preparing)",
         ["tests/test_serve.py::test_browse_is_prepared_from_the_start_and_a_first_visit_meanwhile_says_how_far_it_got"],
     ),
+    (
+        "compare-figures-without-scale",
+        "attnclf/presentation/figures.py",
+        r"        fig\.colorbar\(im, ax=ax, fraction=0\.03, pad=0\.01, label=label\)\n",
+        "",
+        [
+            "tests/test_presentation.py::test_compare_attentions_figures_have_a_colour_scale_each_and_pale_uniform_weights_on_the_uniform_one"
+        ],
+    ),
 ]
 
 args = sys.argv[1:]

@@ -6,6 +6,7 @@ import logging
 import warnings
 
 import numpy as np
+import pytest
 
 from attnclf.presentation import figures
 from attnclf.presentation.figures import (
@@ -178,3 +179,19 @@ def test_an_empty_selection_reads_no_rows_and_the_matrices_sit_in_a_grid():
     assert "no rows: the selection holds none" in empty and "class='matrix'" not in empty
     full = browse_page(rows, ["a", "b"], Selection(), "about")
     assert "<div class='matrices'><table class='matrix'" in full and "no rows:" not in full
+
+
+@pytest.mark.parametrize("uniform", [True, False])
+def test_compare_attentions_figures_have_a_colour_scale_each_and_pale_uniform_weights_on_the_uniform_one(uniform):
+    """Each model's grid with its own colour bar; near-uniform weights (within 5% of 1/n) shade near white
+    relative to uniform, and full red relative to the highest."""
+    from attnclf.presentation.figures import attention_pair_figure
+
+    words = [f"w{i}" for i in range(24)]
+    flat = np.full(24, 1 / 24) * np.linspace(0.95, 1.05, 24)
+    fig = attention_pair_figure([("a", words, flat), ("b", words, flat)], uniform=uniform)
+    grids = [im for ax in fig.axes for im in ax.get_images()]
+    assert len(fig.axes) == 4 and len(grids) == 2  # (two grids, two colour bars)
+    colours = grids[0].cmap(grids[0].norm(grids[0].get_array().compressed()))
+    darkest = 1 - colours[:, :3].min()
+    assert (darkest < 0.15) if uniform else (darkest > 0.5), darkest

@@ -77,6 +77,12 @@ def command(argv: list[str] | None = None) -> int:
     p.add_argument("--n", type=int, default=6)
     p.add_argument("--min-tokens", type=int, default=30)
     p.add_argument("--max-tokens", type=int, default=100)
+    p.add_argument(
+        "--scale",
+        choices=["uniform", "max"],
+        default="uniform",
+        help="the figures' colours: relative to uniform (a weight times n; default) or to the review's highest",
+    )
     p.add_argument("--out", type=Path, default=Path("outputs/compare_attention"))
     p.add_argument("--logdir", type=Path, help="TensorBoard folder (default: <out>/tensorboard)")
     args = p.parse_args(argv)
@@ -101,7 +107,8 @@ def command(argv: list[str] | None = None) -> int:
     for i in range(len(texts)):
         pair = [(name, preds[name][i]) for name in models]
         fig = attention_pair_figure(
-            [(f"{n}: predicted {q.label_name} (p={q.prob:.2f})", q.tokens, q.weights) for n, q in pair]
+            [(f"{n}: predicted {q.label_name} (p={q.prob:.2f})", q.tokens, q.weights) for n, q in pair],
+            uniform=args.scale == "uniform",
         )
         fig.savefig(args.out / f"review_{i}.png", dpi=110)
         writer.add_figure(f"compare/review_{i}", fig, close=True)

@@ -10,6 +10,7 @@ import logging
 import numpy as np
 
 from attnclf.data.text import UNK
+from attnclf.presentation.html import SPAN
 from attnclf.settings.attention import attention_order, package_attentions
 
 log = logging.getLogger(__name__)
@@ -84,17 +85,24 @@ def readable_on(rgba) -> str:
     return "white" if 0.299 * r + 0.587 * g + 0.114 * b < 0.5 else "black"
 
 
-def draw_weights(ax, words: list[str], weights, columns: int, signed: bool = False):
+def draw_weights(ax, words: list[str], weights, columns: int, signed: bool = False, uniform: bool = False):
     """The words in reading order on a grid `columns` wide, each cell coloured by its weight (`signed`: a
-    diverging scale centred on 0); each word in black or white, whichever reads on its cell."""
+    diverging scale centred on 0; `uniform`: the weight times n, on a log scale white at 1 (uniform), red to
+    SPAN times it, blue to 1/SPAN); each word in black or white, whichever reads on its cell."""
+    from matplotlib.colors import LogNorm
+
     weights = np.asarray(weights, dtype=float)
+    if uniform:
+        total = weights.sum()
+        weights = weights * len(weights) / total if total > 0 else np.ones_like(weights)
     rows = -(-len(words) // columns)
     grid = np.full(rows * columns, np.nan)
     grid[: len(words)] = weights[: len(words)]
     top = float(np.abs(weights).max()) if len(weights) else 0.0
     top = top or 1.0
     cmap, vmin = ("RdBu_r", -top) if signed else ("Reds", 0)
-    im = ax.imshow(grid.reshape(rows, columns), cmap=cmap, aspect="auto", vmin=vmin, vmax=top)
+    scale = {"norm": LogNorm(1 / SPAN, SPAN, clip=True)} if uniform else {"vmin": vmin, "vmax": top}
+    im = ax.imshow(grid.reshape(rows, columns), cmap="RdBu_r" if uniform else cmap, aspect="auto", **scale)
     families, _ = word_fonts()
     for j, (w, shown) in enumerate(zip(words, drawable([w[:12] for w in words]), strict=True)):
         colour = "grey" if w == UNK else readable_on(im.cmap(im.norm(weights[j])))
@@ -135,13 +143,17 @@ def importance_figure(words: list[str], rows: dict[str, np.ndarray], title: str,
     return fig
 
 
-def attention_pair_figure(rows: list[tuple[str, list[str], np.ndarray]], columns: int = 12):
-    """Several models' attention over the same review, one grid above the other: (title, words, weights)."""
+def attention_pair_figure(rows: list[tuple[str, list[str], np.ndarray]], columns: int = 12, uniform: bool = True):
+    """Several models' attention over the same review, one grid above the other: (title, words, weights), each
+    with its colour scale: relative to uniform (a weight times n: near-uniform weights stay pale), or with
+    `uniform` False relative to the review's highest."""
     plt = pyplot()
     grid_rows = -(-max(len(words) for _, words, _ in rows) // columns)
     fig, axes = plt.subplots(len(rows), 1, figsize=(columns * 0.95, len(rows) * (0.42 * grid_rows + 0.9)))
     for ax, (title, words, weights) in zip(np.atleast_1d(axes), rows, strict=True):
-        draw_weights(ax, words, weights, columns)
+        im = draw_weights(ax, words, weights, columns, uniform=uniform)
+        label = f"weight x n (1: uniform; {SPAN}x either way: full)" if uniform else "attention weight"
+        fig.colorbar(im, ax=ax, fraction=0.03, pad=0.01, label=label)
         ax.set_yticks([])
         ax.set_title(*drawable([title]), fontsize=9, family=word_fonts()[0])
     fig.tight_layout()
