@@ -906,8 +906,8 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     ),
     (
         "serve-api-link-drops-the-key",
-        "attnclf/presentation/site.py",
-        r"<a href='\{link\('/docs', key\)\}'>API</a>",
+        "attnclf/presentation/templates/head.html",
+        r"<a href='\{\{ address\(\"/docs\", key\) \}\}'>API</a>",
         "<a href='/docs'>API</a>",
         [
             "tests/test_serve_sockets.py::test_the_key_is_carried_by_every_link_and_asked_for_in_a_way_a_browser_can_follow"
@@ -2104,6 +2104,13 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         [
             "tests/test_presentation.py::test_compare_attentions_figures_have_a_colour_scale_each_and_pale_uniform_weights_on_the_uniform_one"
         ],
+    ),
+    (
+        "templates-without-autoescape",
+        "attnclf/presentation/templating.py",
+        r"    autoescape=True,",
+        "    autoescape=False,",
+        ["tests/test_serve.py::test_the_api_docs_page_and_the_preparing_page_escape_what_they_show"],
     ),
 ]
 

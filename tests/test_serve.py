@@ -779,3 +779,15 @@ def test_browse_is_prepared_from_the_start_and_a_first_visit_meanwhile_says_how_
         while not list(unvisited.glob("browse_test_*.json")) and time.monotonic() < deadline:
             time.sleep(0.2)
         assert list(unvisited.glob("browse_test_*.json"))
+
+
+def test_the_api_docs_page_and_the_preparing_page_escape_what_they_show():
+    """Pages rendered from templates (autoescaped): markup in any value they show is text, not markup."""
+    from attnclf.presentation.api_docs import docs_page
+    from attnclf.presentation.browse import preparing_page
+
+    attack = "<img src=x onerror=alert(1)>"
+    schema = {"paths": {f"/p{attack}": {"get": {"summary": attack, "responses": {"200": {"description": attack}}}}}}
+    for page in (docs_page(schema, [("limit", attack)], key=f"k'{attack}"), preparing_page(attack, f"k'{attack}")):
+        assert "<img" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+        assert "k&#39;&lt;img" in page or "k%27%3Cimg" in page  # (the key in a link: quoted or escaped)

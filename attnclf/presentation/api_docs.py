@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import html
 import json
 
-from attnclf.presentation.site import head, link
+from attnclf.presentation.site import render, site_style
 
 
 def request_body(op: dict, schema: dict | None = None) -> dict | None:
@@ -38,30 +37,21 @@ def docs_page(
     schema: dict, limits: list[tuple[str, str]], key: str | None = None, base: str = "http://127.0.0.1:8000"
 ) -> str:
     """/docs: each endpoint of the OpenAPI schema with its request, its answers and a curl example (at `base`,
-    the server's address), and the limits; its links carry the API key where one is in use."""
-    parts = [
-        head("attnclf API", key),
-        "<h1>attnclf API</h1>",
-        f"<p>The whole schema, as OpenAPI JSON: <a href='{link('/openapi.json', key)}'>/openapi.json</a>.</p>",
-    ]
-    keyed = bool(schema.get("components", {}).get("securitySchemes"))
-    if keyed:
-        parts.append(
-            "<p>Every endpoint but /health asks for the API key: the header X-API-Key, or Authorization: Bearer, "
-            "or key= in the address.</p>"
-        )
+    the server's address), and the limits; its links carry the API key where one is in use (templates/docs.html)."""
+    routes = []
     for path, methods in schema.get("paths", {}).items():
         for method, op in methods.items():
-            parts.append(f"<h2>{method.upper()} {html.escape(path)}</h2><p>{html.escape(op.get('summary', ''))}</p>")
             body = request_body(op, schema)
-            if body:
-                parts.append(f"<p>Request body:</p><pre>{html.escape(json.dumps(body, indent=1))}</pre>")
-            codes = ", ".join(
-                f"{c} {html.escape(r.get('description', ''))}" for c, r in op.get("responses", {}).items()
+            routes.append(
+                {
+                    "method": method,
+                    "path": path,
+                    "summary": op.get("summary", ""),
+                    "body": json.dumps(body, indent=1) if body else None,
+                    "answers": [(c, r.get("description", "")) for c, r in op.get("responses", {}).items()],
+                    "example": curl_example(method, path, op, body, schema, base),
+                }
             )
-            parts.append(f"<p>Answers: {codes}</p>")
-            example = curl_example(method, path, op, body, schema, base)
-            parts.append(f"<pre>{html.escape(example)}</pre>")
-    parts.append("<h2>Limits</h2><ul>" + "".join(f"<li>{html.escape(k)}: {html.escape(v)}</li>" for k, v in limits))
-    parts.append("</ul>")
-    return "\n".join(parts) + "\n"
+    keyed = bool(schema.get("components", {}).get("securitySchemes"))
+    return render("docs.html", title="attnclf API", key=key, refresh=None, style=site_style(), keyed=keyed,
+                  routes=routes, limits=limits)  # fmt: skip

@@ -10,7 +10,7 @@ import io
 from dataclasses import dataclass
 
 from attnclf.data.text import TAG, tokenize
-from attnclf.presentation.site import head, link, query_of
+from attnclf.presentation.site import head, link, query_of, render, site_style
 
 # /browse?order=...: what comes first
 ORDERS = {
@@ -125,12 +125,9 @@ def browse_page(
 
 def preparing_page(progress: str, key: str | None) -> str:
     """/browse while its rows are prepared: how far they have got, looked at again every 5 s without script
-    (a meta refresh)."""
-    return (
-        "<!doctype html><meta http-equiv='refresh' content='5'>"
-        + head("attnclf: browse (being prepared)", key).removeprefix("<!doctype html>")
-        + f"<p class='progress'>{html.escape(progress)}</p>"
-    )
+    (a meta refresh; templates/preparing.html)."""
+    title = "attnclf: browse (being prepared)"
+    return render("preparing.html", title=title, key=key, refresh=5, style=site_style(), progress=progress)
 
 
 def browse_row(r: dict, names: list[str], key: str | None) -> str:

@@ -7,7 +7,10 @@ import html
 from dataclasses import asdict, replace
 from urllib.parse import urlencode
 
+from markupsafe import Markup
+
 from attnclf.presentation.html import STYLE
+from attnclf.presentation.templating import ENV, render
 
 SITE_STYLE = (
     "<style>body{max-width:96em;padding:0 1em} *{box-sizing:border-box} textarea{width:100%;font:inherit} "
@@ -42,14 +45,21 @@ def address(path: str, key: str | None, **params) -> str:
     return path + ("?" + urlencode(query, doseq=True) if query else "")
 
 
+# the templates' links: escaped where they are put, as every value is
+ENV.globals["address"] = address
+
+
 def link(path: str, key: str | None, **params) -> str:
     """`address`, escaped for an HTML attribute."""
     return html.escape(address(path, key, **params))
 
 
-def head(title: str, key: str | None) -> str:
-    nav = f"<a href='{link('/', key)}'>explorer</a> · <a href='{link('/browse', key)}'>browse test rows</a> · "
-    return (
-        f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title>{STYLE}{SITE_STYLE}"
-        f"<p><b>attnclf</b> · {nav}<a href='{link('/docs', key)}'>API</a></p>"
-    )
+def head(title: str, key: str | None, refresh: int | None = None) -> str:
+    """A page's head: its title, the style and the links to each page (`refresh`: seconds after which the
+    browser asks for the page again, without script)."""
+    return render("head.html", title=title, key=key, refresh=refresh, style=site_style())
+
+
+def site_style() -> Markup:
+    """The pages' style sheets, ours: put in a page as they are."""
+    return Markup(STYLE + SITE_STYLE)
