@@ -524,3 +524,17 @@ def test_bench_serve_pages_tiny(tiny_run, tiny_run_additive, tiny_imdb, tmp_path
     assert re.search(r"^/browse's first visit, 2 models, from the server's start: [\d.]+ s$", r.stdout, re.M)
     assert re.search(r"^the median review's page \(\d+ tokens\), read the first time: [\d.]+ s$", r.stdout, re.M)
     assert re.search(r"^a click's page \(a word deleted, the redirect followed\): [\d.]+ s$", r.stdout, re.M)
+
+
+@pytest.mark.bench
+def test_bench_pages_tiny(tiny_run):
+    r = subprocess.run(
+        [sys.executable, "scripts/bench_pages.py", "--ckpt", str(tiny_run)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert re.search(r"^/docs: \d+ us a page, \d+ characters$", r.stdout, re.M), r.stdout
+    assert re.search(r"^head: \d+ us a page, \d+ characters$", r.stdout, re.M), r.stdout
