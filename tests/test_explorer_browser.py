@@ -52,8 +52,12 @@ def follow(driver, element) -> None:
     from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.ui import WebDriverWait
 
+    from selenium.common.exceptions import WebDriverException
+
     element.click()
-    wait = WebDriverWait(driver, 120)
+    # (asked while the old page is torn down, chromedriver can answer "unhandled inspector error": the page's
+    # context is gone mid-question; under load that window is wide. Asked again until the new page is whole.)
+    wait = WebDriverWait(driver, 120, ignored_exceptions=(WebDriverException,))
     wait.until(expected_conditions.staleness_of(element))
     wait.until(lambda d: d.execute_script("return document.readyState") == "complete")
 
