@@ -49,10 +49,9 @@ def by_css(element, css: str):
 def follow(driver, element) -> None:
     """Click `element` (a link or a form's button) and wait until the page it opens has loaded: the old page's
     element gone, the new one whole (a loaded machine answers slower than selenium's click returns)."""
+    from selenium.common.exceptions import WebDriverException
     from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.ui import WebDriverWait
-
-    from selenium.common.exceptions import WebDriverException
 
     element.click()
     # (asked while the old page is torn down, chromedriver can answer "unhandled inspector error": the page's
