@@ -2112,6 +2112,13 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         "    autoescape=False,",
         ["tests/test_serve.py::test_the_api_docs_page_and_the_preparing_page_escape_what_they_show"],
     ),
+    (
+        "browse-preparation-fills-the-queue",
+        "attnclf/serving/routes.py",
+        r"self\.browsed = await models\[0\]\.batcher\.run_alone\(job, 0\)",
+        "self.browsed = await models[0].batcher.run_alone(job, min(s.browse_rows, s.max_queue))",
+        ["tests/test_serve.py::test_explain_and_pages_wait_in_the_bounded_queue_counted_by_their_texts"],
+    ),
 ]
 
 args = sys.argv[1:]

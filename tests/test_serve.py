@@ -627,11 +627,15 @@ def test_a_failed_batch_is_a_one_line_500_through_the_app(tiny_run, monkeypatch)
         }
 
 
-def test_explain_and_pages_wait_in_the_bounded_queue_counted_by_their_texts(tiny_run):
+def test_explain_and_pages_wait_in_the_bounded_queue_counted_by_their_texts(tiny_run, tmp_path):
     """An /explain of n words runs n+2 texts and up to 3 x flip_within more, and counts so in max_queue: over
-    it, a 503 (a page: its 503 page)."""
+    it, a 503 (a page: its 503 page). /browse's rows, prepared from the start (a run folder that kept none),
+    refuse no request meanwhile."""
+    import shutil
+
+    run = shutil.copytree(tiny_run, tmp_path / "run", ignore=shutil.ignore_patterns("browse_test_*"))
     words = " ".join(["superb"] * 20)
-    with client_of([tiny_run], max_queue=27, flip_within=2) as c:
+    with client_of([run], max_queue=27, flip_within=2) as c:
         assert c.post("/predict", json={"texts": [words] * 27}).status_code == 200
         r = c.post("/explain", json={"text": words})
         assert r.status_code == 503 and "(at most 27: max_queue)" in r.json()["error"]

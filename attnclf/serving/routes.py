@@ -308,7 +308,10 @@ class Api:
                 s, models = self.s, list(self.models.values())
                 job = partial(browse_rows, models, s.browse_rows, s.seed, s.batch_tokens, self.count_read)
                 try:
-                    self.browsed = await models[0].batcher.run_alone(job, min(s.browse_rows, s.max_queue))
+                    # counted as no texts: the server's own work from its start takes the model thread in
+                    # its turn, but refuses no request (counted as its rows, it filled max_queue: every
+                    # request of a fresh server was a 503 until the rows were ready)
+                    self.browsed = await models[0].batcher.run_alone(job, 0)
                 except AttnclfError as e:
                     why = f"/browse reads the first model's test rows, which are not here: {e}"
                     raise HTTPException(404, why) from None
