@@ -232,3 +232,19 @@ def test_a_stop_that_comes_while_the_workers_are_forked_is_raised_after_it(monke
     while multiprocessing.active_children() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert multiprocessing.active_children() == []
+
+
+def test_a_stop_asked_in_nested_held_blocks_is_raised_when_the_outermost_is_left():
+    import signal
+
+    from attnclf.errors import Terminated
+    from attnclf.utils.stops import held, raised_on_stop
+
+    left = []
+    with raised_on_stop(), pytest.raises(Terminated):
+        with held():
+            with held():
+                os.kill(os.getpid(), signal.SIGTERM)
+            left.append("inner")
+        left.append("past the outer block")
+    assert left == ["inner"]

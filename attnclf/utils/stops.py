@@ -45,6 +45,7 @@ def held():
         yield
     finally:
         _state["held"] -= 1
-        asked, _state["asked"] = _state["asked"], None
-        if asked is not None and not _state["held"]:
+        # (left by the outermost block only: an inner one keeps the stop for it)
+        if not _state["held"] and _state["asked"] is not None:
+            asked, _state["asked"] = _state["asked"], None
             _stop(asked, None)
