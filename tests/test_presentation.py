@@ -170,14 +170,15 @@ def test_the_words_an_edit_deleted_are_found_in_the_original():
 
 
 def test_an_empty_selection_reads_no_rows_and_the_matrices_sit_in_a_grid():
-    from attnclf.presentation.browse import Selection, browse_page
+    from attnclf.presentation.browse import Selection, browse_page, selected
 
     model = {"label": "pos", "prob": 0.9, "tau": 0.1}
     row = {"row": 0, "label": "pos", "text": "great", "tokens": 1, "truncated": False}
     rows = [{**row, "models": {"a": model, "b": model}}]
-    empty = browse_page(rows, ["a", "b"], Selection(word="nosuchword"), "about")
+    none = Selection(word="nosuchword")
+    empty = browse_page(rows, selected(rows, none), ["a", "b"], none, "about")
     assert "no rows: the selection holds none" in empty and "class='matrix'" not in empty
-    full = browse_page(rows, ["a", "b"], Selection(), "about")
+    full = browse_page(rows, rows, ["a", "b"], Selection(), "about")
     assert "<div class='matrices'><table class='matrix'" in full and "no rows:" not in full
 
 

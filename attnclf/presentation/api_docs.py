@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from attnclf.presentation.site import render, site_style
+from attnclf.presentation.site import page_of
 
 
 def request_body(op: dict, schema: dict | None = None) -> dict | None:
@@ -53,5 +53,4 @@ def docs_page(
                 }
             )
     keyed = bool(schema.get("components", {}).get("securitySchemes"))
-    return render("docs.html", title="attnclf API", key=key, refresh=None, style=site_style(), keyed=keyed,
-                  routes=routes, limits=limits)  # fmt: skip
+    return page_of("docs.html", "attnclf API", key, keyed=keyed, routes=routes, limits=limits)

@@ -10,7 +10,7 @@ import io
 from dataclasses import dataclass
 
 from attnclf.data.text import TAG, tokenize
-from attnclf.presentation.site import head, link, query_of, render, site_style
+from attnclf.presentation.site import head, link, page_of, query_of
 
 # /browse?order=...: what comes first
 ORDERS = {
@@ -93,20 +93,30 @@ def length_of(row: dict) -> str:
     return "1-100" if n <= 100 else "101-300" if n <= 300 else "301-"
 
 
+def last_page(chosen: list[dict]) -> int:
+    """The number of /browse's last page over the `chosen` rows (1 where there are none)."""
+    return max(1, -(-len(chosen) // PAGE_ROWS))
+
+
 def browse_page(
-    rows: list[dict], names: list[str], sel: Selection, about: str, key: str | None = None, offered=tuple(ORDERS)
+    rows: list[dict],
+    chosen: list[dict],
+    names: list[str],
+    sel: Selection,
+    about: str,
+    key: str | None = None,
+    offered=tuple(ORDERS),
 ) -> str:
     """/browse: the sampled test rows, each model's label, probability and tau; each row opens in the explorer.
-    `offered`: the orders that apply (the models' disagreement only where two or more are served)."""
+    `chosen`: the rows `sel` selects (selected(rows, sel)), its page at most their last_page; `offered`: the
+    orders that apply (the models' disagreement only where two or more are served)."""
     orders = " · ".join(
         f"<b>{html.escape(ORDERS[o])}</b>"
         if o == sel.order
         else f"<a href='{link('/browse', key, **sel.query(order=o, page=1))}'>{html.escape(ORDERS[o])}</a>"
         for o in offered
     )
-    chosen = selected(rows, sel)
-    pages = max(1, -(-len(chosen) // PAGE_ROWS))
-    page = min(sel.page, pages)
+    page, pages = sel.page, last_page(chosen)
     shown = chosen[(page - 1) * PAGE_ROWS : page * PAGE_ROWS]
     csv_query = sel.query(page=1)
     download = f"<a href='{link('/browse.csv', key, **csv_query)}' download>these rows as CSV</a>"
@@ -126,8 +136,7 @@ def browse_page(
 def preparing_page(progress: str, key: str | None) -> str:
     """/browse while its rows are prepared: how far they have got, looked at again every 5 s without script
     (a meta refresh; templates/preparing.html)."""
-    title = "attnclf: browse (being prepared)"
-    return render("preparing.html", title=title, key=key, refresh=5, style=site_style(), progress=progress)
+    return page_of("preparing.html", "attnclf: browse (being prepared)", key, refresh=5, progress=progress)
 
 
 def browse_row(r: dict, names: list[str], key: str | None) -> str:

@@ -78,9 +78,7 @@ def shade_words(
     values = p.weights if scores is None else [0.0 if v is None else v for v in scores]
     colour, spans = scale(values), token_spans(p.text) if p.text else None
     places = p.positions or list(range(len(p.tokens)))
-    marked = {places[j] for j in marked}
-
-    struck = set(struck)
+    marked, struck = {places[j] for j in marked}, set(struck)
 
     def word(text, i, v):
         return _shade(text, v, colour, what, i if button else None, i in marked, i in struck)

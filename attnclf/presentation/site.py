@@ -54,12 +54,13 @@ def link(path: str, key: str | None, **params) -> str:
     return html.escape(address(path, key, **params))
 
 
-def head(title: str, key: str | None, refresh: int | None = None) -> str:
-    """A page's head: its title, the style and the links to each page (`refresh`: seconds after which the
-    browser asks for the page again, without script)."""
-    return render("head.html", title=title, key=key, refresh=refresh, style=site_style())
+def head(title: str, key: str | None) -> str:
+    """A page's head: its title, the style and the links to each page."""
+    return page_of("head.html", title, key)
 
 
-def site_style() -> Markup:
-    """The pages' style sheets, ours: put in a page as they are."""
-    return Markup(STYLE + SITE_STYLE)
+def page_of(template: str, title: str, key: str | None, refresh: int | None = None, **values) -> str:
+    """A page rendered from `template`, which includes head.html: its title, the style and the links to each
+    page (carrying `key`); `refresh`: seconds after which the browser asks for the page again, without script."""
+    style = Markup(STYLE + SITE_STYLE)  # (ours: put in the page as it is)
+    return render(template, title=title, key=key, refresh=refresh, style=style, **values)

@@ -20,7 +20,15 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse
 from attnclf.data.text import tokenize, without_tokens
 from attnclf.errors import AttnclfError
 from attnclf.presentation.api_docs import docs_page
-from attnclf.presentation.browse import ORDERS, PAGE_ROWS, Selection, browse_csv, browse_page, preparing_page, selected
+from attnclf.presentation.browse import (
+    ORDERS,
+    Selection,
+    browse_csv,
+    browse_page,
+    last_page,
+    preparing_page,
+    selected,
+)
 from attnclf.presentation.explorer import Look, explorer_page
 from attnclf.presentation.site import address
 from attnclf.serving import schema
@@ -204,15 +212,15 @@ class Api:
             rows = await self.rows_or_progress()
             if isinstance(rows, str):
                 return HTMLResponse(preparing_page(rows, key))
-            chosen = len(selected(rows, sel))
-            last = max(1, -(-chosen // PAGE_ROWS))
+            chosen = selected(rows, sel)
+            last, n = last_page(chosen), len(chosen)
             if sel.page > last:
-                raise HTTPException(422, f"page={sel.page} is past the last page, {last}, of the {chosen} rows chosen")
+                raise HTTPException(422, f"page={sel.page} is past the last page, {last}, of the {n} rows chosen")
             first = next(iter(self.models.values()))
             about = (
                 f"{len(rows)} test rows of {first.about}, sampled with seed {self.s.seed}; each opens in the explorer"
             )
-            return HTMLResponse(browse_page(rows, self.names, sel, about, key, orders))
+            return HTMLResponse(browse_page(rows, chosen, self.names, sel, about, key, orders))
 
         @get_and_head(
             app,
