@@ -501,8 +501,8 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     (
         "learned-query-unused",
         "attnclf/models/classifier.py",
-        r"query = final if self\.query is None else self\.query\.expand\(final\.size\(0\), -1\)",
-        "query = final",
+        r"return final if self\.query is None else self\.query\.expand\(final\.size\(0\), -1\)",
+        "return final",
         ["tests/test_faithfulness.py::test_a_learned_query_pools_as_jain_and_wallace"],
     ),
     (
@@ -1648,7 +1648,7 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     (
         "explain-without-the-rows",
         "attnclf/serving/explain.py",
-        r"return None if rows is None else rows\[0, :, 0\]\.float\(\)\.cpu\(\)\.tolist\(\)",
+        r"return None if rows is None else rows\[0, :, 0\]\.detach\(\)\.float\(\)\.cpu\(\)\.tolist\(\)",
         "return None",
         ["tests/test_own_attention.py::test_six_attentions_served_reported_and_compared_side_by_side"],
     ),
@@ -2118,6 +2118,42 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
         r"self\.browsed = await models\[0\]\.batcher\.run_alone\(job, 0\)",
         "self.browsed = await models[0].batcher.run_alone(job, min(s.browse_rows, s.max_queue))",
         ["tests/test_serve.py::test_explain_and_pages_wait_in_the_bounded_queue_counted_by_their_texts"],
+    ),
+    # leave-one-out with the encoder's states shared among a text's deletions
+    (
+        "deletions-forward-run-from-the-deleted-tokens-state",
+        "attnclf/models/deletions.py",
+        r"h_f\[\(r - 1\)\.clamp\(min=0\)\]",
+        "h_f[r]",
+        ["tests/test_deletions.py::test_each_deletion_reads_as_the_text_without_that_token"],
+    ),
+    (
+        "deletions-backward-states-one-place-off",
+        "attnclf/models/deletions.py",
+        r"at = \(rows\[runs\]\[:, None\] - 1 - j\)",
+        "at = (rows[runs][:, None] - j)",
+        ["tests/test_deletions.py::test_each_deletion_reads_as_the_text_without_that_token"],
+    ),
+    (
+        "deletions-shared-under-a-second-layer",
+        "attnclf/models/deletions.py",
+        r" and len\(enc\.fwd\) == 1",
+        "",
+        ["tests/test_deletions.py::test_models_whose_deletions_change_every_state_are_read_whole"],
+    ),
+    (
+        "leave-one-out-never-shares-states",
+        "attnclf/analysis/measures.py",
+        r"if shared and n >= SHARED_FROM:",
+        "if False:",
+        ["tests/test_deletions.py::test_leave_one_out_shares_states_from_its_length_on_with_the_same_answer"],
+    ),
+    (
+        "explain-rows-read-after-leave-one-out",
+        "attnclf/serving/explain.py",
+        r"    rows = weight_rows\(model\)\n    loo = measures\.leave_one_out\(model, seq, attr\.probs\)",
+        "    loo = measures.leave_one_out(model, seq, attr.probs)\n    rows = weight_rows(model)",
+        ["tests/test_own_attention.py::test_six_attentions_served_reported_and_compared_side_by_side"],
     ),
 ]
 

@@ -34,9 +34,16 @@ from scipy.stats import kendalltau, spearmanr
 from attnclf.data.dataset import collate
 from attnclf.data.sampling import chunks
 from attnclf.models.classifier import ClassifierNet
+from attnclf.models.deletions import each_deleted, shares_states
 from attnclf.models.states import conicity
 
 RANKINGS = ("attention", "gradient", "loo", "random")
+
+# leave_one_out: reviews of at least this many tokens read with their states shared among their deletions
+# (attnclf/models/deletions.py). Measured on CPU, 2 threads, the IMDb dot model, against all of a review's
+# deletions read whole: 0.6-0.8x as fast below 64 tokens, 1.2x at 100, 1.5-1.7x at 174, 1.1-1.3x at 400-1000
+# (one review); reviews grouped as `faithfulness` groups them: even at 64, 1.3-1.4x at 100-200
+SHARED_FROM = 100
 
 
 def pad(seqs: Sequence[np.ndarray], device="cpu") -> tuple[torch.Tensor, torch.Tensor]:
@@ -113,6 +120,13 @@ def _without(seq: np.ndarray, positions) -> np.ndarray:
     return seq[keep]
 
 
+def each_deleted_probs(model: ClassifierNet, seq: np.ndarray, batch_tokens: int) -> np.ndarray:
+    """Class probabilities (n, C) of the review with each of its n tokens deleted in turn, its states shared."""
+    ids = torch.as_tensor(seq, dtype=torch.long, device=next(model.parameters()).device)
+    logits = each_deleted(model, ids, max(1, batch_tokens // len(seq)))
+    return torch.softmax(logits.float(), -1).cpu().numpy()
+
+
 def leave_one_out(
     model: ClassifierNet,
     seqs: Sequence[np.ndarray],
@@ -123,12 +137,15 @@ def leave_one_out(
     """Drop in p(predicted) when each token is removed in turn (nan for a one-token review).
 
     All of a review's variants run as one batch of its length minus one; reviews are taken a
-    few at a time (`group_tokens` tokens of variants) to keep memory flat.
+    few at a time (`group_tokens` tokens of variants) to keep memory flat. A review of SHARED_FROM
+    tokens or more, where the model allows it, is read once with its states shared among its deletions.
     """
     pred = probs.argmax(-1)
     out: list = [None] * len(seqs)
     pending: list[int] = []
     size = 0
+    # a long review read once with its states shared among its deletions (attnclf/models/deletions.py)
+    shared = shares_states(model)
 
     def flush():
         variants = [_without(seqs[i], t) for i in pending for t in range(len(seqs[i]))]
@@ -143,6 +160,9 @@ def leave_one_out(
         n = len(seqs[i])
         if n < 2:
             out[i] = np.full(n, np.nan)
+            continue
+        if shared and n >= SHARED_FROM:
+            out[i] = probs[i, pred[i]] - each_deleted_probs(model, seqs[i], batch_tokens)[:, pred[i]]
             continue
         pending.append(int(i))
         size += n * (n - 1)

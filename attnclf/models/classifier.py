@@ -91,8 +91,11 @@ class ClassifierNet(nn.Module):
         mask = real_tokens(x, lengths)  # (B, T)
         if self.diversity:
             self.last_conicity = conicity(out, mask)  # (B,)
-        query = final if self.query is None else self.query.expand(final.size(0), -1)  # (B, 2H)
-        return out, query, mask
+        return out, self.query_of(final), mask
+
+    def query_of(self, final: torch.Tensor) -> torch.Tensor:
+        """The attention's query (B, 2H): the encoder's final states (B, 2H), or the learned query."""
+        return final if self.query is None else self.query.expand(final.size(0), -1)
 
     def pool(self, out: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
         """The encoder outputs (B, T, 2H) pooled by given weights (B, T) as the attention pools them -> (B,

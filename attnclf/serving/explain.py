@@ -41,6 +41,8 @@ def explain(clf: TrainedClassifier, reading: Reading, within: int = 50) -> tuple
     API gives them."""
     model, seq = clf.module.model, [reading.ids]
     attr = measures.attributions(model, seq, fixed_weights=True)
+    # (the rows of the forward just run, before leave-one-out's forwards replace them)
+    rows = weight_rows(model)
     loo = measures.leave_one_out(model, seq, attr.probs)
     gradient, left_out = measures.magnitude(attr.gradient)[0], measures.magnitude(loo)[0]
     weights = attr.weights[0]
@@ -55,7 +57,7 @@ def explain(clf: TrainedClassifier, reading: Reading, within: int = 50) -> tuple
             "leave_one_out": left_out.tolist(),
             "tau": {"gradient": float(tau_g[0]), "leave_one_out": float(tau_l[0])},
             "tau_p_value": {"gradient": float(p_g[0]), "leave_one_out": float(p_l[0])},
-            "rows": weight_rows(model, reading),
+            "rows": rows,
             "flip_within": within,
             "flip": flips(model, reading, attr.probs, dict(zip(FLIP_ORDERS, scores, strict=True)), within),
         }
@@ -77,14 +79,11 @@ def flips(model, reading: Reading, probs: np.ndarray, scores: dict, within: int)
     return out
 
 
-def weight_rows(model, reading: Reading) -> list[list[float]] | None:
-    """Each head's or hop's row of weights over the read words (the weights shown are their mean); None for a
-    mechanism of one row."""
-    ids = torch.as_tensor(reading.ids, dtype=torch.long, device=next(model.parameters()).device)
-    with torch.no_grad():
-        model(ids[None], torch.tensor([len(reading.ids)]))
+def weight_rows(model) -> list[list[float]] | None:
+    """Each head's or hop's row of weights over the words of the text the model's last forward read (the
+    weights shown are their mean); None for a mechanism of one row."""
     rows = model.attention.rows
-    return None if rows is None else rows[0, :, 0].float().cpu().tolist()
+    return None if rows is None else rows[0, :, 0].detach().float().cpu().tolist()
 
 
 def gradient_taus(clf: TrainedClassifier, readings: list[Reading], batch_tokens: int = 16384):

@@ -253,19 +253,19 @@ class Api:
             return Response(status_code=204)
 
     async def views(self, shown: Look) -> list[dict]:
-        """Each model's reading of the text, and of the pinned original where an edit is compared, for the page."""
+        """Each model's reading of the text, and of the pinned original where an edit is compared, for the page.
+        Every model's reading is queued at once: the model thread goes from one to the next without a turn of
+        the loop between them."""
+        models = list(self.models.values())
+        read = await asyncio.gather(*(self.explained(m, shown.text) for m in models))
+        if shown.compared:
+            pinned = await asyncio.gather(*(self.explained(m, shown.pinned) for m in models))
         out = []
-        for m in self.models.values():
-            pred, explained = await self.explained(m, shown.text)
-            view = {
-                "name": m.name,
-                "about": m.about,
-                "labels": m.clf.labels,
-                "prediction": pred,
-                "explained": explained,
-            }
+        for k, (m, (pred, explained)) in enumerate(zip(models, read, strict=True)):
+            view = {"name": m.name, "about": m.about, "labels": m.clf.labels, "prediction": pred}
+            view["explained"] = explained
             if shown.compared:
-                was, was_explained = await self.explained(m, shown.pinned)
+                was, was_explained = pinned[k]
                 view["pinned"] = {"prediction": was, "explained": was_explained}
             out.append(view)
         return out
