@@ -40,9 +40,8 @@ from attnclf.models.states import conicity
 RANKINGS = ("attention", "gradient", "loo", "random")
 
 # leave_one_out: reviews of at least this many tokens read with their states shared among their deletions
-# (attnclf/models/deletions.py). Measured on CPU, 2 threads, the IMDb dot model, against all of a review's
-# deletions read whole: 0.6-0.8x as fast below 64 tokens, 1.2x at 100, 1.5-1.7x at 174, 1.1-1.3x at 400-1000
-# (one review); reviews grouped as `faithfulness` groups them: even at 64, 1.3-1.4x at 100-200
+# (attnclf/models/deletions.py): on CPU, 2 threads, 0.6-0.9x as fast below 100 tokens, 1.15-1.7x from 100 to
+# 1,000 (scripts/bench_loo.py; docs/performance.md)
 SHARED_FROM = 100
 
 

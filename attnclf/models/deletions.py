@@ -4,8 +4,9 @@ With token i deleted, the forward direction's states before i are the text's own
 direction's after it: only the forward states from i on and the backward ones before i change. So each
 deletion runs the forward GRU over the tokens after i, started from the text's forward state at i - 1, and
 the backward GRU over the tokens before i, started from its state at i + 1; the two runs are packed (each
-deletion's run as long as it is), about half the steps of reading all n texts of n - 1 tokens whole, and 2.3x
-faster on CPU (docs/performance.md). The attention and the classifier then read each deletion's whole states.
+deletion's run as long as it is), about half the steps of reading all n texts of n - 1 tokens whole: 1.7x as
+fast at 174 tokens on CPU, slower below 100 (scripts/bench_loo.py, docs/performance.md). The attention and
+the classifier then read each deletion's whole states.
 
 Exact (to float rounding) for one layer of GRU with plain states: a second layer reads the first layer's both
 directions, which a deletion changes everywhere; an LSTM's cell states are not outputs; orthogonal states
