@@ -3,7 +3,7 @@
 one length grouped as `attnclf faithfulness` groups them. Each pair one after the other in this process; the
 ratio is the figure to compare.
 
-    python scripts/bench_loo.py --ckpt <run> [--threads 2]
+    python scripts/bench_loo.py --ckpt <run> [--threads 2] [--lengths 16,32,64,100,174,400,1000]
 
 Timings, not a test.
 """
@@ -38,6 +38,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--ckpt", required=True, help="a run folder or checkpoint (one layer of GRU, plain states)")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--lengths", default="16,32,64,100,174,400,1000", help="review lengths in tokens, comma-separated")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     model = TrainedClassifier.from_checkpoint(args.ckpt).module.model
@@ -45,7 +46,7 @@ def main() -> None:
         raise SystemExit(f"error: {args.ckpt}'s encoder reads its deletions whole (one layer of GRU, plain states)")
     rng = np.random.default_rng(0)
     print("tokens | reviews | whole s | shared s | whole / shared")
-    for n in (16, 32, 64, 100, 174, 400, 1000):
+    for n in (int(k) for k in args.lengths.split(",")):
         for count in (1, max(2, 4000 // n)):
             seqs = [rng.integers(2, model.embed.num_embeddings, n) for _ in range(count)]
             probs = measures.probabilities(model, seqs)

@@ -538,3 +538,18 @@ def test_bench_pages_tiny(tiny_run):
     assert r.returncode == 0, r.stderr[-2000:]
     assert re.search(r"^/docs: \d+ us a page, \d+ characters$", r.stdout, re.M), r.stdout
     assert re.search(r"^head: \d+ us a page, \d+ characters$", r.stdout, re.M), r.stdout
+
+
+@pytest.mark.bench
+def test_bench_loo_tiny(tiny_run):
+    """Both readings of leave-one-out timed, a row a length and grouping."""
+    r = subprocess.run(
+        [sys.executable, "scripts/bench_loo.py", "--ckpt", str(tiny_run), "--threads", "1", "--lengths", "8,120"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    rows = re.findall(r"^(\d+) \| (\d+) \| [\d.]+ \| [\d.]+ \| [\d.]+$", r.stdout, re.M)
+    assert rows == [("8", "1"), ("8", "500"), ("120", "1"), ("120", "33")], r.stdout
