@@ -359,3 +359,7 @@ def test_the_html_page_shades_the_users_own_text_with_a_legend(tiny_run, tmp_pat
     assert page.count("class='cut'") == 1500 - 1000 + 1  # (+1: the legend's own grey sample)
     shaded = [q.weights for q in clf.predict([text])][0]
     assert page.count("title='attention ") == len(shaded) + 1000
+    # a true label and the page's about line are text, never markup
+    marked = predictions_page(clf.predict(["superb"]), about="<b id=x>", gold=["<i id=y>"])
+    assert "<b id=x>" not in marked and "&lt;b id=x&gt;" in marked
+    assert "<i id=y>" not in marked and "true label: &lt;i id=y&gt;)</h3>" in marked

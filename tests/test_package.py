@@ -195,15 +195,15 @@ def test_train_and_pretrain_help_say_what_the_command_does_each_group_with_its_o
 
 
 def test_every_planted_defect_targets_code_that_is_there_and_names_tests_that_are():
-    """dev/mutants.py's list: each defect's pattern is found in its file (none stale after code moves) and each
-    test it names exists, so that its fast tier runs what it says."""
+    """dev/mutants.py's list: each defect's pattern is found once in its file, as the runner needs it (none stale
+    after code moves, none ambiguous), and each test it names exists, so that its fast tier runs what it says."""
     import re
 
     tree = ast.parse((ROOT / "dev" / "mutants.py").read_text())
     node = next(n for n in tree.body if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", "") == "MUTANTS")
     stale, missing = [], []
     for name, path, pattern, _, tests in ast.literal_eval(node.value):
-        if not (ROOT / path).is_file() or not re.search(pattern, (ROOT / path).read_text()):
+        if not (ROOT / path).is_file() or len(re.findall(pattern, (ROOT / path).read_text())) != 1:
             stale.append(name)
         for test in tests:
             file, _, function = test.partition("::")

@@ -598,6 +598,10 @@ def test_every_value_a_page_writes_back_is_escaped_key_order_and_row(tiny_run):
         for params in ({"key": markup, "order": markup}, {"key": markup, "row": markup}):
             r = c.get("/browse" if "order" in params else "/", params=params)
             assert r.status_code in (404, 422) and "<b id=x>" not in r.text and "&lt;b id=x&gt;" in r.text
+        # /browse writes the filters back into its form and links
+        r = c.get("/browse", params={"key": markup, "word": markup})
+        assert r.status_code == 200 and "<b id=x>" not in r.text and r.text.count("&lt;b id=x&gt;") >= 2
+        assert "value='&lt;b id=x&gt;&#39;&#34;'" in r.text
 
 
 def test_a_batch_whose_model_call_fails_gives_its_places_back_and_each_request_one_line():

@@ -131,7 +131,7 @@ def test_head_where_get_is_and_no_log_line_for_a_favicon(server):
 
 def test_pages_answer_pages_api_routes_json_and_echoed_values_are_cut(server):
     status, headers, body = urlopen(server, "/browse?order=junk")
-    assert status == 422 and headers["content-type"].startswith("text/html") and b"order=&#x27;junk&#x27;" in body
+    assert status == 422 and headers["content-type"].startswith("text/html") and b"order=&#39;junk&#39;" in body
     # one model served: the models' disagreement is not offered
     status, _, body = urlopen(server, "/browse")
     assert status == 200 and b"the models disagree" not in body

@@ -96,3 +96,11 @@ def test_predictions_of_other_examples_pair_at_the_seed_level_saying_why(runs, t
     report = report_of(runs, ["dot", "blind"], tmp_path, monkeypatch, capfd, shift)
     assert "| seeds only |" in pair_row(report, "dot", "blind")
     assert "dot and blind: judged on the seeds' accuracies only: dot_s2 and blind_s2 predicted other test" in report
+
+
+def test_three_mechanisms_get_a_verdict_for_every_pair(runs, tmp_path, monkeypatch, capfd):
+    """Every two of three mechanisms judged from their predictions, each pair once."""
+    report = report_of(runs, ["dot", "blind", "twin"], tmp_path, monkeypatch, capfd)
+    verdicts = [ln for ln in report.splitlines() if " | 2 | examples |" in ln]
+    pairs = sorted(tuple(sorted(c.strip() for c in ln.strip("|").split("|")[:2])) for ln in verdicts)
+    assert pairs == [("blind", "dot"), ("blind", "twin"), ("dot", "twin")], "\n".join(verdicts)

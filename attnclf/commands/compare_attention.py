@@ -21,7 +21,6 @@ named by its attention (and its run folder, where two runs share an attention).
 from __future__ import annotations
 
 import argparse
-import html
 import sys
 from pathlib import Path
 
@@ -89,7 +88,7 @@ def command(argv: list[str] | None = None) -> int:
     checkpoints_given(args.ckpt, "compare")
     # (the logic's imports after the checks: --help and a bad value answer at once)
     from attnclf.presentation.figures import attention_pair_figure
-    from attnclf.presentation.html import page, shade_words
+    from attnclf.presentation.html import Shaded, page, shade_words
     from attnclf.training.checkpoint import best_checkpoint
 
     models = named_runs([best_checkpoint(c) for c in args.ckpt])
@@ -103,7 +102,7 @@ def command(argv: list[str] | None = None) -> int:
 
     args.out.mkdir(parents=True, exist_ok=True)
     writer = SummaryWriter(str(args.logdir or args.out / "tensorboard"))
-    body = []
+    sections = []
     for i in range(len(texts)):
         pair = [(name, preds[name][i]) for name in models]
         fig = attention_pair_figure(
@@ -112,9 +111,9 @@ def command(argv: list[str] | None = None) -> int:
         )
         fig.savefig(args.out / f"review_{i}.png", dpi=110)
         writer.add_figure(f"compare/review_{i}", fig, close=True)
-        body.append(f"<h3>review {i}</h3>")
-        body += [f"<p><b>{n}</b> ({html.escape(q.label_name)}, {q.prob:.2f}): {shade_words(q)}</p>" for n, q in pair]
+        sections.append((f"review {i}", [Shaded(shade_words(q), n, f"{q.label_name}, {q.prob:.2f}") for n, q in pair]))
     writer.close()
-    (args.out / "compare.html").write_text(page(f"attention compared: {', '.join(models)}", body), encoding="utf-8")
+    compared = page(f"attention compared: {', '.join(models)}", sections)
+    (args.out / "compare.html").write_text(compared, encoding="utf-8")
     print(f"{len(texts)} reviews: {args.out}/review_*.png, {args.out}/compare.html, TensorBoard compare/review_*")
     return 0

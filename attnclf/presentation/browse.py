@@ -5,12 +5,11 @@ matrix of every two models, each number a link to its rows; /browse.csv, the sam
 from __future__ import annotations
 
 import csv
-import html
 import io
 from dataclasses import dataclass
 
 from attnclf.data.text import TAG, tokenize
-from attnclf.presentation.site import head, link, page_of, query_of
+from attnclf.presentation.site import address, page_of, query_of
 
 # /browse?order=...: what comes first
 ORDERS = {
@@ -107,29 +106,27 @@ def browse_page(
     key: str | None = None,
     offered=tuple(ORDERS),
 ) -> str:
-    """/browse: the sampled test rows, each model's label, probability and tau; each row opens in the explorer.
-    `chosen`: the rows `sel` selects (selected(rows, sel)), its page at most their last_page; `offered`: the
-    orders that apply (the models' disagreement only where two or more are served)."""
-    orders = " · ".join(
-        f"<b>{html.escape(ORDERS[o])}</b>"
-        if o == sel.order
-        else f"<a href='{link('/browse', key, **sel.query(order=o, page=1))}'>{html.escape(ORDERS[o])}</a>"
-        for o in offered
-    )
-    page, pages = sel.page, last_page(chosen)
+    """/browse (templates/browse.html): the sampled test rows, each model's label, probability and tau; each row
+    opens in the explorer. `chosen`: the rows `sel` selects (selected(rows, sel)), its page at most their
+    last_page; `offered`: the orders that apply (the models' disagreement only where two or more are served)."""
+    page = sel.page
     shown = chosen[(page - 1) * PAGE_ROWS : page * PAGE_ROWS]
-    csv_query = sel.query(page=1)
-    download = f"<a href='{link('/browse.csv', key, **csv_query)}' download>these rows as CSV</a>"
-    header = "".join(f"<th>{html.escape(n)}</th><th title='{TAU_COLUMN}'>tau vs |grad x input|</th>" for n in names)
-    return (
-        head("attnclf: browse", key)
-        + f"<p class='about'>{html.escape(about)}</p><p>First where: {orders}</p>"
-        + filters_form(rows, names, sel, key)
-        + metrics(chosen, names, sel, key)
-        + f"<p>{paging(len(chosen), page, pages, sel, key)} · {download}</p>"
-        + f"<table><tr><th>row</th><th>true</th>{header}<th>text</th></tr>\n"
-        + "\n".join(browse_row(r, names, key) for r in shown)
-        + "</table>\n"
+    orders = [
+        (ORDERS[o], None if o == sel.order else address("/browse", key, **sel.query(order=o, page=1))) for o in offered
+    ]
+    return page_of(
+        "browse.html",
+        "attnclf: browse",
+        key,
+        about=about,
+        orders=orders,
+        form=filters(rows, names, sel, key),
+        metrics_=metrics(chosen, names, sel, key),
+        pages=paging(len(chosen), page, last_page(chosen), sel, key),
+        download=address("/browse.csv", key, **sel.query(page=1)),
+        names=names,
+        tau_column=TAU_COLUMN,
+        rows=[browse_row(r, names, key) for r in shown],
     )
 
 
@@ -139,19 +136,20 @@ def preparing_page(progress: str, key: str | None) -> str:
     return page_of("preparing.html", "attnclf: browse (being prepared)", key, refresh=5, progress=progress)
 
 
-def browse_row(r: dict, names: list[str], key: str | None) -> str:
-    cells = []
-    for n in names:
-        m = r["models"][n]
-        wrong = " class='wrong'" if m["label"] != r["label"] else ""
-        tau = "n/a" if m["tau"] is None else f"{m['tau']:.2f}"
-        cells.append(f"<td{wrong}>{html.escape(m['label'])} ({m['prob']:.2f})</td><td>{tau}</td>")
-    preview = snippet(r["text"])
-    return (
-        f"<tr><td><a href='{link('/', key, row=r['row'])}'>{r['row']}</a></td><td>{html.escape(r['label'])}</td>"
-        + "".join(cells)
-        + f"<td>{html.escape(preview)}</td></tr>"
-    )
+def browse_row(r: dict, names: list[str], key: str | None) -> dict:
+    """A row of the table: its link to the explorer, true label, each model's label, probability and tau, and
+    its first words."""
+    models = [
+        {
+            "label": m["label"],
+            "prob": f"{m['prob']:.2f}",
+            "tau": "n/a" if m["tau"] is None else f"{m['tau']:.2f}",
+            "wrong": m["label"] != r["label"],
+        }
+        for m in (r["models"][n] for n in names)
+    ]
+    href = address("/", key, row=r["row"])
+    return {"href": href, "row": r["row"], "label": r["label"], "models": models, "preview": snippet(r["text"])}
 
 
 def snippet(text: str, n: int = 100) -> str:
@@ -164,99 +162,65 @@ def snippet(text: str, n: int = 100) -> str:
     return cut.rstrip() + " …"
 
 
-def filters_form(rows: list[dict], names: list[str], sel: Selection, key: str | None) -> str:
-    """The filters as a plain GET form (no script): a word, the true label, a model's mistakes."""
-
-    def options(values, chosen):
-        first = "<option value=''>any</option>"
-        return first + "".join(f"<option{' selected' if v == chosen else ''}>{html.escape(v)}</option>" for v in values)
-
-    labels = sorted({r["label"] for r in rows})
-    hidden = [("order", sel.order), *(("said", s) for s in sel.said), *([("key", key)] if key else [])]
-    lengths = "".join(
-        f"<option value='{k}'{' selected' if k == sel.length else ''}>{html.escape(v)}</option>"
-        for k, v in LENGTHS.items()
-    )
-    said = f" · models said {html.escape(', '.join(sel.said))}" if sel.said else ""
-    return (
-        "<form method='get' action='/browse'>"
-        + "".join(f"<input type='hidden' name='{k}' value='{html.escape(v)}'>" for k, v in hidden)
-        + f"word <input name='word' value='{html.escape(sel.word or '')}'> "
-        + f"true label <select name='label'>{options(labels, sel.label)}</select> "
-        + f"misclassified by <select name='wrong'>{options(names, sel.wrong)}</select> "
-        + f"length <select name='length'><option value=''>any</option>{lengths}</select> "
-        + f"cut to a run's length <select name='truncated'>{options(['yes', 'no'], sel.truncated)}</select> "
-        + f"<button>show</button> <a href='{link('/browse', key)}'>clear</a>{said}</form>"
-    )
+def filters(rows: list[dict], names: list[str], sel: Selection, key: str | None) -> dict:
+    """The filters as a plain GET form (no script): a word, the true label, a model's mistakes, the length,
+    whether a model cut the text; the order and the matrices' choices kept as hidden fields."""
+    return {
+        "hidden": [("order", sel.order), *(("said", s) for s in sel.said), *([("key", key)] if key else [])],
+        "word": sel.word or "",
+        "labels": sorted({r["label"] for r in rows}),
+        "label": sel.label,
+        "names": names,
+        "wrong": sel.wrong,
+        "lengths": list(LENGTHS.items()),
+        "length": sel.length,
+        "truncated": sel.truncated,
+        "clear_href": address("/browse", key),
+        "said": ", ".join(sel.said),
+    }
 
 
-def metrics(rows: list[dict], names: list[str], sel: Selection, key: str | None) -> str:
+def metrics(rows: list[dict], names: list[str], sel: Selection, key: str | None) -> dict:
     """Each model's accuracy over the selected `rows`, overall and by slice, and every two models' agreement
     matrix; each number a link to its rows."""
     slices = [("all selected", {})]
     slices += [(f"true label {v}", {"label": v}) for v in sorted({r["label"] for r in rows})]
     slices += [(v, {"length": k}) for k, v in LENGTHS.items()]
     slices += [("cut to a run's length", {"truncated": "yes"}), ("read whole", {"truncated": "no"})]
-    head_row = "".join(f"<th>{html.escape(n)} accuracy</th>" for n in names)
     lines = []
     for what, change in slices:
         # (the rows are the selection's already: only the slice's own key is left to filter by)
         these = selected(rows, Selection(**change))
         here = sel.query(**change, page=1)
-        cells = "".join(accuracy_cell(these, n, link("/browse", key, **{**here, "wrong": n})) for n in names)
-        lines.append(
-            f"<tr><td>{html.escape(what)}</td><td class='num'><a href='{link('/browse', key, **here)}'>"
-            f"{len(these)}</a></td>{cells}</tr>"
-        )
+        cells = [accuracy_cell(these, n, address("/browse", key, **{**here, "wrong": n})) for n in names]
+        lines.append({"what": what, "href": address("/browse", key, **here), "count": len(these), "cells": cells})
     pairs = [(a, b) for i, a in enumerate(names) for b in names[i + 1 :]]
-    matrices = "".join(agreement_matrix(rows, a, b, sel, key) for a, b in pairs) if rows else ""
-    return (
-        "<details open><summary>Accuracy and agreement of the selected rows</summary>"
-        f"<table class='metrics'><tr><th>slice</th><th>rows</th>{head_row}</tr>{''.join(lines)}</table>"
-        + (
-            f"<p>Every two models: rows one's label, columns the other's</p><div class='matrices'>{matrices}</div>"
-            if pairs and rows
-            else "<p class='about'>no rows: the selection holds none; clear a filter</p>"
-            if not rows
-            else ""
-        )
-        + "</details>"
-    )
+    matrices = [agreement_matrix(rows, a, b, sel, key) for a, b in pairs] if rows else []
+    return {"names": names, "slices": lines, "any": bool(rows), "matrices": matrices}
 
 
-def accuracy_cell(rows: list[dict], name: str, mistakes: str) -> str:
-    """A model's accuracy over `rows`, linked to the rows it gets wrong (`mistakes`)."""
+def accuracy_cell(rows: list[dict], name: str, mistakes: str) -> dict | None:
+    """A model's accuracy over `rows`, linked to the rows it gets wrong (`mistakes`); None where no rows."""
     if not rows:
-        return "<td class='num'>–</td>"
+        return None
     right = sum(r["models"][name]["label"] == r["label"] for r in rows)
-    return f"<td class='num'><a href='{mistakes}' title='the rows it gets wrong'>{right / len(rows):.1%}</a></td>"
+    return {"href": mistakes, "accuracy": f"{right / len(rows):.1%}"}
 
 
-def agreement_matrix(rows: list[dict], a: str, b: str, sel: Selection, key: str | None) -> str:
+def agreement_matrix(rows: list[dict], a: str, b: str, sel: Selection, key: str | None) -> dict:
     """Model a's label (rows) against model b's (columns): each cell its rows' count (a link to them) and how
     often each model is right there."""
     labels = sorted({r["label"] for r in rows} | {m["label"] for r in rows for m in r["models"].values()})
-    cols = "".join(f"<th>{html.escape(y)}</th>" for y in labels)
     lines = []
     for x in labels:
         cells = []
         for y in labels:
-            said = (f"{a}:{x}", f"{b}:{y}")
             these = [r for r in rows if r["models"][a]["label"] == x and r["models"][b]["label"] == y]
-            right = (
-                f"right {share(these, x)}"
-                if x == y
-                else f"{html.escape(a)} right {share(these, x)}, {html.escape(b)} {share(these, y)}"
-            )
-            cells.append(
-                f"<td class='cell'><a href='{link('/browse', key, **sel.query(said=said, page=1))}'>{len(these)}</a>"
-                f"<br><span class='about'>{right if these else ''}</span></td>"
-            )
-        lines.append(f"<tr><th>{html.escape(x)}</th>{''.join(cells)}</tr>")
-    return (
-        f"<table class='matrix' data-pair='{html.escape(a)} {html.escape(b)}'><caption>{html.escape(a)} "
-        f"(rows) against {html.escape(b)} (columns)</caption><tr><th></th>{cols}</tr>{''.join(lines)}</table>"
-    )
+            right = f"right {share(these, x)}" if x == y else f"{a} right {share(these, x)}, {b} {share(these, y)}"
+            href = address("/browse", key, **sel.query(said=(f"{a}:{x}", f"{b}:{y}"), page=1))
+            cells.append({"href": href, "count": len(these), "right": right if these else ""})
+        lines.append((x, cells))
+    return {"a": a, "b": b, "labels": labels, "lines": lines}
 
 
 def share(rows: list[dict], label: str) -> str:
@@ -264,13 +228,14 @@ def share(rows: list[dict], label: str) -> str:
     return f"{sum(r['label'] == label for r in rows) / len(rows):.0%}" if rows else ""
 
 
-def paging(count: int, page: int, pages: int, sel: Selection, key: str | None) -> str:
-    """ "rows a-b of n", with links to the pages before and after."""
+def paging(count: int, page: int, pages: int, sel: Selection, key: str | None) -> dict:
+    """ "rows a-b of n", with links to the pages before and after (None where there is none)."""
     first, last = (page - 1) * PAGE_ROWS + 1, min(page * PAGE_ROWS, count)
-    said = f"rows {first}-{last} of {count}" if count else "no row is selected"
-    before = f"<a href='{link('/browse', key, **sel.query(page=page - 1))}'>previous</a> " if page > 1 else ""
-    after = f" <a href='{link('/browse', key, **sel.query(page=page + 1))}'>next</a>" if page < pages else ""
-    return before + said + after
+    return {
+        "said": f"rows {first}-{last} of {count}" if count else "no row is selected",
+        "previous": address("/browse", key, **sel.query(page=page - 1)) if page > 1 else None,
+        "next": address("/browse", key, **sel.query(page=page + 1)) if page < pages else None,
+    }
 
 
 def browse_csv(rows: list[dict], names: list[str], sel: Selection) -> str:

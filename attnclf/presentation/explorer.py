@@ -8,12 +8,13 @@ address holds the whole state (`Look`), so that a view can be shared. Every text
 from __future__ import annotations
 
 import difflib
-import html
 from dataclasses import dataclass
+
+from markupsafe import Markup
 
 from attnclf.data.text import tokenize
 from attnclf.presentation.html import SPAN, by_peak, by_uniform, shade_words
-from attnclf.presentation.site import head, link, query_of
+from attnclf.presentation.site import address, page_of, query_of
 
 # (the page's key, what the page calls it, /explain's key of its values and of its flip)
 MEASURES = (
@@ -56,65 +57,37 @@ def explorer_page(
     error: str | None = None,
     about: str = "",
 ) -> str:
-    """The explorer: the text box, and where a text was given, each model's view side by side (`gold`: the
-    row's true label, where the text is a test row; `about`: what reading it took and its limits)."""
-    parts = [
-        head("attnclf explorer", key),
-        "<p class='about'>Every served model reads the text; each word is shaded by the measure chosen below. "
-        "Click a word to delete it: each model's new decision shows beside the pinned original's.</p>",
-        text_form(look, key),
-    ]
-    if error:
-        parts.append(f"<p class='error'>{html.escape(error)}</p>")
-    if views:
-        parts.append(choices(look, key))
-        if gold is not None:
-            parts.append(
-                f"<p>true label{' of the pinned text' if look.compared else ''}: "
-                f"<b class='gold'>{html.escape(gold)}</b></p>"
-            )
-        parts.append("<div class='models'>" + "".join(model_view(v, look, key) for v in views) + "</div>")
-        download = link("/explain.json", key, **look.query(shade=None, scale=None))
-        parts.append(
-            f"<p class='about'>{html.escape(about)} · <a href='{download}' download>this analysis as JSON</a></p>"
-        )
-    return "\n".join(parts) + "\n"
-
-
-def text_form(look: Look, key: str | None) -> str:
-    """The text box; a text shown is pinned (kept as the original), so that an edit of it is compared."""
+    """The explorer (templates/explorer.html): the text box, and where a text was given, each model's view side
+    by side (`gold`: the row's true label, where the text is a test row; `about`: what reading it took and its
+    limits)."""
+    # a text shown is pinned (kept as the original), so that an edit of it is compared; the measure, scale and
+    # row kept where not the defaults (the address a text opens at stays short)
     pinned = look.pinned if look.pinned is not None else (look.text or None)
-    # (the measure, scale and row where not the defaults: the address a text opens at stays short)
     chosen = {k: v for k, v in look.query().items() if k in ("shade", "scale", "row")}
-    keep = {"pinned": pinned, **chosen, "key": key}
-    hidden = "".join(
-        f"<input type='hidden' name='{k}' value='{html.escape(v)}'>" for k, v in keep.items() if v is not None
+    text_fields = [(k, v) for k, v in {"pinned": pinned, **chosen, "key": key}.items() if v is not None]
+    # (the page's state as each form's hidden fields: a button of the form then adds `delete`)
+    fields = list({**look.query(), **({"key": key} if key else {})}.items())
+    return page_of(
+        "explorer.html",
+        "attnclf explorer",
+        key,
+        look=look,
+        text_fields=text_fields,
+        unpin=address("/", key, **look.query(pinned=None, row=None)) if look.compared else None,
+        error=error,
+        views=[model_view(v, look) for v in views],
+        fields=fields,
+        shades=[(what, tab(look, key, shade=m, chosen=look.shade)) for m, what, *_ in MEASURES],
+        scales=[(what, tab(look, key, scale=s, chosen=look.scale)) for s, what in SCALES.items()],
+        gold=gold,
+        about=about,
+        download=address("/explain.json", key, **look.query(shade=None, scale=None)),
     )
-    unpin = (
-        f" <a href='{link('/', key, **look.query(pinned=None, row=None))}'>unpin the original</a>"
-        if look.compared
-        else ""
-    )
-    return (
-        "<form method='get' action='/'>"
-        f"<textarea name='text' rows='4' placeholder='Type or paste a text'>{html.escape(look.text)}</textarea>"
-        f"{hidden}<p><button type='submit'>Read it</button>{unpin}</p></form>"
-    )
 
 
-def choices(look: Look, key: str | None) -> str:
-    """The measure that shades the words and its scale, as links (the address keeps the choice)."""
-
-    def tab(change: dict, what: str, chosen: bool) -> str:
-        return (
-            f"<b>{html.escape(what)}</b>"
-            if chosen
-            else f"<a href='{link('/', key, **look.query(**change))}'>{html.escape(what)}</a>"
-        )
-
-    shades = "".join(tab({"shade": m}, what, m == look.shade) for m, what, *_ in MEASURES)
-    scales = "".join(tab({"scale": s}, what, s == look.scale) for s, what in SCALES.items())
-    return f"<p class='tabs'>shade by: {shades}</p><p class='tabs'>scale: {scales}</p>"
+def tab(look: Look, key: str | None, chosen: str, **change) -> str | None:
+    """A choice's link (the address keeps it), or None for the one chosen."""
+    return None if chosen in change.values() else address("/", key, **look.query(**change))
 
 
 def measure_of(look: Look) -> tuple[str, str, str]:
@@ -122,62 +95,60 @@ def measure_of(look: Look) -> tuple[str, str, str]:
     return next(tuple(rest) for m, *rest in MEASURES if m == look.shade)
 
 
-def model_view(view: dict, look: Look, key: str | None) -> str:
-    """One model's reading: its name, run, decision (against the pinned original's), taus, what flips it, and
-    the text shaded by the chosen measure, each word a button that deletes it."""
+def model_view(view: dict, look: Look) -> dict:
+    """One model's reading as the page shows it: its name, run, decision (against the pinned original's), taus,
+    what flips it, the text shaded by the chosen measure (each word a button that deletes it, the measure's
+    flip words outlined), the pinned original shaded beside an edit, and its top words."""
     p, ex = view["prediction"], view["explained"]
-    what, values_key, _ = measure_of(look)
+    what, values_key, flip_key = measure_of(look)
     values = ex[values_key] if values_key != "weights" else p.weights
-    notes = "<p class='about'>Cut to the run's length: the grey words were not read.</p>" if p.truncated else ""
-    if ex.get("rows"):
-        notes += f"<p class='about'>Its weights are the mean of its {len(ex['rows'])} rows (heads or hops).</p>"
-    return (
-        f"<section class='model' data-model='{html.escape(view['name'])}'><h2>{html.escape(view['name'])}</h2>"
-        f"<p class='about'>{html.escape(view['about'])}</p>"
-        + decision(view, look)
-        + f"<p class='about'>{tau_text(ex['tau'])}</p>{notes}"
-        + flips_text(view, look, key)
-        + scale_legend(values, what, look.scale)
-        + edit_form(view, look, key, values, what)
-        + pinned_view(view, look, what)
-        + top_words(view)
-        + "</section>"
-    )
+    scale = by_peak if look.scale == "max" else by_uniform
+    # (html.shade_words escapes each word it writes: the shaded texts go in as they are)
+    shaded = shade_words(p, values, what, scale, button=True, marked=ex["flip"][flip_key]["words"])
+    return {
+        "name": view["name"],
+        "about": view["about"],
+        "decision": decision(view, look),
+        "tau_gradient": tau_shown(ex["tau"]["gradient"]),
+        "tau_loo": tau_shown(ex["tau"]["leave_one_out"]),
+        "truncated": p.truncated,
+        "rows": len(ex["rows"]) if ex.get("rows") else None,
+        "within": ex["flip_within"],
+        "flips": flips(view),
+        "legend": scale_legend(values, what, look.scale),
+        "shaded": Markup(shaded),
+        "pinned": pinned_view(view, look, what, scale),
+        "tops": top_words(view),
+    }
 
 
-def tau_text(tau: dict) -> str:
-    def shown(v):
-        return "n/a" if v is None else f"{v:.2f}"
-
-    return (
-        f"Kendall tau of the attention against |gradient x input| <b class='tau'>{shown(tau['gradient'])}</b>, "
-        f"against |leave-one-out| <b class='tau'>{shown(tau['leave_one_out'])}</b>"
-    )
+def tau_shown(tau: float | None) -> str:
+    return "n/a" if tau is None else f"{tau:.2f}"
 
 
-def decision(view: dict, look: Look) -> str:
+def decision(view: dict, look: Look) -> dict:
     """The predicted label and every class's probability as a bar; beside an edit, the pinned original's
     label and the change (Δp) of the original's class's probability."""
     p, labels = view["prediction"], view["labels"]
     digits = telling_digits(p.probs, labels.index(p.label_name))
-    bars = "".join(
-        f"<div class='probs{' predicted' if name == p.label_name else ''}'><span class='track'><span class='bar' "
-        f"style='width:{q:.1%}'></span></span>"
-        f"{'<b>' if name == p.label_name else ''}{html.escape(name)} {q:.{digits}f}"
-        f"{' (predicted)</b>' if name == p.label_name else ''}</div>"
+    bars = [
+        {"name": name, "width": f"{q:.1%}", "shown": f"{q:.{digits}f}", "predicted": name == p.label_name}
         for name, q in zip(labels, p.probs, strict=True)
-    )
-    said = f"<p>predicted <b class='label'>{html.escape(p.label_name)}</b> (p = <b class='prob'>{p.prob:.3f}</b>)</p>"
+    ]
+    said = {"label": p.label_name, "prob": f"{p.prob:.3f}", "bars": bars, "was": None}
     if not look.compared or view.get("pinned") is None:
-        return said + bars
+        return said
     was = view["pinned"]["prediction"]
     k = labels.index(was.label_name)
     delta = p.probs[k] - was.probs[k]
-    flipped = " (the decision flipped)" if was.label_name != p.label_name else ""
-    return (
-        said + bars + f"<p>pinned original: <b class='was'>{html.escape(was.label_name)}</b> (p = {was.prob:.3f}); "
-        f"p({html.escape(was.label_name)}) now {p.probs[k]:.3f}, Δp = <b class='delta'>{delta:+.3f}</b>{flipped}</p>"
-    )
+    return {
+        **said,
+        "was": was.label_name,
+        "was_prob": f"{was.prob:.3f}",
+        "now": f"{p.probs[k]:.3f}",
+        "delta": f"{delta:+.3f}",
+        "flipped": was.label_name != p.label_name,
+    }
 
 
 def telling_digits(probs: list[float], chosen: int) -> int:
@@ -190,75 +161,46 @@ def telling_digits(probs: list[float], chosen: int) -> int:
     return 6
 
 
-def flips_text(view: dict, look: Look, key: str | None) -> str:
-    """What flips the decision in each measure's order: a count, and a button that deletes those words."""
+def flips(view: dict) -> list[dict]:
+    """What flips the decision in each measure's order: a count (None: not within flip_within words), and the
+    words' places among the text's tokens (a button deletes them)."""
     p, ex = view["prediction"], view["explained"]
-    within, places = ex["flip_within"], p.positions or list(range(len(p.tokens)))
-    said = []
+    places = p.positions or list(range(len(p.tokens)))
+    out = []
     for _, what, _, flip_key in MEASURES:
         f = ex["flip"][flip_key]
-        if f["count"] is None:
-            said.append(
-                f"{html.escape(what)}: <b class='flips' data-measure='{flip_key}'>does not flip within "
-                f"{within} words</b>"
-            )
-            continue
         words = ",".join(str(places[j]) for j in f["words"])
-        said.append(
-            f"{html.escape(what)}: <button class='flips' data-measure='{flip_key}' name='delete' value='{words}' "
-            f"title='delete them'>{f['count']} word{'s' if f['count'] != 1 else ''}</button>"
-        )
-    return (
-        f"<form method='get' action='/'>{hidden_look(look, key)}<p>What flips it (the fewest words deleted, "
-        f"highest first, outlined for the chosen measure): {' · '.join(said)}</p></form>"
-    )
+        out.append({"what": what, "key": flip_key, "count": f["count"], "words": words})
+    return out
 
 
-def hidden_look(look: Look, key: str | None) -> str:
-    """The page's state as a form's hidden fields (a button of the form then adds `delete`)."""
-    keep = {**look.query(), **({"key": key} if key else {})}
-    return "".join(f"<input type='hidden' name='{k}' value='{html.escape(v)}'>" for k, v in keep.items())
-
-
-def scale_legend(values: list, what: str, scale: str) -> str:
-    """What the shading means, with its numbers."""
+def scale_legend(values: list, what: str, scale: str) -> dict:
+    """What the shading means, with its numbers: the text's highest (`peak`, the scale relative to it), or the
+    shares at the uniform scale's ends and its white."""
     finite = [0.0 if v is None else v for v in values]
     if scale == "max":
-        top = max(finite, default=0.0)
-        return (
-            # (the red ramp every shaded page's legend draws: html.STYLE's .legend)
-            f"<p class='about'>{html.escape(what)}: 0 <span class='legend'></span> {top:.4g} (the text's highest)</p>"
-        )
+        return {"what": what, "peak": f"{max(finite, default=0.0):.4g}"}
     n = len(finite)
-    return (
-        f"<p class='about'>{html.escape(what)} as a share of the text's total: {1 / (SPAN * n):.3g} (1/{SPAN} of "
-        "uniform) or less <span class='scale' style='background:linear-gradient(to right,rgba(40,90,220,1),"
-        f"rgba(40,90,220,0),rgba(220,40,40,1))'></span> {SPAN / n:.3g} ({SPAN}x) or more; white: 1/n = "
-        f"{1 / n:.3g} (n = {n} words)</p>"
-    )
+    return {
+        "what": what,
+        "peak": None,
+        "low": f"{1 / (SPAN * n):.3g}",
+        "high": f"{SPAN / n:.3g}",
+        "uniform": f"{1 / n:.3g}",
+        "span": SPAN,
+        "n": n,
+    }
 
 
-def edit_form(view: dict, look: Look, key: str | None, values: list, what: str) -> str:
-    """The text shaded, each word a button of a plain form that deletes it; the chosen measure's flip words
-    outlined."""
-    p, ex = view["prediction"], view["explained"]
-    _, _, flip_key = measure_of(look)
-    scale = by_peak if look.scale == "max" else by_uniform
-    shaded = shade_words(p, values, what, scale, button=True, marked=ex["flip"][flip_key]["words"])
-    return f"<form method='get' action='/'>{hidden_look(look, key)}<p class='text'>{shaded}</p></form>"
-
-
-def pinned_view(view: dict, look: Look, what: str) -> str:
-    """The pinned original, shaded as the text is, beside an edit."""
+def pinned_view(view: dict, look: Look, what: str, scale) -> Markup | None:
+    """The pinned original, shaded as the text is, the words the edit deleted struck through, beside an edit."""
     if not look.compared or view.get("pinned") is None:
-        return ""
+        return None
     was = view["pinned"]
     values_key = measure_of(look)[1]
     values = was["prediction"].weights if values_key == "weights" else was["explained"][values_key]
-    scale = by_peak if look.scale == "max" else by_uniform
-    shaded = shade_words(was["prediction"], values, what, scale, struck=deleted_places(look.pinned, look.text))
-    said = "<p class='about'>pinned original (the words the edit deleted struck through):</p>"
-    return f"{said}<p class='pinned'>{shaded}</p>"
+    # (escaped word by word by html.shade_words)
+    return Markup(shade_words(was["prediction"], values, what, scale, struck=deleted_places(look.pinned, look.text)))
 
 
 def deleted_places(original: str, edited: str) -> list[int]:
@@ -282,14 +224,12 @@ def by_word(tokens: list[str], values: list[float]) -> list[tuple[str, float, in
     return [(word, v, n) for word, (v, _, n) in ranked]
 
 
-def top_words(view: dict, k: int = 5) -> str:
-    """The words each measure ranks highest, one entry a word (its highest value, and how many places hold it
-    where more than one), with their values."""
+def top_words(view: dict, k: int = 5) -> list[tuple[str, list]]:
+    """The words each measure ranks highest, one entry a word: (word, its highest value, how many places hold
+    it), by measure."""
     p, ex = view["prediction"], view["explained"]
-    lines = []
+    out = []
     for _, what, values_key, _ in MEASURES:
         values = p.weights if values_key == "weights" else [-1.0 if v is None else v for v in ex[values_key]]
-        top = by_word(p.tokens, values)[:k]
-        words = ", ".join(f"{html.escape(word)} {value:.3g}{f' (×{n})' if n > 1 else ''}" for word, value, n in top)
-        lines.append(f"<tr><th>{html.escape(what)}</th><td class='top'>{words}</td></tr>")
-    return f"<table class='tops'><caption>top words</caption>{''.join(lines)}</table>"
+        out.append((what, [(word, f"{value:.3g}", n) for word, value, n in by_word(p.tokens, values)[:k]]))
+    return out

@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import html
 import math
+from dataclasses import asdict, dataclass
+
+from markupsafe import Markup
 
 from attnclf.data.text import TAG, token_spans
+from attnclf.presentation.templating import render
 
 STYLE = (
     "<style>body{font-family:sans-serif;max-width:60em;margin:2em auto} p{line-height:1.8} "
@@ -97,19 +101,25 @@ def shade_words(
     return "".join(out)
 
 
-def legend(truncated: bool = False, what: str = "Attention weight") -> str:
-    """What the shading means, in one line (`what`: the measure shaded)."""
-    cut = " <span class='cut'>grey</span>: not read (the review was cut to the run's length)." if truncated else ""
-    return (
-        f"<p>{what} of each word: <span class='legend'></span> from none to the review's highest "
-        f"(hover a word for its value).{cut}</p>"
-    )
+@dataclass
+class Shaded:
+    """One text of a `page`: its words shaded (html.shade_words' HTML), and the model that read it and what it
+    said, where the page sets models side by side."""
+
+    shaded: str
+    name: str | None = None
+    said: str = ""
 
 
-def page(title: str, body: list[str], truncated: bool = False) -> str:
-    """A whole HTML page: title, legend, then the body's parts."""
-    head = [f"<!doctype html><meta charset='utf-8'><title>{html.escape(title)}</title>", STYLE, legend(truncated)]
-    return "\n".join(head + body) + "\n"
+def page(title: str, sections: list[tuple[str, list[Shaded]]], truncated: bool = False, about: str = "") -> str:
+    """A whole HTML page of shaded texts (templates/shaded.html): title, the legend (`truncated`: it says what
+    grey means), `about` in bold, then each section's heading and texts."""
+    shown = [
+        {"heading": heading, "texts": [{**asdict(t), "shaded": Markup(t.shaded)} for t in texts]}
+        for heading, texts in sections
+    ]
+    # (STYLE is ours, put in as it is; each shaded text is escaped word by word by shade_words)
+    return render("shaded.html", title=title, style=Markup(STYLE), truncated=truncated, about=about, sections=shown)
 
 
 def predictions_page(preds: list, about: str = "", gold: list | None = None) -> str:
@@ -119,11 +129,10 @@ def predictions_page(preds: list, about: str = "", gold: list | None = None) -> 
     gold = gold or [None] * len(preds)
 
     def true(g) -> str:
-        return "" if g is None else f", true label: {html.escape(str(g))}"
+        return "" if g is None else f", true label: {g}"
 
-    body = [f"<p><b>{html.escape(about)}</b></p>"] if about else []
-    body += [
-        f"<h3>#{i + 1}: {html.escape(p.label_name)} ({p.prob:.3f}{true(g)})</h3><p>{shade_words(p)}</p>"
+    sections = [
+        (f"#{i + 1}: {p.label_name} ({p.prob:.3f}{true(g)})", [Shaded(shade_words(p))])
         for i, (p, g) in enumerate(zip(preds, gold, strict=True))
     ]
-    return page("attention", body, truncated)
+    return page("attention", sections, truncated, about)

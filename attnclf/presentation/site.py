@@ -3,7 +3,6 @@ key. Plain HTML and CSS, nothing fetched from elsewhere: the pages work offline.
 
 from __future__ import annotations
 
-import html
 from dataclasses import asdict, replace
 from urllib.parse import urlencode
 
@@ -47,11 +46,6 @@ def address(path: str, key: str | None, **params) -> str:
 
 # the templates' links: escaped where they are put, as every value is
 ENV.globals["address"] = address
-
-
-def link(path: str, key: str | None, **params) -> str:
-    """`address`, escaped for an HTML attribute."""
-    return html.escape(address(path, key, **params))
 
 
 def head(title: str, key: str | None) -> str:
