@@ -3,6 +3,7 @@ without importing torch, Lightning or the command's logic."""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 
@@ -18,23 +19,27 @@ pytestmark = pytest.mark.slow
 PROBE = (
     "import sys; from attnclf.commands import main\n"
     "try:\n    code = main(sys.argv[1:])\nexcept SystemExit as e:\n    code = e.code\n"
-    "heavy = [m for m in ('torch', 'pytorch_lightning') if m in sys.modules]; "
+    "heavy = [m for m in ('torch', 'pytorch_lightning', 'hydra') if m in sys.modules]; "
     "print('IMPORTED', heavy); sys.exit(code)"
 )
 
 
-def help_alone(name: str, cwd) -> str:
-    """The command's --help as a fresh process prints it; asserted to import neither torch nor Lightning."""
+def help_alone(name: str, cwd, without=("torch", "pytorch_lightning")) -> str:
+    """The command's --help as a fresh process prints it; asserted to import none of `without` (by default
+    neither torch nor Lightning)."""
     run = subprocess.run(
         [sys.executable, "-c", PROBE, name, "--help"], capture_output=True, text=True, cwd=cwd, timeout=120
     )
-    assert run.returncode == 0 and run.stdout.rstrip().endswith("IMPORTED []"), run.stdout[-300:] + run.stderr
-    return run.stdout.rsplit("IMPORTED", 1)[0]
+    shown, _, imported = run.stdout.rpartition("IMPORTED ")
+    assert run.returncode == 0 and imported, run.stdout[-300:] + run.stderr
+    assert not set(without) & set(ast.literal_eval(imported.strip())), run.stdout[-300:] + run.stderr
+    return shown
 
 
 @pytest.mark.parametrize("name", HYDRA_APPS)
 def test_a_hydra_apps_help_is_hydras_own_text_without_torch_or_lightning(name, tmp_path):
-    fast = help_alone(name, tmp_path)
+    # read from the app's YAML: not even Hydra is imported to say it
+    fast = help_alone(name, tmp_path, without=("torch", "pytorch_lightning", "hydra"))
     # Hydra's own --help of the app, through the path the app runs by
     entry = f"from attnclf.commands import hydra_app; hydra_app({name!r}, ['--help'])"
     hydra = subprocess.run([sys.executable, "-c", entry], capture_output=True, text=True, cwd=tmp_path, timeout=120)
@@ -47,7 +52,10 @@ def test_a_text_commands_help_is_its_help_text_without_torch_or_lightning(name, 
 
     from attnclf.commands import COMMANDS
 
-    assert help_alone(name, tmp_path) == importlib.import_module(COMMANDS[name][0]).HELP + "\n"
+    assert (
+        help_alone(name, tmp_path, without=("torch", "pytorch_lightning", "hydra"))
+        == importlib.import_module(COMMANDS[name][0]).HELP + "\n"
+    )
 
 
 FLAG_COMMANDS = ["report", "compare-datasets", "compare-attention", "compare-faithfulness", "agreement", "imbalance"]
@@ -85,7 +93,8 @@ def test_a_bad_values_refusal_imports_neither_torch_nor_lightning(name, tmp_path
     run = subprocess.run(
         [sys.executable, "-c", PROBE, name, *argv], capture_output=True, text=True, cwd=tmp_path, timeout=120
     )
-    assert run.returncode == 2 and run.stdout.rstrip().endswith("IMPORTED []"), run.stdout[-300:] + run.stderr
+    heavy = {"torch", "pytorch_lightning"} & set(ast.literal_eval(run.stdout.rpartition("IMPORTED ")[2].strip()))
+    assert run.returncode == 2 and not heavy, run.stdout[-300:] + run.stderr
     lines = run.stderr.strip().splitlines()
     # (argparse's own refusal of a flag's value puts its usage above the line)
     assert lines[-1].startswith(said) and (len(lines) == 1 or lines[0].startswith(f"usage: attnclf {name}")), lines
