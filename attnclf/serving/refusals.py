@@ -64,7 +64,8 @@ def refusal_of(error: dict, s: ServeConfig, names: list[str], fields: list[str])
         return 413, f"texts holds {len(value)} texts; at most {s.max_texts} a request (max_texts)"
     if kind_of == "string_type":
         return 422, f"{field} is {kind(value)}; each text must be a string"
-    # (a text's pattern asks for something besides spaces; the pages' other keys have patterns of their own)
+    # (a text's pattern asks for something besides spaces; it is the only pattern today, the pages' keys being
+    # checked in words, serving/queries.py, but a pattern added later must not read as an empty text)
     if kind_of == "string_too_short" or (kind_of == "string_pattern_mismatch" and ctx.get("pattern") == NOT_BLANK):
         return 422, f"{field} is empty (or only spaces): nothing to classify"
     # (a key's check in words: serving/queries.py)
