@@ -1904,10 +1904,10 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     ),
     # behaviours a new user's trial found no test pinned
     (
-        "api-key-empty-lets-in",
+        "api-key-a-prefix-lets-in",
         "attnclf/serving/keys.py",
         r"if given is None or not hmac\.compare_digest\(given\.encode\(\), expected\.encode\(\)\):",
-        "if given is None or (given and not hmac.compare_digest(given.encode(), expected.encode())):",
+        "if given is None or not expected.startswith(given):",
         ["tests/test_serve.py::test_an_empty_key_or_a_prefix_of_the_key_is_refused_in_every_form"],
     ),
     (
