@@ -2116,15 +2116,15 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     (
         "deletions-forward-run-from-the-deleted-tokens-state",
         "attnclf/models/deletions.py",
-        r"h_f\[\(r - 1\)\.clamp\(min=0\)\]",
-        "h_f[r]",
+        r"after = _run\(gru, x, r \+ 1, before\[r\]\)",
+        "after = _run(gru, x, r + 1, before[r + 1])",
         ["tests/test_deletions.py::test_each_deletion_reads_as_the_text_without_that_token"],
     ),
     (
-        "deletions-backward-states-one-place-off",
+        "deletions-backward-states-left-reversed",
         "attnclf/models/deletions.py",
-        r"at = \(rows\[runs\]\[:, None\] - 1 - j\)",
-        "at = (rows[runs][:, None] - j)",
+        r"\(T - 1 - rows\)\.flip\(0\)\)\.flip\(0\)\.flip\(1\)",
+        "(T - 1 - rows).flip(0)).flip(0)",
         ["tests/test_deletions.py::test_each_deletion_reads_as_the_text_without_that_token"],
     ),
     (

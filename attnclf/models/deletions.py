@@ -34,54 +34,42 @@ def shares_states(model: ClassifierNet) -> bool:
     return plain and not torch.is_autocast_enabled(device)
 
 
-def _run(gru: nn.GRU, x: torch.Tensor, starts: torch.Tensor, h0: torch.Tensor, lengths: torch.Tensor):
-    """gru over x's tokens starts[r], starts[r] + step, ... (step: +1 or -1 by the sign of `lengths`) for
-    |lengths[r]| tokens, from state h0[r] -> outputs (R, L, H), L the longest run. Rows longest first."""
-    L = int(lengths.abs().max())
-    steps = torch.arange(L, device=x.device)  # (L,)
-    idx = (starts[:, None] + steps[None] * lengths.sign()[:, None]).clamp(0, x.size(0) - 1)  # (R, L)
-    packed = pack_padded_sequence(x[idx], lengths.abs().cpu(), batch_first=True, enforce_sorted=True)
+def _run(gru: nn.GRU, x: torch.Tensor, starts: torch.Tensor, h0: torch.Tensor) -> torch.Tensor:
+    """gru over x's tokens from starts[r] to the end, from state h0[r] -> outputs (R, L, H), L the longest run.
+    Rows longest first (starts ascending)."""
+    lengths = x.size(0) - starts  # (R,)
+    L = int(lengths[0])
+    idx = (starts[:, None] + torch.arange(L, device=x.device)[None]).clamp(max=x.size(0) - 1)  # (R, L)
+    packed = pack_padded_sequence(x[idx], lengths.cpu(), batch_first=True, enforce_sorted=True)
     return pad_packed_sequence(gru(packed, h0[None])[0], batch_first=True, total_length=L)[0]
 
 
-def _forward_states(gru: nn.GRU, x: torch.Tensor, h_f: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
-    """The forward states (R, T-1, H) of the text x (T, E) with token i deleted, for each i of `rows`
-    (ascending): the text's own before i; from i on, a run over the tokens after i from the state at i - 1."""
-    T, H = x.size(0), h_f.size(1)
+def _forward_states(gru: nn.GRU, x: torch.Tensor, h: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """The states (R, T-1, H) of gru reading the text x (T, E) forward with token i deleted, for each i of
+    `rows` (ascending), `h` (T, H) its states over the whole text: the text's own before i; from i on, a run
+    over the tokens after i from the state at i - 1 (none before the first token)."""
+    T, H = x.size(0), h.size(1)
     j = torch.arange(T - 1, device=x.device)[None]  # (1, T-1): a deletion's positions
-    i = rows[:, None]  # (R, 1)
-    out = h_f[:-1].expand(len(rows), -1, -1)  # (R, T-1, H): the positions before i
+    out = h[:-1].expand(len(rows), -1, -1)  # (R, T-1, H): the positions before i
     runs = rows < T - 1  # the last token's deletion changes no forward state
     if runs.any():
         r = rows[runs]
-        h0 = torch.where((r > 0)[:, None], h_f[(r - 1).clamp(min=0)], torch.zeros(1, H, device=x.device))
-        after = _run(gru, x, r + 1, h0, T - 1 - r)  # (R', T-2-r0, H)
-        shifted = torch.zeros(len(rows), T - 1, H, device=x.device, dtype=out.dtype)
+        # the state before token r + 1, once token r is deleted: zero before the first
+        before = torch.cat([torch.zeros(1, H, device=x.device, dtype=h.dtype), h])  # (T+1, H)
+        after = _run(gru, x, r + 1, before[r])  # (R', T-1-r0, H)
         at = (j - r[:, None]).clamp(0, after.size(1) - 1)  # (R', T-1)
-        shifted[runs] = after.gather(1, at[..., None].expand(-1, -1, H))
-        out = torch.where((j >= i)[..., None], shifted, out)
-    return out
-
-
-def _backward_states(gru: nn.GRU, x: torch.Tensor, h_b: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
-    """The backward states (R, T-1, H) with token i deleted, for each i of `rows` (ascending): the text's own
-    after i (at position j, its state at j + 1); before i, a run back over the tokens before i from the
-    state at i + 1."""
-    T, H = x.size(0), h_b.size(1)
-    j = torch.arange(T - 1, device=x.device)[None]  # (1, T-1)
-    i = rows[:, None]  # (R, 1)
-    out = h_b[1:].expand(len(rows), -1, -1)  # (R, T-1, H): the positions from i on
-    runs = rows > 0  # the first token's deletion changes no backward state
-    if runs.any():
-        # longest run first: the deletions in descending order
-        r = rows[runs].flip(0)
-        h0 = torch.where((r < T - 1)[:, None], h_b[(r + 1).clamp(max=T - 1)], torch.zeros(1, H, device=x.device))
-        before = _run(gru, x, r - 1, h0, -r).flip(0)  # (R', r_max, H); step s is at position i - 1 - s
         shifted = torch.zeros(len(rows), T - 1, H, device=x.device, dtype=out.dtype)
-        at = (rows[runs][:, None] - 1 - j).clamp(0, before.size(1) - 1)  # (R', T-1)
-        shifted[runs] = before.gather(1, at[..., None].expand(-1, -1, H))
-        out = torch.where((j < i)[..., None], shifted, out)
+        shifted[runs] = after.gather(1, at[..., None].expand(-1, -1, H))
+        out = torch.where((j >= rows[:, None])[..., None], shifted, out)
     return out
+
+
+def _backward_states(gru: nn.GRU, x: torch.Tensor, h: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """The same for the backward direction (`h`: its states, each at the token it ends on): the forward
+    direction's states of the reversed text, where token i is token T - 1 - i, put back in order."""
+    T = x.size(0)
+    # rows and positions both reversed
+    return _forward_states(gru, x.flip(0), h.flip(0), (T - 1 - rows).flip(0)).flip(0).flip(1)
 
 
 @torch.no_grad()
@@ -97,8 +85,8 @@ def each_deleted(model: ClassifierNet, ids: torch.Tensor, rows_at_once: int = 25
     for a in range(0, T, rows_at_once):
         rows = torch.arange(a, min(T, a + rows_at_once), device=ids.device)
         directions = (
-            partial(_forward_states, enc.fwd[0], h_f=h_f, rows=rows),
-            partial(_backward_states, enc.bwd[0], h_b=h_b, rows=rows),
+            partial(_forward_states, enc.fwd[0], h=h_f, rows=rows),
+            partial(_backward_states, enc.bwd[0], h=h_b, rows=rows),
         )
         # the two directions at once on two threads, as the encoder runs them (a packed run is latency-bound)
         if torch.get_num_threads() >= 2:
