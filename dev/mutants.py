@@ -952,7 +952,7 @@ MUTANTS = [  # name, file, regex, replacement, the tests that target it (--fast 
     ),
     (
         "serve-key-in-the-form-unescaped",
-        "attnclf/presentation/templates/explorer.html",
+        "attnclf/presentation/templates/parts.html",
         r"<input type='hidden' name='\{\{ k \}\}' value='\{\{ v \}\}'>",
         "<input type='hidden' name='{{ k }}' value='{{ v | safe }}'>",
         ["tests/test_serve.py::test_every_value_a_page_writes_back_is_escaped_key_order_and_row"],

@@ -258,15 +258,14 @@ class Api:
         the loop between them."""
         models = list(self.models.values())
         read = await asyncio.gather(*(self.explained(m, shown.text) for m in models))
+        pinned = [None] * len(models)
         if shown.compared:
             pinned = await asyncio.gather(*(self.explained(m, shown.pinned) for m in models))
         out = []
-        for k, (m, (pred, explained)) in enumerate(zip(models, read, strict=True)):
-            view = {"name": m.name, "about": m.about, "labels": m.clf.labels, "prediction": pred}
-            view["explained"] = explained
-            if shown.compared:
-                was, was_explained = pinned[k]
-                view["pinned"] = {"prediction": was, "explained": was_explained}
+        for m, (pred, said), was in zip(models, read, pinned, strict=True):
+            view = {"name": m.name, "about": m.about, "labels": m.clf.labels, "prediction": pred, "explained": said}
+            if was is not None:
+                view["pinned"] = {"prediction": was[0], "explained": was[1]}
             out.append(view)
         return out
 
